@@ -1,0 +1,30 @@
+//! One module per subcommand; each has an `Args` and a `run`.
+
+mod bench;
+mod lint;
+mod plan;
+
+use clap::Subcommand;
+
+use crate::error::CliError;
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Render the full manifest set for an intent file, in deploy order.
+    Plan(plan::Args),
+    /// Find mistakes in existing Kubernetes manifests.
+    Lint(lint::Args),
+    /// Measure storage → host memory → GPU throughput, path by path.
+    #[command(subcommand)]
+    Bench(bench::Args),
+}
+
+/// Runs a subcommand and returns the process exit code.
+pub(crate) fn run(command: Command) -> Result<i32, CliError> {
+    match command {
+        Command::Plan(args) => plan::run(args),
+        Command::Lint(args) => lint::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}

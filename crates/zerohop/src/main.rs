@@ -1,0 +1,48 @@
+//! `zerohop`: plans, verifies and measures the zero-copy data path of GPU
+//! clusters, from storage through the RDMA NIC into GPU memory.
+//!
+//! This crate only parses arguments and wires the library crates together.
+
+mod commands;
+mod error;
+mod output;
+
+use std::process;
+
+use clap::Parser;
+use zerohop_core::exit::ExitCode;
+
+use crate::commands::Command;
+use crate::error::CliError;
+
+/// Plans, verifies and measures the zero-copy storage → RDMA NIC → GPU data path.
+#[derive(Debug, Parser)]
+#[command(name = "zerohop", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version requests are not errors; clap knows which is which.
+            let code = if err.use_stderr() { ExitCode::USAGE } else { ExitCode::OK };
+            let _ = err.print();
+            process::exit(code);
+        }
+    };
+    let code = match commands::run(cli.command) {
+        Ok(code) => code,
+        Err(CliError::Usage(err)) => {
+            eprintln!("error: {err:#}");
+            ExitCode::USAGE
+        }
+        Err(CliError::Internal(err)) => {
+            eprintln!("internal error: {err:#}");
+            ExitCode::INTERNAL
+        }
+    };
+    process::exit(code);
+}

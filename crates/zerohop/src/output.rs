@@ -1,0 +1,17 @@
+//! Writing to standard output, with colour only on a terminal and a broken
+//! pipe treated as the reader having seen enough.
+
+use std::io::{self, Write};
+
+use anstream::AutoStream;
+
+/// Runs `write` against standard output. ANSI styles are stripped unless
+/// standard output is a terminal (and `NO_COLOR` is unset). A broken pipe
+/// (`zerohop doctor | head`) ends the output quietly.
+pub(crate) fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::Result<()> {
+    let mut stream = AutoStream::auto(io::stdout().lock());
+    match write(&mut stream).and_then(|()| stream.flush()) {
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
