@@ -10,6 +10,8 @@ pub mod exit;
 pub mod finding;
 pub mod render;
 pub mod report;
+pub mod rule;
 
 pub use finding::{Evidence, Finding, Location, ObjectRef, Remediation, Severity, Status};
-pub use report::{Report, Summary, SCHEMA_VERSION};
+pub use report::{Report, SCHEMA_VERSION, Summary};
+pub use rule::RuleInfo;

@@ -1,0 +1,108 @@
+//! Metadata of a doctor check or a lint rule, the source of `zerohop checks`
+//! and `zerohop explain`.
+
+use serde::Serialize;
+
+use crate::finding::Severity;
+
+/// The headings every check's and rule's documentation must have, in order.
+pub const REQUIRED_HEADINGS: [&str; 3] = ["## What it checks", "## Why it matters", "## How to fix"];
+
+/// What is known about a check or lint rule without running it.
+///
+/// Declared once next to the code that implements it; its `docs` come from
+/// the declaration's doc comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RuleInfo {
+    /// Stable ID, never reused: a group prefix and three digits (`KRN001`,
+    /// `RDMA004`) or `ZL` and three digits for lint rules.
+    pub id: &'static str,
+    /// Kebab-case name that names the problem (`iommu-disabled`).
+    pub name: &'static str,
+    /// The group (layer) in kebab-case (`kernel`, `pcie`, `lint`).
+    pub group: &'static str,
+    /// Severity of the problem when found, unless overridden.
+    pub severity: Severity,
+    /// Markdown documentation with the [`REQUIRED_HEADINGS`].
+    pub docs: &'static str,
+    /// Source location of the declaration, `file#Lline`.
+    pub location: &'static str,
+}
+
+impl RuleInfo {
+    /// The first line of the documentation before any heading: a one-line summary.
+    pub fn summary(&self) -> &'static str {
+        self.docs
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with('#'))
+            .unwrap_or("")
+    }
+
+    /// The required headings that the documentation lacks or has out of order.
+    pub fn missing_headings(&self) -> Vec<&'static str> {
+        let mut rest = self.docs;
+        let mut missing = Vec::new();
+        for heading in REQUIRED_HEADINGS {
+            match rest.lines().position(|line| line.trim_end() == heading) {
+                Some(index) => {
+                    let skip: usize = rest.lines().take(index + 1).map(|l| l.len() + 1).sum();
+                    rest = rest.get(skip.min(rest.len())..).unwrap_or("");
+                }
+                None => missing.push(heading),
+            }
+        }
+        missing
+    }
+
+    /// Whether `id` has a known group prefix followed by exactly three digits.
+    pub fn is_well_formed_id(id: &str, prefixes: &[&str]) -> bool {
+        prefixes.iter().any(|prefix| {
+            id.strip_prefix(prefix)
+                .is_some_and(|digits| digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
+
+    /// Whether `name` is lowercase kebab-case.
+    pub fn is_kebab_case(name: &str) -> bool {
+        !name.is_empty()
+            && !name.starts_with('-')
+            && !name.ends_with('-')
+            && !name.contains("--")
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(docs: &'static str) -> RuleInfo {
+        RuleInfo {
+            id: "KRN001",
+            name: "iommu-disabled",
+            group: "kernel",
+            severity: Severity::Error,
+            docs,
+            location: "x.rs#L1",
+        }
+    }
+
+    #[test]
+    fn headings_are_found_in_order() {
+        let ok = info("Checks it.\n## What it checks\na\n## Why it matters\nb\n## How to fix\nc\n");
+        assert!(ok.missing_headings().is_empty());
+        assert_eq!(ok.summary(), "Checks it.");
+        let swapped = info("## Why it matters\nb\n## What it checks\na\n## How to fix\nc\n");
+        assert_eq!(swapped.missing_headings(), vec!["## Why it matters"]);
+    }
+
+    #[test]
+    fn ids_and_names() {
+        assert!(RuleInfo::is_well_formed_id("KRN001", &["KRN", "PCI"]));
+        assert!(!RuleInfo::is_well_formed_id("KRN01", &["KRN"]));
+        assert!(!RuleInfo::is_well_formed_id("XYZ001", &["KRN"]));
+        assert!(RuleInfo::is_kebab_case("iommu-disabled"));
+        assert!(!RuleInfo::is_kebab_case("Iommu_disabled"));
+    }
+}

@@ -1,0 +1,1 @@
+//! Validation of Kubernetes objects against CRD `openAPIV3Schema`s.

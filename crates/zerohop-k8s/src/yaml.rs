@@ -1,0 +1,1 @@
+//! YAML loading that keeps a source span on every node.
