@@ -39,12 +39,23 @@ impl RuleInfo {
             .unwrap_or("")
     }
 
+    /// The documentation as Markdown: doc comments keep the space after
+    /// `///`, which is removed here.
+    pub fn markdown(&self) -> String {
+        let mut text = String::with_capacity(self.docs.len());
+        for line in self.docs.lines() {
+            text.push_str(line.strip_prefix(' ').unwrap_or(line));
+            text.push('\n');
+        }
+        text
+    }
+
     /// The required headings that the documentation lacks or has out of order.
     pub fn missing_headings(&self) -> Vec<&'static str> {
         let mut rest = self.docs;
         let mut missing = Vec::new();
         for heading in REQUIRED_HEADINGS {
-            match rest.lines().position(|line| line.trim_end() == heading) {
+            match rest.lines().position(|line| line.trim() == heading) {
                 Some(index) => {
                     let skip: usize = rest.lines().take(index + 1).map(|l| l.len() + 1).sum();
                     rest = rest.get(skip.min(rest.len())..).unwrap_or("");

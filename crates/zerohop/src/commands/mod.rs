@@ -1,6 +1,8 @@
 //! One module per subcommand; each has an `Args` and a `run`.
 
 mod bench;
+mod catalog;
+mod doctor;
 mod lint;
 mod plan;
 
@@ -11,6 +13,12 @@ use crate::error::CliError;
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Check this host (or a captured one), every layer of the data path.
+    Doctor(doctor::Args),
+    /// List every doctor check and lint rule.
+    Checks(catalog::ChecksArgs),
+    /// Show the documentation of a check or lint rule.
+    Explain(catalog::ExplainArgs),
     /// Render the full manifest set for an intent file, in deploy order.
     Plan(plan::Args),
     /// Find mistakes in existing Kubernetes manifests.
@@ -23,6 +31,9 @@ pub(crate) enum Command {
 /// Runs a subcommand and returns the process exit code.
 pub(crate) fn run(command: Command) -> Result<i32, CliError> {
     match command {
+        Command::Doctor(args) => doctor::run(args),
+        Command::Checks(args) => catalog::checks(args),
+        Command::Explain(args) => catalog::explain(args),
         Command::Plan(args) => plan::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Bench(args) => bench::run(args),

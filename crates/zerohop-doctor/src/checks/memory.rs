@@ -1,0 +1,226 @@
+//! Hugepage pools per NUMA node, THP, locked memory.
+
+use std::collections::BTreeSet;
+
+use zerohop_core::Remediation;
+use zerohop_host::facts::Memlock;
+
+use crate::checks::{bytes, need, require};
+use crate::context::{Context, Outcome};
+use crate::declare_check;
+
+const GIB_KIB: u64 = 1 << 20;
+
+/// The memlock limit under which RDMA registration of large buffers fails.
+const MEMLOCK_MIN: u64 = 16 << 30;
+
+declare_check! {
+    /// Each NUMA node that hosts a GPU or NIC has 1 GiB hugepages.
+    ///
+    /// ## What it checks
+    /// When the host has a 1 GiB hugepage pool, reads
+    /// `/sys/devices/system/node/node<N>/hugepages/hugepages-1048576kB/nr_hugepages`
+    /// for every node that a GPU or NIC reports in its `numa_node`, against
+    /// the profile's per-node expectation when given, else against zero.
+    ///
+    /// ## Why it matters
+    /// Pods pinned to a node by the Topology Manager take hugepages from that
+    /// node. A pool that sits on the other socket makes them pending, or puts
+    /// every RDMA buffer across the inter-socket link from its NIC.
+    ///
+    /// ## How to fix
+    /// Reserve per node on the command line (`hugepages=0:16,1:16` after
+    /// `hugepagesz=1G`, Linux 5.7 and later), or at run time with
+    /// `echo 16 > /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages`
+    /// right after boot.
+    pub static HUGEPAGES_MISSING_ON_NODE = {
+        id: "MEM001",
+        name: "hugepages-missing-on-node",
+        group: Memory,
+        severity: Error,
+        requires: [],
+        run: hugepages_on_nodes,
+    };
+}
+
+fn hugepages_on_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
+    let facts = ctx.facts;
+    let total = facts.memory.pool(GIB_KIB).and_then(|p| p.total_known()).unwrap_or(0);
+    let expected = ctx.profile.hugepages_1g_per_node;
+    if total == 0 && expected.is_none() {
+        return vec![Outcome::not_applicable("no 1 GiB hugepages reserved (see KRN002)")];
+    }
+    let nodes = need!(require(&facts.numa, || Outcome::unknown("/sys/devices/system/node is absent: numa layout unknown")));
+    let device_nodes: BTreeSet<u32> = facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| (d.is_nvidia_gpu() || d.is_nic()) && !d.is_vf())
+        .filter_map(|d| d.numa_node.as_ref().ok().copied().flatten())
+        .filter_map(|n| u32::try_from(n).ok())
+        .collect();
+    let judged: Vec<_> = nodes
+        .iter()
+        .filter(|n| device_nodes.is_empty() || device_nodes.contains(&n.id))
+        .collect();
+    judged
+        .into_iter()
+        .map(|node| {
+            let path = format!("/sys/devices/system/node/node{}/hugepages/hugepages-1048576kB/nr_hugepages", node.id);
+            let subject = format!("node{}", node.id);
+            let got = match node.pool(GIB_KIB).map(|p| &p.total) {
+                Some(Err(gap)) => return Outcome::gap(gap).subject(subject),
+                Some(Ok(Some(n))) => *n,
+                _ => 0,
+            };
+            let need = expected.unwrap_or(1);
+            if got >= need {
+                Outcome::pass(format!("{got} 1 GiB hugepages on node {}", node.id))
+            } else {
+                let message = format!("{got} 1 GiB hugepages on node {} that hosts gpus or nics, {need} needed", node.id);
+                let outcome = if expected.is_some() { Outcome::fail(message) } else { Outcome::warn(message) };
+                outcome
+                    .evidence(&path, got.to_string())
+                    .fix(Remediation::new("reserve 1 GiB hugepages on every node that hosts a gpu or nic")
+                        .command(format!("echo {need} > {path}")))
+            }
+            .subject(subject)
+        })
+        .collect()
+}
+
+declare_check! {
+    /// Reserved hugepage pools still have free pages.
+    ///
+    /// ## What it checks
+    /// `nr_hugepages` and `free_hugepages` of every pool in
+    /// `/sys/kernel/mm/hugepages`.
+    ///
+    /// ## Why it matters
+    /// A pool with no free page makes new pods that request hugepages fail
+    /// to start, and DPDK or RDMA applications fall back to small pages or
+    /// abort. It often means a leaked reservation from a crashed workload.
+    ///
+    /// ## How to fix
+    /// Find the holders (`grep -l huge /proc/*/maps`, hugetlbfs mounts with
+    /// leftover files), clean them up, or grow the pool.
+    pub static HUGEPAGES_EXHAUSTED = {
+        id: "MEM002",
+        name: "hugepages-exhausted",
+        group: Memory,
+        severity: Warning,
+        requires: [],
+        run: hugepages_exhausted,
+    };
+}
+
+fn hugepages_exhausted(ctx: &Context<'_>) -> Vec<Outcome> {
+    let pools = need!(require(&ctx.facts.memory.hugepages, || Outcome::not_applicable("the kernel has no hugepage pools")));
+    let outcomes: Vec<Outcome> = pools
+        .iter()
+        .filter(|pool| pool.total_known().unwrap_or(0) > 0 || pool.total.is_err())
+        .map(|pool| {
+            let size = bytes(pool.size_kib * 1024);
+            let dir = format!("/sys/kernel/mm/hugepages/hugepages-{}kB", pool.size_kib);
+            match (&pool.total, &pool.free) {
+                (Err(gap), _) | (_, Err(gap)) => Outcome::gap(gap),
+                (Ok(Some(total)), Ok(Some(0))) => Outcome::warn(format!("all {total} {size} hugepages are in use"))
+                    .evidence(format!("{dir}/free_hugepages"), "0")
+                    .fix(Remediation::new("free leaked hugepages or grow the pool")
+                        .command("grep -l huge /proc/[0-9]*/maps")),
+                (Ok(Some(total)), Ok(Some(free))) => Outcome::pass(format!("{free} of {total} {size} hugepages free")),
+                _ => Outcome::unknown(format!("{size} pool has no free_hugepages file")),
+            }
+            .subject(format!("{size} pool"))
+        })
+        .collect();
+    if outcomes.is_empty() {
+        return vec![Outcome::not_applicable("no hugepages reserved")];
+    }
+    outcomes
+}
+
+declare_check! {
+    /// Reports the transparent hugepage policy.
+    ///
+    /// ## What it checks
+    /// The selected option in `/sys/kernel/mm/transparent_hugepage/enabled`
+    /// and `defrag`.
+    ///
+    /// ## Why it matters
+    /// With `always`, khugepaged compacts memory in the background and page
+    /// faults may stall on compaction, which shows up as latency spikes in
+    /// polling data-path threads. `madvise` or `never` leave large pages to
+    /// the applications that ask for them.
+    ///
+    /// ## How to fix
+    /// Set `transparent_hugepage=madvise` on the kernel command line, or
+    /// `echo madvise > /sys/kernel/mm/transparent_hugepage/enabled`.
+    pub static THP_POLICY = {
+        id: "MEM003",
+        name: "thp-always",
+        group: Memory,
+        severity: Info,
+        requires: [],
+        run: thp_policy,
+    };
+}
+
+fn thp_policy(ctx: &Context<'_>) -> Vec<Outcome> {
+    const PATH: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let enabled = need!(require(&ctx.facts.memory.thp_enabled, || Outcome::not_applicable("the kernel has no transparent hugepages")));
+    let defrag = ctx.facts.memory.thp_defrag.as_ref().ok().cloned().flatten().unwrap_or_else(|| "<unknown>".to_owned());
+    let outcome = if enabled == "always" {
+        Outcome::info("transparent hugepages always on: compaction can stall data-path threads")
+            .fix(Remediation::new("prefer madvise").command(format!("echo madvise > {PATH}")))
+    } else {
+        Outcome::pass(format!("transparent hugepages {enabled}"))
+    };
+    vec![outcome
+        .evidence(PATH, enabled.as_str())
+        .evidence("/sys/kernel/mm/transparent_hugepage/defrag", defrag)]
+}
+
+declare_check! {
+    /// The locked-memory limit allows registering RDMA buffers.
+    ///
+    /// ## What it checks
+    /// The soft `Max locked memory` of this process in `/proc/self/limits`:
+    /// unlimited passes, less than 16 GiB warns. Only on the live host: in a
+    /// container it is the container's limit, which is what workloads get.
+    ///
+    /// ## Why it matters
+    /// RDMA memory registration pins pages and counts them against
+    /// `RLIMIT_MEMLOCK`. A small limit makes `ibv_reg_mr` fail with ENOMEM,
+    /// and NCCL or UCX fall back to slower paths or fail outright.
+    ///
+    /// ## How to fix
+    /// Set `memlock` to `unlimited` in `/etc/security/limits.conf` (hosts),
+    /// `LimitMEMLOCK=infinity` (systemd services), or give pods the
+    /// `IPC_LOCK` capability (Kubernetes).
+    pub static MEMLOCK_TOO_LOW = {
+        id: "MEM004",
+        name: "memlock-too-low",
+        group: Memory,
+        severity: Warning,
+        requires: [],
+        run: memlock,
+    };
+}
+
+fn memlock(ctx: &Context<'_>) -> Vec<Outcome> {
+    const PATH: &str = "/proc/self/limits";
+    let Some(fact) = &ctx.facts.kernel.memlock else {
+        return vec![Outcome::not_applicable("memlock is a property of the running process: only checked on the live host")];
+    };
+    let limit = need!(require(fact, || Outcome::unknown("/proc/self/limits is absent")));
+    vec![match limit {
+        Memlock::Unlimited => Outcome::pass("memlock unlimited").evidence(PATH, "unlimited"),
+        Memlock::Bytes(n) if *n >= MEMLOCK_MIN => Outcome::pass(format!("memlock {}", bytes(*n))).evidence(PATH, n.to_string()),
+        Memlock::Bytes(n) => Outcome::warn(format!("memlock limit {} is below {}: rdma registration of large buffers fails", bytes(*n), bytes(MEMLOCK_MIN)))
+            .evidence(PATH, n.to_string())
+            .fix(Remediation::new("raise the memlock limit to unlimited")
+                .command("echo '* - memlock unlimited' >> /etc/security/limits.conf")
+                .command("# systemd: LimitMEMLOCK=infinity; Kubernetes: securityContext.capabilities.add: [IPC_LOCK]")),
+    }]
+}

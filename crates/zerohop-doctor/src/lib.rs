@@ -1,0 +1,19 @@
+//! The zerohop doctor: checks of every layer of the zero-copy data path,
+//! judged from a host's [`Facts`](zerohop_host::Facts).
+//!
+//! A check is one [`declare_check!`] declaration whose doc comment is its
+//! documentation; [`checks::CHECKS`] lists them in deploy order. Checks are
+//! pure functions of the facts and the user's [`Profile`]; the [`runner`]
+//! orders them by prerequisite, reports `blocked` for checks whose
+//! prerequisite failed, and builds the [`Report`](zerohop_core::Report).
+
+pub mod checks;
+pub mod context;
+pub mod profile;
+pub mod registry;
+pub mod runner;
+
+pub use context::{Context, Outcome};
+pub use profile::Profile;
+pub use registry::{Check, Group};
+pub use runner::{Selection, run};

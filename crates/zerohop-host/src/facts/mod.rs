@@ -1,0 +1,129 @@
+//! The typed model of a host: everything the doctor's checks judge, read
+//! once through a [`HostRoot`].
+//!
+//! Each fact is a [`Fact`]: `Ok(Some(value))` when read and understood,
+//! `Ok(None)` when the host does not have it (the file is absent, which on
+//! Linux usually means the feature is not there), and `Err(Gap)` when it is
+//! there but could not be read or understood. Checks turn a gap into an
+//! `unknown` finding that quotes the path and the reason.
+
+pub mod kernel;
+pub mod memory;
+pub mod modules;
+pub mod numa;
+pub mod pci;
+
+use std::fmt;
+
+use crate::root::{HostRoot, ReadError};
+
+pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, Memlock};
+pub use memory::{HugepagePool, MemoryFacts};
+pub use modules::{Module, Modules};
+pub use numa::NumaNode;
+pub use pci::{PciDevice, PciFacts, PciLink, Sriov};
+
+/// A fact that is present, absent, or present but unusable.
+pub type Fact<T> = Result<Option<T>, Gap>;
+
+/// Why a fact could not be established: the path and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    /// The host path that was read.
+    pub path: String,
+    /// What went wrong, as a lowercase fragment.
+    pub reason: String,
+}
+
+impl Gap {
+    /// A gap for a value at `path` that could not be understood.
+    pub fn malformed(path: &str, reason: impl fmt::Display) -> Gap {
+        Gap {
+            path: path.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+impl From<ReadError> for Gap {
+    fn from(err: ReadError) -> Gap {
+        Gap {
+            path: err.path().to_owned(),
+            reason: err.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Gap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
+/// Everything known about one host.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    /// The root the facts were read from, for display.
+    pub root: String,
+    /// Whether the facts describe the machine zerohop runs on.
+    pub live: bool,
+    /// Boot parameters, CPU vendor, CPU isolation, io_uring, memlock.
+    pub kernel: KernelFacts,
+    /// Meminfo, hugepage pools, transparent hugepages.
+    pub memory: MemoryFacts,
+    /// NUMA nodes with their CPUs and hugepage pools.
+    pub numa: Fact<Vec<NumaNode>>,
+    /// PCI functions and IOMMU groups.
+    pub pci: PciFacts,
+    /// Kernel modules, loaded and built in.
+    pub modules: Fact<Modules>,
+}
+
+impl Facts {
+    /// Reads every fact from `root`. Never fails: what cannot be read
+    /// becomes a [`Gap`] in the fact that needed it.
+    pub fn collect(root: &HostRoot) -> Facts {
+        Facts {
+            root: root.display(),
+            live: root.is_live(),
+            kernel: KernelFacts::collect(root),
+            memory: MemoryFacts::collect(root),
+            numa: numa::collect(root),
+            pci: PciFacts::collect(root),
+            modules: Modules::collect(root),
+        }
+    }
+
+    /// The NUMA nodes, or none when unknown.
+    pub fn numa_nodes(&self) -> &[NumaNode] {
+        match &self.numa {
+            Ok(Some(nodes)) => nodes,
+            _ => &[],
+        }
+    }
+}
+
+/// Reads a trimmed one-line value and parses it with `parse`, mapping a
+/// parse failure to a [`Gap`] with `what` in its reason.
+pub(crate) fn read_parsed<T, E: fmt::Display>(
+    root: &HostRoot,
+    path: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Fact<T> {
+    match root.read_value(path)? {
+        None => Ok(None),
+        Some(text) if text.is_empty() => Err(Gap::malformed(path, "file is empty")),
+        Some(text) => parse(&text)
+            .map(Some)
+            .map_err(|err| Gap::malformed(path, format!("cannot parse `{}`: {err}", clip(&text)))),
+    }
+}
+
+/// Shortens a value for an error message.
+pub(crate) fn clip(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        Some((index, _)) => format!("{}…", &text[..index]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,317 @@
+//! PCI functions from `/sys/bus/pci/devices` and IOMMU groups from
+//! `/sys/kernel/iommu_groups`.
+
+use std::collections::BTreeMap;
+
+use crate::facts::{Fact, Gap, clip, read_parsed};
+use crate::root::HostRoot;
+
+const DEVICES: &str = "/sys/bus/pci/devices";
+
+/// PCI class codes (the upper 16 bits of the `class` attribute) zerohop cares about.
+pub mod class {
+    /// VGA-compatible display controller (some NVIDIA GPUs).
+    pub const DISPLAY_VGA: u16 = 0x0300;
+    /// 3D controller (data-centre NVIDIA GPUs).
+    pub const DISPLAY_3D: u16 = 0x0302;
+    /// Ethernet controller (RoCE NICs).
+    pub const NETWORK_ETHERNET: u16 = 0x0200;
+    /// InfiniBand controller.
+    pub const NETWORK_INFINIBAND: u16 = 0x0207;
+    /// NVM Express controller (`0x0108`, programming interface `0x02`).
+    pub const STORAGE_NVME: u16 = 0x0108;
+    /// PCI-to-PCI bridge (switch ports, root ports).
+    pub const BRIDGE_PCI: u16 = 0x0604;
+}
+
+/// PCI vendor IDs zerohop cares about.
+pub mod vendor {
+    /// NVIDIA.
+    pub const NVIDIA: u16 = 0x10de;
+    /// Mellanox / NVIDIA Networking.
+    pub const MELLANOX: u16 = 0x15b3;
+}
+
+/// A PCIe link as the kernel reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PciLink {
+    /// `current_link_speed` as written (`16.0 GT/s PCIe`, `Unknown`).
+    pub current_speed: String,
+    /// `max_link_speed` as written.
+    pub max_speed: String,
+    /// `current_link_width` (0 when the link is down).
+    pub current_width: u32,
+    /// `max_link_width`.
+    pub max_width: u32,
+}
+
+impl PciLink {
+    /// The current speed in GT/s, `None` when unknown.
+    pub fn current_gts(&self) -> Option<f64> {
+        gts(&self.current_speed)
+    }
+
+    /// The maximum speed in GT/s, `None` when unknown.
+    pub fn max_gts(&self) -> Option<f64> {
+        gts(&self.max_speed)
+    }
+}
+
+fn gts(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v > 0.0)
+}
+
+/// SR-IOV capability of a physical function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sriov {
+    /// `sriov_totalvfs`: the most VFs the device (firmware) allows.
+    pub total_vfs: u32,
+    /// `sriov_numvfs`: VFs enabled now.
+    pub num_vfs: u32,
+}
+
+/// One PCI function.
+#[derive(Debug, Clone)]
+pub struct PciDevice {
+    /// Address `dddd:bb:dd.f`.
+    pub address: String,
+    /// `class` upper 16 bits (class and subclass), `None` when unreadable.
+    pub class: Option<u16>,
+    /// `vendor`.
+    pub vendor: Option<u16>,
+    /// `device`.
+    pub device: Option<u16>,
+    /// Bound driver (`driver` link name).
+    pub driver: Option<String>,
+    /// `numa_node` (-1 when the firmware does not say).
+    pub numa_node: Fact<i32>,
+    /// `iommu_group` link name.
+    pub iommu_group: Option<u32>,
+    /// The PCIe link; `Ok(None)` when the device exposes no link files.
+    pub link: Fact<PciLink>,
+    /// SR-IOV capability, physical functions only.
+    pub sriov: Fact<Sriov>,
+    /// The physical function of a virtual function (`physfn` link).
+    pub physfn: Option<String>,
+    /// The bridges above the device, nearest first (from its real path).
+    pub parents: Vec<String>,
+}
+
+impl PciDevice {
+    /// Whether this is an NVIDIA GPU.
+    pub fn is_nvidia_gpu(&self) -> bool {
+        self.vendor == Some(vendor::NVIDIA) && matches!(self.class, Some(class::DISPLAY_3D | class::DISPLAY_VGA))
+    }
+
+    /// Whether this is an Ethernet or InfiniBand controller.
+    pub fn is_nic(&self) -> bool {
+        matches!(self.class, Some(class::NETWORK_ETHERNET | class::NETWORK_INFINIBAND))
+    }
+
+    /// Whether this is an SR-IOV virtual function.
+    pub fn is_vf(&self) -> bool {
+        self.physfn.is_some()
+    }
+
+    /// A short label: `GPU 10de:2330`, `NIC 15b3:1021`.
+    pub fn label(&self) -> String {
+        let kind = if self.is_nvidia_gpu() {
+            "gpu"
+        } else if self.is_nic() && self.is_vf() {
+            "vf"
+        } else if self.is_nic() {
+            "nic"
+        } else {
+            "device"
+        };
+        match (self.vendor, self.device) {
+            (Some(v), Some(d)) => format!("{kind} {v:04x}:{d:04x}"),
+            _ => kind.to_owned(),
+        }
+    }
+
+    /// The sysfs directory of this function.
+    pub fn sysfs(&self) -> String {
+        format!("{DEVICES}/{}", self.address)
+    }
+}
+
+/// PCI facts.
+#[derive(Debug, Clone)]
+pub struct PciFacts {
+    /// Every function, sorted by address; `Ok(None)` when the host has no PCI bus in sysfs.
+    pub devices: Fact<Vec<PciDevice>>,
+    /// IOMMU groups and their member addresses; `Ok(None)` when the kernel
+    /// has no IOMMU groups (IOMMU off).
+    pub iommu_groups: Fact<BTreeMap<u32, Vec<String>>>,
+}
+
+impl PciFacts {
+    /// Reads the PCI functions and IOMMU groups from `root`.
+    pub fn collect(root: &HostRoot) -> PciFacts {
+        PciFacts {
+            devices: devices(root),
+            iommu_groups: iommu_groups(root),
+        }
+    }
+
+    /// The functions, or none when unknown.
+    pub fn list(&self) -> &[PciDevice] {
+        match &self.devices {
+            Ok(Some(devices)) => devices,
+            _ => &[],
+        }
+    }
+
+    /// The function at `address`.
+    pub fn get(&self, address: &str) -> Option<&PciDevice> {
+        let devices = self.list();
+        devices
+            .binary_search_by(|d| d.address.as_str().cmp(address))
+            .ok()
+            .map(|index| &devices[index])
+    }
+}
+
+fn devices(root: &HostRoot) -> Fact<Vec<PciDevice>> {
+    let Some(names) = root.list(DEVICES)? else { return Ok(None) };
+    let mut devices: Vec<PciDevice> = names.iter().filter(|n| is_address(n)).map(|n| device(root, n)).collect();
+    devices.sort_by(|a, b| a.address.cmp(&b.address));
+    Ok(Some(devices))
+}
+
+fn device(root: &HostRoot, address: &str) -> PciDevice {
+    let dir = format!("{DEVICES}/{address}");
+    let hex = |file: &str| -> Option<u32> {
+        let text = root.read_value(&format!("{dir}/{file}")).ok()??;
+        u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+    };
+    let class = hex("class").and_then(|c| u16::try_from(c >> 8).ok());
+    let physfn = root.link_name(&format!("{dir}/physfn")).ok().flatten();
+    let is_vf = physfn.is_some();
+    let parents = root
+        .canonical(&dir)
+        .ok()
+        .flatten()
+        .map(|real| parents_of(&real, address))
+        .unwrap_or_default();
+    PciDevice {
+        address: address.to_owned(),
+        class,
+        vendor: hex("vendor").and_then(|v| u16::try_from(v).ok()),
+        device: hex("device").and_then(|v| u16::try_from(v).ok()),
+        driver: root.link_name(&format!("{dir}/driver")).ok().flatten(),
+        numa_node: read_parsed(root, &format!("{dir}/numa_node"), str::parse::<i32>),
+        iommu_group: root
+            .link_name(&format!("{dir}/iommu_group"))
+            .ok()
+            .flatten()
+            .and_then(|g| g.parse().ok()),
+        // A VF's link attributes mirror its PF's and its SR-IOV files do
+        // not exist; skipping them keeps a host with thousands of VFs fast.
+        link: if is_vf { Ok(None) } else { link(root, &dir) },
+        sriov: if is_vf { Ok(None) } else { sriov(root, &dir) },
+        physfn,
+        parents,
+    }
+}
+
+fn link(root: &HostRoot, dir: &str) -> Fact<PciLink> {
+    let value = |file: &str| root.read_value(&format!("{dir}/{file}"));
+    let current_speed = value("current_link_speed")?;
+    let max_speed = value("max_link_speed")?;
+    let current_width = read_parsed(root, &format!("{dir}/current_link_width"), str::parse::<u32>)?;
+    let max_width = read_parsed(root, &format!("{dir}/max_link_width"), str::parse::<u32>)?;
+    match (current_speed, max_speed, current_width, max_width) {
+        (None, None, None, None) => Ok(None),
+        (Some(current_speed), Some(max_speed), Some(current_width), Some(max_width)) => Ok(Some(PciLink {
+            current_speed,
+            max_speed,
+            current_width,
+            max_width,
+        })),
+        _ => Err(Gap::malformed(
+            &format!("{dir}/current_link_speed"),
+            "only some of the link speed and width files exist",
+        )),
+    }
+}
+
+fn sriov(root: &HostRoot, dir: &str) -> Fact<Sriov> {
+    let total = read_parsed(root, &format!("{dir}/sriov_totalvfs"), str::parse::<u32>)?;
+    let num = read_parsed(root, &format!("{dir}/sriov_numvfs"), str::parse::<u32>)?;
+    match (total, num) {
+        (None, None) => Ok(None),
+        (Some(total_vfs), num) => Ok(Some(Sriov {
+            total_vfs,
+            num_vfs: num.unwrap_or(0),
+        })),
+        (None, Some(_)) => Err(Gap::malformed(&format!("{dir}/sriov_totalvfs"), "sriov_numvfs exists without it")),
+    }
+}
+
+fn iommu_groups(root: &HostRoot) -> Fact<BTreeMap<u32, Vec<String>>> {
+    const DIR: &str = "/sys/kernel/iommu_groups";
+    let Some(names) = root.list(DIR)? else { return Ok(None) };
+    let mut groups = BTreeMap::new();
+    for name in names {
+        let group: u32 = name
+            .parse()
+            .map_err(|_| Gap::malformed(&format!("{DIR}/{name}"), format!("`{}` is not a group number", clip(&name))))?;
+        let members = root.list(&format!("{DIR}/{name}/devices"))?.unwrap_or_default();
+        groups.insert(group, members);
+    }
+    if groups.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(groups))
+}
+
+/// Whether `name` looks like a PCI address `dddd:bb:dd.f`.
+pub fn is_address(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() >= 12
+        && name.split(':').count() == 3
+        && name.contains('.')
+        && bytes.iter().all(|b| b.is_ascii_hexdigit() || *b == b':' || *b == b'.')
+}
+
+/// The PCI addresses above `address` in its real sysfs path, nearest first:
+/// `/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0` gives
+/// `0000:01:00.0`, `0000:00:01.0` for `0000:02:00.0`.
+pub fn parents_of(real_path: &str, address: &str) -> Vec<String> {
+    let mut parents: Vec<String> = real_path
+        .split('/')
+        .filter(|part| is_address(part) && *part != address)
+        .map(str::to_owned)
+        .collect();
+    parents.reverse();
+    parents
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_are_nearest_first() {
+        let real = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0";
+        assert_eq!(parents_of(real, "0000:02:00.0"), vec!["0000:01:00.0", "0000:00:01.0"]);
+        assert!(is_address("0000:3b:00.1"));
+        assert!(!is_address("pci0000:00"));
+        assert!(!is_address("0000:3b:00.1:x"));
+    }
+
+    #[test]
+    fn link_speed_numbers() {
+        let link = PciLink {
+            current_speed: "2.5 GT/s PCIe".into(),
+            max_speed: "32.0 GT/s PCIe".into(),
+            current_width: 16,
+            max_width: 16,
+        };
+        assert_eq!(link.current_gts(), Some(2.5));
+        assert_eq!(link.max_gts(), Some(32.0));
+        assert_eq!(gts("Unknown"), None);
+    }
+}

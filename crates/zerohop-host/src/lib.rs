@@ -1,0 +1,17 @@
+//! Read-only access to a host and the typed model of what zerohop reads.
+//!
+//! Every read goes through a [`HostRoot`]: the live `/`, a host mounted at
+//! `/host` in a container, or a directory holding a captured tree. Reads are
+//! bounded in size (and, on a live host, in time); a missing file is `None`,
+//! never an error. Parsers in [`parse`] are pure functions of text, and
+//! [`Facts`] is the model the doctor's checks judge.
+
+pub mod facts;
+pub mod parse;
+mod resolve;
+pub mod root;
+mod watchdog;
+
+
+pub use facts::{Fact, Facts, Gap};
+pub use root::{HostRoot, ReadError, RootError};

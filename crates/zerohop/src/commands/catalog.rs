@@ -1,0 +1,72 @@
+//! `zerohop checks` and `zerohop explain`: the documentation of every
+//! doctor check, generated from the declarations.
+
+
+use anyhow::Context as _;
+use zerohop_core::RuleInfo;
+use zerohop_doctor::checks::CHECKS;
+
+use crate::error::CliError;
+use crate::output;
+
+/// Arguments of `zerohop checks`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChecksArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `zerohop explain`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExplainArgs {
+    /// A check ID (`KRN001`) or name (`iommu-misconfigured`).
+    id: String,
+}
+
+/// Every documented rule: the doctor's checks.
+fn catalog() -> impl Iterator<Item = &'static RuleInfo> {
+    CHECKS.iter().map(|check| &check.info)
+}
+
+/// Runs `zerohop checks`.
+pub(crate) fn checks(args: ChecksArgs) -> Result<i32, CliError> {
+    let rules: Vec<&RuleInfo> = catalog().collect();
+    output::to_stdout(|out| {
+        if args.json {
+            serde_json::to_writer_pretty(&mut *out, &rules)?;
+            return writeln!(out);
+        }
+        let id_width = rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
+        let name_width = rules.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        for rule in &rules {
+            writeln!(
+                out,
+                "{:<id_width$}  {:<9}  {:<8}  {:<name_width$}  {}",
+                rule.id,
+                rule.group,
+                rule.severity.as_str(),
+                rule.name,
+                rule.summary()
+            )?;
+        }
+        Ok(())
+    })
+    .context("failed to write the list")?;
+    Ok(0)
+}
+
+/// Runs `zerohop explain`.
+pub(crate) fn explain(args: ExplainArgs) -> Result<i32, CliError> {
+    let wanted = args.id.as_str();
+    let rule = catalog()
+        .find(|r| r.id.eq_ignore_ascii_case(wanted) || r.name == wanted)
+        .ok_or_else(|| CliError::usage(format!("no check or rule `{wanted}`: `zerohop checks` lists them")))?;
+    output::to_stdout(|out| {
+        writeln!(out, "# {} {}\n", rule.id, rule.name)?;
+        writeln!(out, "group: {}, default severity: {}\n", rule.group, rule.severity)?;
+        write!(out, "{}", rule.markdown())
+    })
+    .context("failed to write the explanation")?;
+    Ok(0)
+}
