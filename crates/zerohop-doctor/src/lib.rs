@@ -12,6 +12,7 @@ pub mod context;
 pub mod profile;
 pub mod registry;
 pub mod runner;
+pub mod topology;
 
 pub use context::{Context, Outcome};
 pub use profile::Profile;

@@ -17,6 +17,58 @@ pub struct Profile {
     /// 1 GiB hugepages each NUMA node that hosts a GPU or NIC must have.
     #[serde(default)]
     pub hugepages_1g_per_node: Option<u64>,
+    /// RDMA is (or is not) part of the data path. Unset: wanted when the
+    /// host has an RDMA device or a Mellanox/NVIDIA network controller.
+    #[serde(default)]
+    pub rdma: Option<bool>,
+    /// The rate every active RDMA port must reach, in Gb/s (`400`).
+    #[serde(default)]
+    pub rdma_rate_gbps: Option<u32>,
+    /// The MTU every RoCE netdev must have (`9000`); at least 4200 either way.
+    #[serde(default)]
+    pub roce_mtu: Option<u32>,
+    /// The priority RoCE traffic uses, where DCQCN must be on. Unset: 3.
+    #[serde(default)]
+    pub roce_priority: Option<u8>,
+    /// The number of VFs each RDMA physical function must have enabled.
+    #[serde(default)]
+    pub vfs_per_pf: Option<u32>,
+    /// How GPUDirect RDMA reaches GPU memory. Unset: either path will do.
+    #[serde(default)]
+    pub gpudirect: Option<GpuDirect>,
+    /// GPUDirect Storage is (or is not) wanted: `nvidia_fs` must be loaded.
+    #[serde(default)]
+    pub gds: Option<bool>,
+    /// GDRCopy is (or is not) wanted: `gdrdrv` must be loaded.
+    #[serde(default)]
+    pub gdrcopy: Option<bool>,
+    /// The data mounts (mount points or paths under them) that carry
+    /// training data. Empty: every NFS mount counts as one.
+    #[serde(default)]
+    pub mounts: Vec<String>,
+    /// NFS data mounts must (or must not) use RDMA. Unset: must when
+    /// declared with `mounts` or asked for in `/etc/fstab`.
+    #[serde(default)]
+    pub nfs_rdma: Option<bool>,
+    /// The NVMe multipath I/O policy every fabric subsystem must use
+    /// (`round-robin`, `queue-depth`, `numa`).
+    #[serde(default)]
+    pub nvme_iopolicy: Option<String>,
+    /// The transport NVMe-oF controllers must use (`rdma`, `tcp`, `fc`).
+    #[serde(default)]
+    pub nvme_transport: Option<String>,
+}
+
+/// How GPUDirect RDMA registers GPU memory with the NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuDirect {
+    /// DMA-BUF: the open kernel module on Linux 5.12 or later; no extra module.
+    DmaBuf,
+    /// The `nvidia_peermem` module, registered with `ib_core`.
+    Peermem,
+    /// GPUDirect RDMA is not used.
+    None,
 }
 
 impl Profile {

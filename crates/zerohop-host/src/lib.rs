@@ -8,6 +8,7 @@
 
 pub mod facts;
 pub mod parse;
+pub mod probe;
 mod resolve;
 pub mod root;
 mod watchdog;

@@ -23,10 +23,21 @@ pub(crate) enum ResolveError {
     TooManyLinks,
 }
 
-/// Resolves host paths inside a base directory, caching resolved directories.
+/// What `lstat` said about a path: absent, not a symlink, or a symlink.
+#[derive(Clone)]
+enum Entry {
+    Missing,
+    Plain,
+    Link(String),
+}
+
+/// Resolves host paths inside a base directory, caching resolved
+/// directories and what each visited component is: a doctor pass visits the
+/// same switch and bridge directories for thousands of functions.
 pub(crate) struct Resolver {
     base: PathBuf,
     dirs: Mutex<HashMap<String, Vec<String>>>,
+    entries: Mutex<HashMap<PathBuf, Entry>>,
 }
 
 impl Resolver {
@@ -34,7 +45,24 @@ impl Resolver {
         Resolver {
             base,
             dirs: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn entry(&self, real: PathBuf) -> Entry {
+        if let Some(hit) = self.entries.lock().unwrap_or_else(|p| p.into_inner()).get(&real) {
+            return hit.clone();
+        }
+        let entry = match fs::symlink_metadata(&real) {
+            Err(_) => Entry::Missing,
+            Ok(meta) if meta.file_type().is_symlink() => match fs::read_link(&real) {
+                Ok(target) => Entry::Link(target.to_string_lossy().into_owned()),
+                Err(_) => Entry::Missing,
+            },
+            Ok(_) => Entry::Plain,
+        };
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(real, entry.clone());
+        entry
     }
 
     /// The real path of `host_path` under the base, with every symlink on the
@@ -90,24 +118,21 @@ impl Resolver {
                     if is_last && !follow_last {
                         continue;
                     }
-                    let real = self.join(resolved);
-                    let Ok(meta) = fs::symlink_metadata(&real) else {
-                        // Missing: keep the remaining components verbatim.
-                        resolved.extend(parts[index + 1..].iter().map(|p| (*p).to_owned()));
-                        return Ok(());
+                    let target = match self.entry(self.join(resolved)) {
+                        Entry::Plain => continue,
+                        Entry::Missing => {
+                            // Keep the remaining components verbatim: opening
+                            // the result finds nothing.
+                            resolved.extend(parts[index + 1..].iter().map(|p| (*p).to_owned()));
+                            return Ok(());
+                        }
+                        Entry::Link(target) => target,
                     };
-                    if !meta.file_type().is_symlink() {
-                        continue;
-                    }
                     *links += 1;
                     if *links > MAX_LINKS {
                         return Err(ResolveError::TooManyLinks);
                     }
                     resolved.pop();
-                    let Ok(target) = fs::read_link(&real) else {
-                        return Ok(());
-                    };
-                    let target = target.to_string_lossy().into_owned();
                     if target.starts_with('/') {
                         resolved.clear();
                     }

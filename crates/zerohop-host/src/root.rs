@@ -1,6 +1,7 @@
 //! [`HostRoot`]: the one way zerohop reads a host.
 
-use std::fs::{self, File};
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -142,10 +143,21 @@ impl HostRoot {
 
     /// Reads a text file of at most `cap` bytes. A missing file is `Ok(None)`.
     pub fn read_with_cap(&self, path: &str, cap: usize) -> Result<Option<String>, ReadError> {
-        let real = self.real_path(path, true)?;
-        let bytes = match &self.watchdog {
-            Some(watchdog) if path.starts_with("/sys/") => watchdog.read(real, cap, path),
-            _ => read_capped(&real, cap, path),
+        let bytes = match (&self.resolver, &self.watchdog) {
+            (Some(resolver), _) => {
+                // Most files are not symlinks: open the last component without
+                // following it, and resolve it only when it is a link.
+                let unfollowed = resolver.resolve(path, false).map_err(|err| resolve_error(path, &err))?;
+                match read_capped(&unfollowed, cap, path, true) {
+                    Err(ReadError::SymlinkLoop { .. }) => {
+                        let real = resolver.resolve(path, true).map_err(|err| resolve_error(path, &err))?;
+                        read_capped(&real, cap, path, false)
+                    }
+                    other => other,
+                }
+            }
+            (None, Some(watchdog)) if path.starts_with("/sys/") => watchdog.read(PathBuf::from(path), cap, path),
+            (None, _) => read_capped(Path::new(path), cap, path, false),
         }?;
         bytes
             .map(|bytes| {
@@ -233,13 +245,25 @@ impl HostRoot {
 }
 
 /// Reads at most `cap` bytes; more is an error, a missing file is `None`.
-pub(crate) fn read_capped(real: &Path, cap: usize, shown: &str) -> Result<Option<Vec<u8>>, ReadError> {
-    let file = match File::open(real) {
+/// With `no_follow`, a symlink in the last component is reported as
+/// [`ReadError::SymlinkLoop`] for the caller to resolve.
+pub(crate) fn read_capped(real: &Path, cap: usize, shown: &str, no_follow: bool) -> Result<Option<Vec<u8>>, ReadError> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if no_follow {
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = match options.open(real) {
         Ok(file) => file,
         Err(err) if is_missing(&err) => return Ok(None),
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ReadError::SymlinkLoop { path: shown.to_owned() });
+        }
         Err(err) => return Err(io_error(shown, &err)),
     };
-    let mut bytes = Vec::new();
+    // One page covers every sysfs attribute; reserving it avoids the small
+    // probing reads `read_to_end` makes into an empty vector.
+    let mut bytes = Vec::with_capacity(cap.min(4096) + 1);
     let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
     match file.take(limit).read_to_end(&mut bytes) {
         Ok(_) if bytes.len() > cap => Err(ReadError::TooLarge { path: shown.to_owned(), cap }),

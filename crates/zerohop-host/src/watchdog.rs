@@ -69,7 +69,7 @@ fn spawn_worker() -> Sender<Request> {
         .spawn(move || {
             for (path, cap, reply) in requests {
                 let shown = path.display().to_string();
-                let _ = reply.send(read_capped(&path, cap, &shown));
+                let _ = reply.send(read_capped(&path, cap, &shown, false));
             }
         });
     // If no thread can be spawned the sender's receiver is dropped, every

@@ -5,4 +5,6 @@
 
 pub mod human;
 pub mod json;
+pub mod sarif;
+pub mod snippet;
 mod style;

@@ -54,10 +54,11 @@ fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
     let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown("/proc/cmdline is absent")));
     let vendor = facts.kernel.cpu_vendor.as_ref().ok().cloned().flatten();
+    // An absent /sys/class/iommu (a capture that left it out, a kernel
+    // without IOMMU support) proves nothing either way.
     let units = match &facts.kernel.iommu_units {
         Ok(Some(units)) => Some(units.len()),
-        Ok(None) => Some(0),
-        Err(_) => None,
+        Ok(None) | Err(_) => None,
     };
     let on = iommu_on(cmdline, vendor.as_ref(), units);
     let passthrough = passthrough(cmdline);
@@ -113,8 +114,14 @@ fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>)
             // AMD-Vi is on by default; sysfs confirms when readable.
             _ => from_sysfs.or(Some(true)),
         },
+        // Arm SMMUs are on when the firmware describes them; only
+        // `iommu.passthrough=` is said about them on the command line.
+        Some(CpuVendor::Arm) => from_sysfs.or(Some(true)),
         _ => {
-            if cmdline.value("intel_iommu").is_some_and(|v| v.starts_with("on")) {
+            if cmdline.has("iommu.passthrough") {
+                // Only arm64 kernels take `iommu.passthrough=`.
+                from_sysfs.or(Some(true))
+            } else if cmdline.value("intel_iommu").is_some_and(|v| v.starts_with("on")) {
                 Some(true)
             } else if cmdline.value("amd_iommu") == Some("off") || cmdline.value("intel_iommu") == Some("off") {
                 Some(false)
@@ -193,6 +200,18 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
         Some(Err(gap)) => return vec![Outcome::gap(gap)],
         _ => None,
     };
+    // Without /sys/kernel/mm/hugepages at all (a capture of /proc only) the
+    // reservation cannot be confirmed either way.
+    if requested.is_some() && reserved.is_none() {
+        match &facts.memory.hugepages {
+            Err(gap) => return vec![Outcome::gap(gap)],
+            Ok(None) => {
+                return vec![Outcome::unknown("1 GiB hugepages requested, but /sys/kernel/mm/hugepages is absent: cannot confirm the reservation")
+                    .evidence(CMDLINE, shown)];
+            }
+            Ok(Some(_)) => {}
+        }
+    }
     let outcome = match (requested, reserved) {
         (Some(req), Some(got)) if got >= req.pages => {
             Outcome::pass(format!("{got} of {} 1 GiB hugepages reserved", req.pages))
@@ -235,16 +254,19 @@ struct Requested {
     rcu_nocbs: Option<CpuSet>,
 }
 
-fn requested(cmdline: &Cmdline) -> Result<Requested, Outcome> {
-    let parse_set = |key: &str| -> Result<Option<CpuSet>, Outcome> {
+fn requested(cmdline: &Cmdline) -> Result<Requested, Box<Outcome>> {
+    let malformed = |key: &str, value: &str, err: &dyn std::fmt::Display| {
+        Box::new(Outcome::unknown(format!("cannot parse {key}=: {err}")).evidence(CMDLINE, format!("{key}={value}")))
+    };
+    let parse_set = |key: &str| -> Result<Option<CpuSet>, Box<Outcome>> {
         cmdline
             .value(key)
-            .map(|v| CpuSet::parse(v).map_err(|err| Outcome::unknown(format!("cannot parse {key}=: {err}")).evidence(CMDLINE, format!("{key}={v}"))))
+            .map(|v| CpuSet::parse(v).map_err(|err| malformed(key, v, &err)))
             .transpose()
     };
     let isolcpus = cmdline
         .value("isolcpus")
-        .map(|v| Isolcpus::parse(v).map_err(|err| Outcome::unknown(format!("cannot parse isolcpus=: {err}")).evidence(CMDLINE, format!("isolcpus={v}"))))
+        .map(|v| Isolcpus::parse(v).map_err(|err| malformed("isolcpus", v, &err)))
         .transpose()?;
     Ok(Requested {
         isolcpus,

@@ -224,3 +224,32 @@ fn memlock(ctx: &Context<'_>) -> Vec<Outcome> {
                 .command("# systemd: LimitMEMLOCK=infinity; Kubernetes: securityContext.capabilities.add: [IPC_LOCK]")),
     }]
 }
+
+#[cfg(test)]
+mod tests {
+    use zerohop_core::Status;
+    use zerohop_host::{Facts, HostRoot};
+
+    use super::*;
+    use crate::profile::Profile;
+
+    /// Memlock is read from the live process only, so a fixture root cannot
+    /// show it; judge a collected model with the limit set by hand.
+    fn judge(limit: Memlock) -> Status {
+        let dir = tempfile::tempdir().unwrap();
+        let mut facts = Facts::collect(&HostRoot::at(dir.path()).unwrap());
+        facts.kernel.memlock = Some(Ok(Some(limit)));
+        let profile = Profile::default();
+        let outcomes = memlock(&Context { facts: &facts, profile: &profile });
+        assert_eq!(outcomes.len(), 1);
+        outcomes[0].status
+    }
+
+    #[test]
+    fn memlock_thresholds() {
+        assert_eq!(judge(Memlock::Unlimited), Status::Pass);
+        assert_eq!(judge(Memlock::Bytes(MEMLOCK_MIN)), Status::Pass);
+        // 8 MiB is the default of many distributions.
+        assert_eq!(judge(Memlock::Bytes(8 << 20)), Status::Warn);
+    }
+}

@@ -1,9 +1,17 @@
 //! Every check, one module per group, and the registry slice.
 
+pub mod gds;
+pub mod gpu;
 pub mod io_uring;
+pub mod io_uring_probe;
 pub mod kernel;
 pub mod memory;
+pub mod nfs;
+pub mod nvme;
 pub mod pcie;
+pub mod qos;
+pub mod rdma;
+pub mod sriov;
 
 use zerohop_host::Fact;
 
@@ -27,25 +35,67 @@ pub static CHECKS: &[&Check] = &[
     &memory::HUGEPAGES_EXHAUSTED,
     &memory::THP_POLICY,
     &memory::MEMLOCK_TOO_LOW,
+    &rdma::MODULE_CHAIN,
+    &rdma::ABI_MISSING,
+    &rdma::DEVICE_NODES,
+    &rdma::PORT_DOWN,
+    &rdma::PORT_RATE,
+    &rdma::NETDEV_NO_CARRIER,
+    &rdma::ROCE_V2_GID,
+    &qos::MTU_TOO_SMALL,
+    &qos::MTU_INCONSISTENT,
+    &qos::DCQCN_DISABLED,
+    &qos::ROCE_MODE,
+    &gpu::DRIVER_MISSING,
+    &gpu::PROPRIETARY_MODULE,
+    &gpu::GPUDIRECT_PATH,
+    &gpu::GDS_MODULES,
+    &gpu::GPU_NIC_DISTANCE,
+    &sriov::NOT_CAPABLE,
+    &sriov::VF_COUNT,
+    &sriov::VF_NOT_RDMA,
+    &sriov::VF_POOL_SMALL,
+    &sriov::NETNS_MODE,
+    &nfs::NFS_NOT_RDMA,
+    &nfs::NFS_RDMA_PORT_CHECK,
+    &nfs::NFS_NCONNECT,
+    &nfs::NFS_IO_SIZE,
+    &nfs::RPCRDMA_MISSING,
+    &nfs::NFS_SOFT,
+    &nvme::NATIVE_MULTIPATH,
+    &nvme::NO_OPTIMIZED_PATH,
+    &nvme::PATH_DEGRADED,
+    &nvme::IOPOLICY,
+    &nvme::TRANSPORT,
+    &nvme::DM_UNDER_GDS,
+    &gds::CUFILE_INVALID,
+    &gds::CUFILE_UNKNOWN_KEYS,
+    &gds::FORCE_COMPAT,
+    &gds::RDMA_ADDRESSES,
+    &gds::GDS_FILESYSTEM,
+    &gds::ODIRECT,
     &io_uring::IO_URING_DISABLED,
+    &io_uring_probe::IO_URING_PROBE,
 ];
 
 /// The value of a fact, or the outcome that ends the check: `unknown` with
 /// the path and reason for a gap, `absent()` when the host lacks the fact.
-pub(crate) fn require<'a, T>(fact: &'a Fact<T>, absent: impl FnOnce() -> Outcome) -> Result<&'a T, Outcome> {
+/// (Boxed: an outcome is large and most calls succeed.)
+pub(crate) fn require<T>(fact: &Fact<T>, absent: impl FnOnce() -> Outcome) -> Result<&T, Box<Outcome>> {
     match fact {
         Ok(Some(value)) => Ok(value),
-        Ok(None) => Err(absent()),
-        Err(gap) => Err(Outcome::gap(gap)),
+        Ok(None) => Err(Box::new(absent())),
+        Err(gap) => Err(Box::new(Outcome::gap(gap))),
     }
 }
 
-/// Returns the outcome from the check when a [`require`] fails.
+/// Returns the outcome from the check when a [`require`] (or another
+/// `Result<_, Box<Outcome>>`) fails.
 macro_rules! need {
     ($result:expr) => {
         match $result {
             Ok(value) => value,
-            Err(outcome) => return vec![outcome],
+            Err(outcome) => return vec![*outcome],
         }
     };
 }
@@ -56,7 +106,7 @@ pub(crate) fn bytes(value: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut unit = 0;
     let mut scaled = value;
-    while scaled >= 1024 && scaled % 1024 == 0 && unit + 1 < UNITS.len() {
+    while scaled >= 1024 && scaled.is_multiple_of(1024) && unit + 1 < UNITS.len() {
         scaled /= 1024;
         unit += 1;
     }

@@ -239,7 +239,11 @@ fn vf_iommu_group_shared(ctx: &Context<'_>) -> Vec<Outcome> {
     let mut alone = 0;
     for vf in vfs {
         let Some(group) = vf.iommu_group else {
-            shared.push(Outcome::unknown("vf has no iommu_group link").subject(&vf.address));
+            shared.push(
+                Outcome::unknown("vf has no iommu_group link")
+                    .subject(&vf.address)
+                    .evidence(format!("{}/iommu_group", vf.sysfs()), "<missing>"),
+            );
             continue;
         };
         let members = groups.get(&group).map(Vec::as_slice).unwrap_or_default();

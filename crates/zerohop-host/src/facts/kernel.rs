@@ -70,7 +70,12 @@ pub struct KernelFacts {
 impl KernelFacts {
     /// Reads the kernel facts from `root`.
     pub fn collect(root: &HostRoot) -> KernelFacts {
-        let cpuset = |path| read_parsed(root, path, |text: &str| CpuSet::parse(text));
+        // Kernels print `(null)` for an empty nohz_full mask.
+        let cpuset = |path| {
+            read_parsed(root, path, |text: &str| {
+                if text == "(null)" { Ok(CpuSet::default()) } else { CpuSet::parse(text) }
+            })
+        };
         KernelFacts {
             cmdline: root
                 .read("/proc/cmdline")

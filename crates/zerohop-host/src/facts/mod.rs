@@ -7,21 +7,33 @@
 //! there but could not be read or understood. Checks turn a gap into an
 //! `unknown` finding that quotes the path and the reason.
 
+pub mod gds;
 pub mod kernel;
 pub mod memory;
 pub mod modules;
+pub mod mounts;
+pub mod net;
+pub mod nvidia;
 pub mod numa;
+pub mod nvme;
 pub mod pci;
+pub mod rdma;
 
 use std::fmt;
 
 use crate::root::{HostRoot, ReadError};
 
+pub use gds::{CufileJson, GdsFacts, LocalAddress, NetDev};
 pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, Memlock};
 pub use memory::{HugepagePool, MemoryFacts};
 pub use modules::{Module, Modules};
+pub use mounts::{MountFacts, MountTable, NfsMount};
+pub use net::{NetDevice, NetFacts};
+pub use nvidia::NvidiaFacts;
 pub use numa::NumaNode;
+pub use nvme::{DmDevice, NvmeController, NvmeFacts, NvmePath, NvmeSubsystem};
 pub use pci::{PciDevice, PciFacts, PciLink, Sriov};
+pub use rdma::{RdmaDevice, RdmaFacts, RdmaPort};
 
 /// A fact that is present, absent, or present but unusable.
 pub type Fact<T> = Result<Option<T>, Gap>;
@@ -77,6 +89,21 @@ pub struct Facts {
     pub pci: PciFacts,
     /// Kernel modules, loaded and built in.
     pub modules: Fact<Modules>,
+    /// Mount table, NFS transports (mountstats) and `/etc/fstab`.
+    pub mounts: MountFacts,
+    /// NVMe subsystems, controllers, ANA paths, device-mapper devices.
+    pub nvme: NvmeFacts,
+    /// `cufile.json`, `nvidia-fs`, local addresses for GPUDirect Storage.
+    pub gds: GdsFacts,
+    /// Live probe results; filled only by [`crate::probe::run`] on request,
+    /// so that collecting facts stays read-only.
+    pub probes: crate::probe::ProbeState,
+    /// The NVIDIA driver's procfs files and the kernel release.
+    pub nvidia: NvidiaFacts,
+    /// RDMA devices, ports, GIDs, ABI files and device nodes.
+    pub rdma: RdmaFacts,
+    /// Network interfaces.
+    pub net: NetFacts,
 }
 
 impl Facts {
@@ -91,6 +118,13 @@ impl Facts {
             numa: numa::collect(root),
             pci: PciFacts::collect(root),
             modules: Modules::collect(root),
+            mounts: MountFacts::collect(root),
+            nvme: NvmeFacts::collect(root),
+            gds: GdsFacts::collect(root),
+            probes: crate::probe::ProbeState::NotRequested,
+            nvidia: NvidiaFacts::collect(root),
+            rdma: RdmaFacts::collect(root),
+            net: NetFacts::collect(root),
         }
     }
 

@@ -18,6 +18,8 @@ pub mod class {
     pub const NETWORK_ETHERNET: u16 = 0x0200;
     /// InfiniBand controller.
     pub const NETWORK_INFINIBAND: u16 = 0x0207;
+    /// InfiniBand controller in the serial-bus class (QLogic/Intel HCAs).
+    pub const SERIAL_INFINIBAND: u16 = 0x0c06;
     /// NVM Express controller (`0x0108`, programming interface `0x02`).
     pub const STORAGE_NVME: u16 = 0x0108;
     /// PCI-to-PCI bridge (switch ports, root ports).
@@ -105,7 +107,10 @@ impl PciDevice {
 
     /// Whether this is an Ethernet or InfiniBand controller.
     pub fn is_nic(&self) -> bool {
-        matches!(self.class, Some(class::NETWORK_ETHERNET | class::NETWORK_INFINIBAND))
+        matches!(
+            self.class,
+            Some(class::NETWORK_ETHERNET | class::NETWORK_INFINIBAND | class::SERIAL_INFINIBAND)
+        )
     }
 
     /// Whether this is an SR-IOV virtual function.
@@ -149,10 +154,9 @@ pub struct PciFacts {
 impl PciFacts {
     /// Reads the PCI functions and IOMMU groups from `root`.
     pub fn collect(root: &HostRoot) -> PciFacts {
-        PciFacts {
-            devices: devices(root),
-            iommu_groups: iommu_groups(root),
-        }
+        let devices = devices(root);
+        let iommu_groups = iommu_groups(root, &devices);
+        PciFacts { devices, iommu_groups }
     }
 
     /// The functions, or none when unknown.
@@ -175,9 +179,55 @@ impl PciFacts {
 
 fn devices(root: &HostRoot) -> Fact<Vec<PciDevice>> {
     let Some(names) = root.list(DEVICES)? else { return Ok(None) };
-    let mut devices: Vec<PciDevice> = names.iter().filter(|n| is_address(n)).map(|n| device(root, n)).collect();
+    let names: Vec<&String> = names.iter().filter(|n| is_address(n)).collect();
+    // Reading a function is a dozen small syscalls and hosts have thousands
+    // of functions: spread them over the cores.
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+    let chunk = names.len().div_ceil(threads).max(1);
+    let mut devices: Vec<PciDevice> = std::thread::scope(|scope| {
+        let workers: Vec<_> = names
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|n| device(root, n)).collect::<Vec<_>>()))
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    });
     devices.sort_by(|a, b| a.address.cmp(&b.address));
     Ok(Some(devices))
+}
+
+/// Class, vendor, device and driver of a function from its `uevent`, one
+/// read instead of four; `None` when the file is absent or incomplete (some
+/// captures leave it out), and the separate attributes are read instead.
+struct Uevent {
+    class: u16,
+    vendor: u16,
+    device: u16,
+    driver: Option<String>,
+}
+
+fn uevent(root: &HostRoot, dir: &str) -> Option<Uevent> {
+    let text = root.read_value(&format!("{dir}/uevent")).ok()??;
+    let mut class = None;
+    let mut ids = None;
+    let mut driver = None;
+    for line in text.lines() {
+        match line.split_once('=') {
+            Some(("PCI_CLASS", value)) => class = u32::from_str_radix(value, 16).ok().and_then(|c| u16::try_from(c >> 8).ok()),
+            Some(("PCI_ID", value)) => {
+                let (vendor, device) = value.split_once(':')?;
+                ids = Some((u16::from_str_radix(vendor, 16).ok()?, u16::from_str_radix(device, 16).ok()?));
+            }
+            Some(("DRIVER", value)) => driver = Some(value.to_owned()),
+            _ => {}
+        }
+    }
+    let (vendor, device) = ids?;
+    Some(Uevent {
+        class: class?,
+        vendor,
+        device,
+        driver,
+    })
 }
 
 fn device(root: &HostRoot, address: &str) -> PciDevice {
@@ -186,7 +236,15 @@ fn device(root: &HostRoot, address: &str) -> PciDevice {
         let text = root.read_value(&format!("{dir}/{file}")).ok()??;
         u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
     };
-    let class = hex("class").and_then(|c| u16::try_from(c >> 8).ok());
+    let (class, vendor, device, driver) = match uevent(root, &dir) {
+        Some(event) => (Some(event.class), Some(event.vendor), Some(event.device), event.driver),
+        None => (
+            hex("class").and_then(|c| u16::try_from(c >> 8).ok()),
+            hex("vendor").and_then(|v| u16::try_from(v).ok()),
+            hex("device").and_then(|v| u16::try_from(v).ok()),
+            root.link_name(&format!("{dir}/driver")).ok().flatten(),
+        ),
+    };
     let physfn = root.link_name(&format!("{dir}/physfn")).ok().flatten();
     let is_vf = physfn.is_some();
     let parents = root
@@ -198,10 +256,11 @@ fn device(root: &HostRoot, address: &str) -> PciDevice {
     PciDevice {
         address: address.to_owned(),
         class,
-        vendor: hex("vendor").and_then(|v| u16::try_from(v).ok()),
-        device: hex("device").and_then(|v| u16::try_from(v).ok()),
-        driver: root.link_name(&format!("{dir}/driver")).ok().flatten(),
-        numa_node: read_parsed(root, &format!("{dir}/numa_node"), str::parse::<i32>),
+        vendor,
+        device,
+        driver,
+        // A VF sits on its PF's node; its own attribute repeats the PF's.
+        numa_node: if is_vf { Ok(None) } else { read_parsed(root, &format!("{dir}/numa_node"), str::parse::<i32>) },
         iommu_group: root
             .link_name(&format!("{dir}/iommu_group"))
             .ok()
@@ -250,19 +309,30 @@ fn sriov(root: &HostRoot, dir: &str) -> Fact<Sriov> {
     }
 }
 
-fn iommu_groups(root: &HostRoot) -> Fact<BTreeMap<u32, Vec<String>>> {
+/// IOMMU groups with their PCI members. The kernel lists a group's members
+/// in `/sys/kernel/iommu_groups/<g>/devices` and links each member's
+/// `iommu_group` to it; the links were read with the devices, so the groups
+/// are built from them, and the directory is listed only to tell whether
+/// the kernel has groups at all (it has none with the IOMMU off).
+fn iommu_groups(root: &HostRoot, devices: &Fact<Vec<PciDevice>>) -> Fact<BTreeMap<u32, Vec<String>>> {
     const DIR: &str = "/sys/kernel/iommu_groups";
     let Some(names) = root.list(DIR)? else { return Ok(None) };
-    let mut groups = BTreeMap::new();
+    let mut groups: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for name in names {
         let group: u32 = name
             .parse()
             .map_err(|_| Gap::malformed(&format!("{DIR}/{name}"), format!("`{}` is not a group number", clip(&name))))?;
-        let members = root.list(&format!("{DIR}/{name}/devices"))?.unwrap_or_default();
-        groups.insert(group, members);
+        groups.insert(group, Vec::new());
     }
     if groups.is_empty() {
         return Ok(None);
+    }
+    if let Ok(Some(devices)) = devices {
+        for device in devices {
+            if let Some(members) = device.iommu_group.and_then(|g| groups.get_mut(&g)) {
+                members.push(device.address.clone());
+            }
+        }
     }
     Ok(Some(groups))
 }

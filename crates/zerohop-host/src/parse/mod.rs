@@ -3,6 +3,12 @@
 
 pub mod cmdline;
 pub mod cpuset;
+pub mod jsonc;
 pub mod meminfo;
 pub mod modules;
+pub mod mountinfo;
+pub mod mountstats;
+pub mod netaddr;
+pub mod nvidia;
+pub mod rdma;
 pub mod selected;

@@ -1,15 +1,454 @@
-//! `zerohop bench`.
+//! `zerohop bench`: measure the storage → host memory → GPU data path.
+//!
+//! Argument parsing and output only; the engine is `zerohop-io`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressStyle};
+use zerohop_core::exit::ExitCode;
+use zerohop_io::buffers::HugePages;
+use zerohop_io::units::{parse_duration, parse_size};
+use zerohop_io::{
+    AccessPattern, Amount, CachePolicy, Control, EngineKind, NumaPolicy, ReadConfig, RunError,
+    RunStatus, SinkKind,
+};
 
 use crate::error::CliError;
+
+/// Exit code of a run stopped with Ctrl-C (the partial result is printed).
+const INTERRUPTED: i32 = 130;
 
 /// Subcommands of `zerohop bench`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Args {
-    /// Read files and report throughput.
-    Read,
+    /// Read files or block devices and report throughput, latency and CPU cost.
+    Read(ReadArgs),
+    /// Write a file with the pattern that `bench read --verify` checks.
+    Prepare(PrepareArgs),
+    /// Read the same data path by path: buffered, O_DIRECT + io_uring, + GPU copy, + GPUDirect Storage.
+    Compare(CompareArgs),
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// A summary for people.
+    Human,
+    /// One JSON document on standard output.
+    Json,
+}
+
+/// Options shared by `read` and `compare`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// Files or block devices to read (one shared file, or one per worker).
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Bytes per read (K, M, G suffixes are binary).
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    bs: u64,
+    /// Reads in flight per worker.
+    #[arg(long, default_value_t = 32)]
+    qd: u32,
+    /// Worker threads, each with its own ring or thread pool.
+    #[arg(long, default_value_t = 1)]
+    workers: u32,
+    /// Total bytes to read, wrapping around the files [default: each file once].
+    #[arg(long, value_parser = parse_size, conflicts_with = "time")]
+    size: Option<u64>,
+    /// Run for this long after the ramp, e.g. 10s or 2m.
+    #[arg(long, value_parser = parse_duration)]
+    time: Option<Duration>,
+    /// Warm-up time before measuring.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    ramp: Duration,
+    /// Sequential or random blocks.
+    #[arg(long, value_enum, default_value_t = PatternArg::Seq)]
+    pattern: PatternArg,
+    /// Check every block against the pattern written by `bench prepare`.
+    #[arg(long)]
+    verify: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Hugetlb pages for the buffers when reserved.
+    #[arg(long, value_enum, default_value_t = HugeArg::Auto)]
+    hugepages: HugeArg,
+    /// Place buffers on a NUMA node: off, device (the storage device's node) or a node number.
+    #[arg(long, default_value = "off", value_parser = parse_numa)]
+    numa: NumaPolicy,
+    /// Drop the files' clean cached pages before a buffered run, or keep them.
+    #[arg(long, value_enum, default_value_t = CacheArg::Drop)]
+    cache: CacheArg,
+}
+
+/// Arguments of `zerohop bench read`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReadArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// I/O backend.
+    #[arg(long, value_enum, default_value_t = EngineArg::Uring)]
+    engine: EngineArg,
+    /// Bypass the page cache (O_DIRECT).
+    #[arg(long)]
+    direct: bool,
+    /// Where the data goes: host memory, a GPU through pinned buffers, or a GPU through cuFile.
+    #[arg(long, value_enum, default_value_t = SinkArg::Host)]
+    sink: SinkArg,
+    /// GPU number for the gpu and cufile sinks.
+    #[arg(long, default_value_t = 0)]
+    gpu: u32,
+    /// Ask io_uring for a kernel submission thread (IORING_SETUP_SQPOLL).
+    #[arg(long)]
+    sqpoll: bool,
+    /// Ask io_uring for polled completions (IORING_SETUP_IOPOLL; needs --direct and poll queues).
+    #[arg(long)]
+    iopoll: bool,
+    /// Do not register the buffers with io_uring.
+    #[arg(long)]
+    no_fixed_buffers: bool,
+    /// Do not register the files with io_uring.
+    #[arg(long)]
+    no_registered_files: bool,
+}
+
+/// Arguments of `zerohop bench prepare`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PrepareArgs {
+    /// The file to write (created or overwritten).
+    path: PathBuf,
+    /// Its size, e.g. 4G.
+    #[arg(long, value_parser = parse_size)]
+    size: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+/// Arguments of `zerohop bench compare`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PatternArg {
+    Seq,
+    Rand,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum EngineArg {
+    Uring,
+    Pread,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SinkArg {
+    Host,
+    Gpu,
+    Cufile,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum HugeArg {
+    Auto,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum CacheArg {
+    Drop,
+    Keep,
+}
+
+fn parse_numa(text: &str) -> Result<NumaPolicy, String> {
+    match text {
+        "off" => Ok(NumaPolicy::Off),
+        "device" => Ok(NumaPolicy::Device),
+        n => n
+            .parse()
+            .map(NumaPolicy::Node)
+            .map_err(|_| format!("`{n}` is not off, device or a node number")),
+    }
+}
+
+impl RunArgs {
+    fn config(&self) -> ReadConfig {
+        ReadConfig {
+            block_size: self.bs,
+            queue_depth: self.qd,
+            workers: self.workers,
+            amount: match (self.size, self.time) {
+                (Some(bytes), _) => Amount::Bytes(bytes),
+                (None, Some(time)) => Amount::Time(time),
+                (None, None) => Amount::OnePass,
+            },
+            ramp: self.ramp,
+            pattern: match self.pattern {
+                PatternArg::Seq => AccessPattern::Seq,
+                PatternArg::Rand => AccessPattern::Rand,
+            },
+            verify: self.verify,
+            hugepages: match self.hugepages {
+                HugeArg::Auto => HugePages::Auto,
+                HugeArg::Off => HugePages::Off,
+            },
+            numa: self.numa,
+            cache: match self.cache {
+                CacheArg::Drop => CachePolicy::Drop,
+                CacheArg::Keep => CachePolicy::Keep,
+            },
+            ..ReadConfig::new(self.paths.clone())
+        }
+    }
 }
 
 /// Runs `zerohop bench`.
-pub(crate) fn run(_args: Args) -> Result<i32, CliError> {
-    Err(CliError::usage("zerohop bench is not available in this build"))
+pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    match args {
+        Args::Read(args) => read(args),
+        Args::Prepare(args) => prepare(args),
+        Args::Compare(args) => compare(args),
+    }
+}
+
+fn cli_error(err: RunError) -> CliError {
+    match err {
+        RunError::Input(err) => CliError::usage(err.to_string()),
+        other => CliError::Internal(anyhow!(other)),
+    }
+}
+
+/// A control whose stop flag is raised by the first Ctrl-C; a second one
+/// ends the process at once.
+fn interruptible() -> Result<Control, CliError> {
+    let control = Control::default();
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED, control.stop.clone())
+            .and_then(|_| signal_hook::flag::register(signal, control.stop.clone()))
+            .map_err(|e| CliError::Internal(anyhow!("cannot install the Ctrl-C handler: {e}")))?;
+    }
+    Ok(control)
+}
+
+/// Runs `work` on a thread while drawing a progress bar on standard error
+/// when it is a terminal and the output is for people.
+fn with_progress<T: Send>(
+    control: &Control,
+    format: Format,
+    total: Option<u64>,
+    work: impl FnOnce() -> T + Send,
+) -> T {
+    let show = format == Format::Human && std::io::stderr().is_terminal();
+    if !show {
+        return work();
+    }
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(work);
+        let bar = match total {
+            Some(total) => ProgressBar::new(total).with_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ),
+            None => ProgressBar::new_spinner().with_style(
+                ProgressStyle::with_template(
+                    "{spinner} {bytes} read, {binary_bytes_per_sec}, {elapsed}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            ),
+        };
+        while !handle.is_finished() {
+            bar.set_position(control.progress.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+        handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn planned_bytes(cfg: &ReadConfig) -> Option<u64> {
+    match cfg.amount {
+        Amount::Bytes(bytes) => Some(bytes),
+        Amount::Time(_) => None,
+        Amount::OnePass => {
+            let total: u64 = cfg
+                .paths
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum();
+            let rand = cfg.pattern == AccessPattern::Rand;
+            (total > 0 && !rand).then_some(total)
+        }
+    }
+}
+
+fn write_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Internal(anyhow!(e)))?;
+    crate::output::to_stdout(|w| writeln!(w, "{text}")).map_err(CliError::Internal)
+}
+
+fn read(args: ReadArgs) -> Result<i32, CliError> {
+    let format = args.run.format;
+    let cfg = ReadConfig {
+        engine: match args.engine {
+            EngineArg::Uring => EngineKind::Uring,
+            EngineArg::Pread => EngineKind::Pread,
+        },
+        direct: args.direct,
+        sink: match args.sink {
+            SinkArg::Host => SinkKind::Host,
+            SinkArg::Gpu => SinkKind::Gpu,
+            SinkArg::Cufile => SinkKind::Cufile,
+        },
+        gpu: args.gpu,
+        sqpoll: args.sqpoll,
+        iopoll: args.iopoll,
+        fixed_buffers: !args.no_fixed_buffers,
+        registered_files: !args.no_registered_files,
+        ..args.run.config()
+    };
+    let control = interruptible()?;
+    let report = with_progress(&control, format, planned_bytes(&cfg), || {
+        zerohop_io::run_read(&cfg, &control)
+    })
+    .map_err(cli_error)?;
+    match format {
+        Format::Json => write_json(&report)?,
+        Format::Human => {
+            crate::output::to_stdout(|w| report.write_human(w)).map_err(CliError::Internal)?
+        }
+    }
+    if report.status == RunStatus::Skipped
+        && let Some(reason) = &report.skip_reason
+    {
+        eprintln!("warning: {:?} sink skipped: {reason}", cfg.sink);
+    }
+    Ok(if report.verify_failed() {
+        ExitCode::FAILED
+    } else if report.status == RunStatus::Interrupted {
+        INTERRUPTED
+    } else {
+        ExitCode::OK
+    })
+}
+
+fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
+    let control = interruptible()?;
+    let report = with_progress(&control, args.format, Some(args.size), || {
+        zerohop_io::prepare::prepare(&args.path, args.size, &control)
+    })
+    .map_err(cli_error)?;
+    match args.format {
+        Format::Json => write_json(&report)?,
+        Format::Human => crate::output::to_stdout(|w| {
+            writeln!(
+                w,
+                "wrote {} to {} in {:.2} s ({}/s){}",
+                zerohop_io::units::format_bytes(report.bytes as f64),
+                report.path.display(),
+                report.elapsed_s,
+                zerohop_io::units::format_bytes(report.bw_bytes_per_s),
+                if report.complete {
+                    ""
+                } else {
+                    " (interrupted: the file is incomplete)"
+                }
+            )
+        })
+        .map_err(CliError::Internal)?,
+    }
+    Ok(if report.complete {
+        ExitCode::OK
+    } else {
+        INTERRUPTED
+    })
+}
+
+fn compare(args: CompareArgs) -> Result<i32, CliError> {
+    let format = args.run.format;
+    let cfg = args.run.config();
+    let control = interruptible()?;
+    let report = with_progress(&control, format, None, || {
+        zerohop_io::compare::compare(&cfg, &control)
+    })
+    .map_err(cli_error)?;
+    match format {
+        Format::Json => write_json(&report)?,
+        Format::Human => {
+            crate::output::to_stdout(|w| report.write_human(w)).map_err(CliError::Internal)?
+        }
+    }
+    Ok(if report.verify_failed() {
+        ExitCode::FAILED
+    } else if control.stop.load(Ordering::Relaxed) {
+        INTERRUPTED
+    } else {
+        ExitCode::OK
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        bench: Args,
+    }
+
+    #[test]
+    fn the_documented_command_line_parses() {
+        let cli = Cli::try_parse_from([
+            "bench",
+            "read",
+            "a",
+            "b",
+            "--engine",
+            "pread",
+            "--direct",
+            "--bs",
+            "4K",
+            "--qd",
+            "64",
+            "--workers",
+            "2",
+            "--time",
+            "10",
+            "--pattern",
+            "rand",
+            "--sink",
+            "gpu",
+            "--verify",
+            "--format",
+            "json",
+        ])
+        .unwrap();
+        let Args::Read(args) = cli.bench else {
+            panic!("not read")
+        };
+        assert_eq!(args.run.bs, 4096);
+        assert_eq!(args.run.paths.len(), 2);
+        assert_eq!(args.run.time, Some(Duration::from_secs(10)));
+        assert!(
+            Cli::try_parse_from(["bench", "read", "a", "--size", "1G", "--time", "5"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["bench", "read", "a", "--bs", "1Q"]).is_err());
+        assert!(Cli::try_parse_from(["bench", "prepare", "f", "--size", "4G"]).is_ok());
+        assert!(Cli::try_parse_from(["bench", "compare", "f", "--numa", "device"]).is_ok());
+        assert!(Cli::try_parse_from(["bench", "compare", "f", "--numa", "near"]).is_err());
+    }
 }

@@ -1,5 +1,5 @@
 //! `zerohop checks` and `zerohop explain`: the documentation of every
-//! doctor check, generated from the declarations.
+//! doctor check and lint rule, generated from their declarations.
 
 
 use anyhow::Context as _;
@@ -20,13 +20,13 @@ pub(crate) struct ChecksArgs {
 /// Arguments of `zerohop explain`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExplainArgs {
-    /// A check ID (`KRN001`) or name (`iommu-misconfigured`).
+    /// A check or rule ID (`KRN001`, `ZL004`) or name (`iommu-misconfigured`).
     id: String,
 }
 
-/// Every documented rule: the doctor's checks.
+/// Every documented rule: the doctor's checks, then the lint rules.
 fn catalog() -> impl Iterator<Item = &'static RuleInfo> {
-    CHECKS.iter().map(|check| &check.info)
+    CHECKS.iter().map(|check| &check.info).chain(zerohop_lint::rules())
 }
 
 /// Runs `zerohop checks`.

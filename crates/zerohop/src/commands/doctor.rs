@@ -42,6 +42,69 @@ pub(crate) struct Args {
     /// Expect this many 1 GiB hugepages on each NUMA node with a GPU or NIC.
     #[arg(long, value_name = "PAGES")]
     expect_hugepages_1g: Option<u64>,
+    /// Expect RDMA on the data path (default: when RDMA devices or Mellanox NICs exist).
+    #[arg(long, value_name = "BOOL")]
+    expect_rdma: Option<bool>,
+    /// Expect every active RDMA port to run at this rate, in Gb/s.
+    #[arg(long, value_name = "GBPS")]
+    expect_rdma_rate: Option<u32>,
+    /// Expect this MTU on every RoCE netdev (at least 4200 either way).
+    #[arg(long, value_name = "BYTES")]
+    expect_mtu: Option<u32>,
+    /// The priority RoCE traffic uses, where DCQCN must be on (default 3).
+    #[arg(long, value_name = "0-7", value_parser = clap::value_parser!(u8).range(0..8))]
+    roce_priority: Option<u8>,
+    /// Expect this many VFs on each RDMA physical function.
+    #[arg(long, value_name = "COUNT")]
+    expect_vfs_per_pf: Option<u32>,
+    /// How GPUDirect RDMA must reach GPU memory (default: either path).
+    #[arg(long, value_enum, value_name = "PATH")]
+    expect_gpudirect: Option<GpuDirectArg>,
+    /// Expect GPUDirect Storage (`nvidia_fs` loaded).
+    #[arg(long, value_name = "BOOL")]
+    expect_gds: Option<bool>,
+    /// Expect GDRCopy (`gdrdrv` loaded).
+    #[arg(long, value_name = "BOOL")]
+    expect_gdrcopy: Option<bool>,
+    /// A data mount (or a path under one) that carries training data;
+    /// repeatable. Default for the NFS checks: every NFS mount.
+    #[arg(long = "mount", value_name = "PATH")]
+    mounts: Vec<String>,
+    /// Expect NFS data mounts over RDMA (default: when declared with
+    /// --mount or asked for in /etc/fstab).
+    #[arg(long, value_name = "BOOL")]
+    expect_nfs_rdma: Option<bool>,
+    /// Expect this NVMe multipath I/O policy on fabric subsystems.
+    #[arg(long, value_name = "POLICY", value_parser = ["round-robin", "queue-depth", "numa"])]
+    expect_iopolicy: Option<String>,
+    /// Expect NVMe-oF controllers on this transport.
+    #[arg(long, value_name = "TRANSPORT", value_parser = ["rdma", "tcp", "fc"])]
+    expect_nvme_transport: Option<String>,
+    /// Probe the live data path at PATH (read-only): an O_DIRECT read of
+    /// one block, and io_uring set up from this process.
+    #[arg(long, value_name = "PATH")]
+    probe: Option<PathBuf>,
+}
+
+/// The GPUDirect RDMA paths `--expect-gpudirect` accepts.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum GpuDirectArg {
+    /// DMA-BUF: the open kernel module on Linux 5.12 or later.
+    DmaBuf,
+    /// The `nvidia_peermem` module.
+    Peermem,
+    /// GPUDirect RDMA is not used.
+    None,
+}
+
+impl GpuDirectArg {
+    fn into_profile(self) -> zerohop_doctor::profile::GpuDirect {
+        match self {
+            GpuDirectArg::DmaBuf => zerohop_doctor::profile::GpuDirect::DmaBuf,
+            GpuDirectArg::Peermem => zerohop_doctor::profile::GpuDirect::Peermem,
+            GpuDirectArg::None => zerohop_doctor::profile::GpuDirect::None,
+        }
+    }
 }
 
 /// Runs `zerohop doctor`.
@@ -56,8 +119,26 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let profile = Profile {
         sriov: args.expect_sriov,
         hugepages_1g_per_node: args.expect_hugepages_1g,
+        rdma: args.expect_rdma,
+        rdma_rate_gbps: args.expect_rdma_rate,
+        roce_mtu: args.expect_mtu,
+        roce_priority: args.roce_priority,
+        vfs_per_pf: args.expect_vfs_per_pf,
+        gpudirect: args.expect_gpudirect.map(GpuDirectArg::into_profile),
+        gds: args.expect_gds,
+        gdrcopy: args.expect_gdrcopy,
+        mounts: args.mounts.clone(),
+        nfs_rdma: args.expect_nfs_rdma,
+        nvme_iopolicy: args.expect_iopolicy.clone(),
+        nvme_transport: args.expect_nvme_transport.clone(),
     };
-    let facts = Facts::collect(&root);
+    let mut facts = Facts::collect(&root);
+    if let Some(target) = &args.probe {
+        if !target.exists() {
+            return Err(CliError::usage(format!("--probe {}: no such file or directory", target.display())));
+        }
+        facts.probes = zerohop_host::probe::run(&root, target);
+    }
     let report = zerohop_doctor::run(&facts, &profile, &selection);
     output::to_stdout(|out| match args.format {
         Format::Human => human::write(&report, human::HumanOptions { verbose: args.verbose }, out),

@@ -5,6 +5,7 @@ mod catalog;
 mod doctor;
 mod lint;
 mod plan;
+mod topo;
 
 use clap::Subcommand;
 
@@ -19,6 +20,8 @@ pub(crate) enum Command {
     Checks(catalog::ChecksArgs),
     /// Show the documentation of a check or lint rule.
     Explain(catalog::ExplainArgs),
+    /// Show each GPU's nearest RDMA NIC and the matching NCCL_IB_HCA.
+    Topo(topo::Args),
     /// Render the full manifest set for an intent file, in deploy order.
     Plan(plan::Args),
     /// Find mistakes in existing Kubernetes manifests.
@@ -34,6 +37,7 @@ pub(crate) fn run(command: Command) -> Result<i32, CliError> {
         Command::Doctor(args) => doctor::run(args),
         Command::Checks(args) => catalog::checks(args),
         Command::Explain(args) => catalog::explain(args),
+        Command::Topo(args) => topo::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Bench(args) => bench::run(args),

@@ -1,0 +1,654 @@
+//! GPUDirect Storage: `cufile.json`, `nvidia-fs`, the file systems of the
+//! data paths, and the `O_DIRECT` probe.
+
+use std::net::IpAddr;
+
+use serde_json::Value;
+use zerohop_core::Remediation;
+use zerohop_host::facts::CufileJson;
+use zerohop_host::facts::gds::{CUFILE_DEFAULT, NVIDIA_FS_PROC};
+use zerohop_host::probe::{DirectIo, ProbeState};
+
+use crate::checks::{need, require};
+use crate::context::{Context, Outcome};
+use crate::declare_check;
+
+/// The keys of `cufile.json` that libcufile reads, as dotted paths; `*`
+/// stands for any one key (a mount point in `mount_table`).
+///
+/// Sources: the `cufile.json` NVIDIA documents in the GPUDirect Storage
+/// Benchmarking and Configuration Guide ("JSON schema", GDS 1.14 era) and
+/// ships as `/usr/local/cuda/gds/cufile.json` (CUDA 11.4 to 12.x, with the
+/// commented-out `rdma_dc_key`, `rdma_access_mask`, `mount_table`
+/// blocks); the keys `gdscheck -p` prints under `CUFILE CONFIGURATION`
+/// (GDS 1.0 and 1.14 captures); and the key list of NVIDIA/MagnumIO
+/// gds-diag `checks/cufile_config.py` (`properties.rdma_peer_type`,
+/// `properties.prefer_iouring`, `block.nvmeof.use_pci_p2pdma`). A block
+/// named `nvfs` (seen in a widely copied guide) is not among them.
+pub const CUFILE_KEYS: &[&str] = &[
+    "logging",
+    "logging.dir",
+    "logging.level",
+    "logging.max_file_size_mb",
+    "profile",
+    "profile.nvtx",
+    "profile.cufile_stats",
+    "execution",
+    "execution.max_io_queue_depth",
+    "execution.max_io_threads",
+    "execution.parallel_io",
+    "execution.min_io_threshold_size_kb",
+    "execution.max_request_parallelism",
+    "properties",
+    "properties.gpu_bounce_buffer_slab_config",
+    "properties.gpu_bounce_buffer_slab_config.slab_size_kb",
+    "properties.gpu_bounce_buffer_slab_config.slab_count",
+    "properties.max_direct_io_size_kb",
+    "properties.max_device_cache_size_kb",
+    "properties.per_buffer_cache_size_kb",
+    "properties.max_device_pinned_mem_size_kb",
+    "properties.posix_pool_slab_size_kb",
+    "properties.posix_pool_slab_count",
+    "properties.use_poll_mode",
+    "properties.poll_mode_max_size_kb",
+    "properties.use_pci_p2pdma",
+    "properties.allow_compat_mode",
+    "properties.force_compat_mode",
+    "properties.force_odirect_mode",
+    "properties.prefer_iouring",
+    "properties.gds_rdma_write_support",
+    "properties.io_batchsize",
+    "properties.max_batch_io_size",
+    "properties.max_batch_io_timeout_msecs",
+    "properties.io_priority",
+    "properties.rdma_dev_addr_list",
+    "properties.rdma_load_balancing_policy",
+    "properties.rdma_peer_affinity_policy",
+    "properties.rdma_peer_type",
+    "properties.rdma_dc_key",
+    "properties.rdma_access_mask",
+    "properties.rdma_dynamic_routing",
+    "properties.rdma_dynamic_routing_order",
+    "fs",
+    "fs.generic",
+    "fs.generic.posix_unaligned_writes",
+    "fs.lustre",
+    "fs.lustre.posix_gds_min_kb",
+    "fs.lustre.rdma_dev_addr_list",
+    "fs.lustre.mount_table",
+    "fs.lustre.mount_table.*",
+    "fs.lustre.mount_table.*.rdma_dev_addr_list",
+    "fs.beegfs",
+    "fs.beegfs.posix_gds_min_kb",
+    "fs.beegfs.rdma_dev_addr_list",
+    "fs.beegfs.mount_table",
+    "fs.beegfs.mount_table.*",
+    "fs.beegfs.mount_table.*.rdma_dev_addr_list",
+    "fs.scatefs",
+    "fs.scatefs.posix_gds_min_kb",
+    "fs.nfs",
+    "fs.nfs.use_pci_p2pdma",
+    "fs.nfs.rdma_dev_addr_list",
+    "fs.nfs.mount_table",
+    "fs.nfs.mount_table.*",
+    "fs.nfs.mount_table.*.rdma_dev_addr_list",
+    "fs.gpfs",
+    "fs.gpfs.gds_write_support",
+    "fs.gpfs.gds_async_support",
+    "fs.gpfs.rdma_dev_addr_list",
+    "fs.gpfs.mount_table",
+    "fs.gpfs.mount_table.*",
+    "fs.gpfs.mount_table.*.rdma_dev_addr_list",
+    "fs.weka",
+    "fs.weka.rdma_write_support",
+    "block",
+    "block.nvme",
+    "block.nvme.use_pci_p2pdma",
+    "block.nvmeof",
+    "block.nvmeof.use_pci_p2pdma",
+    "block.raid",
+    "block.raid.use_pci_p2pdma",
+    "denylist",
+    "denylist.drivers",
+    "denylist.devices",
+    "denylist.mounts",
+    "denylist.filesystems",
+    "miscellaneous",
+    "miscellaneous.api_check_aggressive",
+    "miscellaneous.enable_static_routing",
+    "miscellaneous.static_routing_filepath",
+];
+
+/// Names `gdscheck -p` prints that differ from the JSON key it reads:
+/// (printed, key in `cufile.json`).
+pub const GDSCHECK_ALIASES: &[(&str, &str)] =
+    &[("properties.use_compat_mode", "properties.allow_compat_mode")];
+
+/// Whether the dotted `path` is a `cufile.json` key libcufile reads.
+pub fn is_known_key(path: &[&str]) -> bool {
+    CUFILE_KEYS.iter().any(|known| {
+        let pattern: Vec<&str> = known.split('.').collect();
+        pattern.len() == path.len() && pattern.iter().zip(path).all(|(p, k)| *p == "*" || p == k)
+    })
+}
+
+/// The dotted paths of keys in `value` that are not cuFile keys; their
+/// contents are not searched further.
+pub fn unknown_keys(value: &Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    let mut stack: Vec<(Vec<String>, &Value)> = vec![(Vec::new(), value)];
+    while let Some((path, value)) = stack.pop() {
+        let Value::Object(map) = value else { continue };
+        for (key, child) in map {
+            let mut child_path = path.clone();
+            child_path.push(key.clone());
+            let parts: Vec<&str> = child_path.iter().map(String::as_str).collect();
+            if is_known_key(&parts) {
+                stack.push((child_path, child));
+            } else {
+                unknown.push(child_path.join("."));
+            }
+        }
+    }
+    unknown.sort();
+    unknown
+}
+
+/// Whether GPUDirect Storage is wanted: the profile says so, or `nvidia_fs` is loaded.
+fn gds_wanted(ctx: &Context<'_>) -> bool {
+    ctx.profile.gds.unwrap_or_else(|| nvidia_fs_loaded(ctx))
+}
+
+fn nvidia_fs_loaded(ctx: &Context<'_>) -> bool {
+    matches!(&ctx.facts.modules, Ok(Some(modules)) if modules.present("nvidia_fs"))
+}
+
+/// The parsed `cufile.json`, or the outcome that ends a check.
+fn cufile<'a>(ctx: &'a Context<'_>) -> Result<(&'a CufileJson, &'a Value), Box<Outcome>> {
+    let gds = &ctx.facts.gds;
+    let file = require(&gds.cufile, || {
+        Outcome::not_applicable(format!("no {}", gds.cufile_path))
+    })?;
+    match &file.parsed {
+        Ok(value) => Ok((file, value)),
+        Err(err) => Err(Box::new(
+            Outcome::unknown(format!("{} does not parse: {err}", file.path))
+                .evidence(file.path.clone(), "<invalid json>"),
+        )),
+    }
+}
+
+fn source_note(file: &CufileJson) -> String {
+    if file.from_env {
+        format!("{} (from CUFILE_ENV_PATH_JSON)", file.path)
+    } else {
+        file.path.clone()
+    }
+}
+
+declare_check! {
+    /// `cufile.json` parses as libcufile reads it.
+    ///
+    /// ## What it checks
+    /// The file named by `CUFILE_ENV_PATH_JSON` (live host only), else
+    /// `/etc/cufile.json`: read (at most 1 MiB), `//` and `/* */`
+    /// comments removed outside strings, then parsed as JSON with an
+    /// object at the top.
+    ///
+    /// ## Why it matters
+    /// libcufile reads this file at `cuFileDriverOpen`. A syntax error (a
+    /// trailing comma after editing, a block pasted without its brace)
+    /// makes it ignore the file or refuse to start, so the settings you
+    /// made, such as `rdma_dev_addr_list`, are not in effect.
+    ///
+    /// ## How to fix
+    /// Fix the syntax at the line and column shown, or start again from
+    /// the copy shipped with CUDA: `cp /usr/local/cuda/gds/cufile.json /etc/cufile.json`.
+    pub static CUFILE_INVALID = {
+        id: "GDS001",
+        name: "cufile-json-invalid",
+        group: Gds,
+        severity: Error,
+        requires: [],
+        run: cufile_invalid,
+    };
+}
+
+fn cufile_invalid(ctx: &Context<'_>) -> Vec<Outcome> {
+    let gds = &ctx.facts.gds;
+    let outcome = match &gds.cufile {
+        Err(gap) => Outcome::gap(gap),
+        Ok(None) if gds_wanted(ctx) => Outcome::info(format!(
+            "no {}: libcufile uses its built-in defaults",
+            gds.cufile_path
+        ))
+        .evidence(gds.cufile_path.clone(), "<missing>"),
+        Ok(None) => Outcome::not_applicable(format!(
+            "no {} and gpudirect storage not wanted",
+            gds.cufile_path
+        )),
+        Ok(Some(file)) => match &file.parsed {
+            Err(err) => Outcome::fail(format!(
+                "{} does not parse at line {} column {}: {}",
+                file.path, err.line, err.column, err.message
+            ))
+            .evidence(source_note(file), "<invalid json>")
+            .fix(
+                Remediation::new(format!(
+                    "fix the json at line {}, or start from the copy shipped with cuda",
+                    err.line
+                ))
+                .command(format!(
+                    "cp /usr/local/cuda/gds/cufile.json {CUFILE_DEFAULT}"
+                )),
+            ),
+            Ok(Value::Object(map)) => {
+                Outcome::pass(format!("{} parses ({} sections)", file.path, map.len())).evidence(
+                    source_note(file),
+                    map.keys().cloned().collect::<Vec<_>>().join(", "),
+                )
+            }
+            Ok(_) => Outcome::fail(format!("{} is json but not an object", file.path))
+                .evidence(source_note(file), "<not an object>")
+                .fix(
+                    Remediation::new("start from the copy shipped with cuda").command(format!(
+                        "cp /usr/local/cuda/gds/cufile.json {CUFILE_DEFAULT}"
+                    )),
+                ),
+        },
+    };
+    vec![outcome]
+}
+
+declare_check! {
+    /// `cufile.json` holds only keys libcufile reads.
+    ///
+    /// ## What it checks
+    /// Every key of `cufile.json` against the keys NVIDIA documents and
+    /// ships (`logging`, `profile`, `execution`, `properties`, `fs`,
+    /// `block`, `denylist`, `miscellaneous` and their members). Unknown
+    /// keys warn; their contents are not searched.
+    ///
+    /// ## Why it matters
+    /// libcufile ignores keys it does not know, silently. A misspelt
+    /// `rdma_dev_adr_list`, or a block such as `"nvfs": { "rdma": … }`
+    /// copied from a guide, looks configured and does nothing.
+    ///
+    /// ## How to fix
+    /// Move the setting to its documented key (for RDMA client addresses:
+    /// `properties.rdma_dev_addr_list`, or `fs.<fs>.mount_table`), or
+    /// delete it.
+    pub static CUFILE_UNKNOWN_KEYS = {
+        id: "GDS002",
+        name: "cufile-unknown-keys",
+        group: Gds,
+        severity: Warning,
+        requires: [CUFILE_INVALID],
+        run: cufile_unknown_keys,
+    };
+}
+
+fn cufile_unknown_keys(ctx: &Context<'_>) -> Vec<Outcome> {
+    let (file, value) = need!(cufile(ctx));
+    let unknown = unknown_keys(value);
+    let outcome = if unknown.is_empty() {
+        Outcome::pass("every key is a cufile key")
+    } else {
+        Outcome::warn(format!("{} unknown to libcufile and ignored: {}", plural(unknown.len(), "key"), unknown.join(", ")))
+            .fix(Remediation::new("move each setting to its documented key or delete it")
+                .command(format!("diff <(grep -o '\"[a-z_]*\"' /usr/local/cuda/gds/cufile.json | sort -u) <(grep -o '\"[a-z_]*\"' {} | sort -u)", file.path)))
+    };
+    vec![outcome.evidence(
+        source_note(file),
+        if unknown.is_empty() {
+            "all keys known".to_owned()
+        } else {
+            unknown.join(" ")
+        },
+    )]
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+declare_check! {
+    /// cuFile is not forced into compat mode.
+    ///
+    /// ## What it checks
+    /// `properties.force_compat_mode` in `cufile.json`: `true` fails;
+    /// `false` or absent passes. `properties.allow_compat_mode` is shown.
+    ///
+    /// ## Why it matters
+    /// With `force_compat_mode`, every cuFile read and write goes through
+    /// POSIX I/O and a bounce buffer in host memory: the application runs,
+    /// benchmarks show "GDS", and no byte goes direct to the GPU.
+    ///
+    /// ## How to fix
+    /// Set `"force_compat_mode": false` in the `properties` section (and
+    /// unset `CUFILE_FORCE_COMPAT_MODE` in the workload's environment).
+    pub static FORCE_COMPAT = {
+        id: "GDS003",
+        name: "cufile-force-compat",
+        group: Gds,
+        severity: Error,
+        requires: [CUFILE_INVALID],
+        run: force_compat,
+    };
+}
+
+fn force_compat(ctx: &Context<'_>) -> Vec<Outcome> {
+    let (file, value) = need!(cufile(ctx));
+    let properties = &value["properties"];
+    let force = &properties["force_compat_mode"];
+    let outcome = match force {
+        Value::Bool(true) => Outcome::fail("force_compat_mode is true: every cufile i/o goes through host memory")
+            .fix(Remediation::new("turn forced compat mode off")
+                .command(format!("sed -i 's/\"force_compat_mode\"[[:space:]]*:[[:space:]]*true/\"force_compat_mode\": false/' {}", file.path))),
+        Value::Null | Value::Bool(false) => Outcome::pass("compat mode not forced"),
+        other => Outcome::fail(format!("force_compat_mode is {other}, not a boolean"))
+            .fix(Remediation::new("write a boolean").command(format!("# in {}: \"force_compat_mode\": false", file.path))),
+    };
+    let mut outcome = outcome.evidence(
+        format!("{}: properties.force_compat_mode", source_note(file)),
+        if force.is_null() {
+            "<unset>".to_owned()
+        } else {
+            force.to_string()
+        },
+    );
+    if let Some(allow) = properties.get("allow_compat_mode") {
+        outcome = outcome.evidence(
+            format!("{}: properties.allow_compat_mode", file.path),
+            allow.to_string(),
+        );
+    }
+    vec![outcome]
+}
+
+/// Every `rdma_dev_addr_list` entry with the key it is under.
+fn rdma_addresses(value: &Value) -> Vec<(String, &Value)> {
+    let mut lists: Vec<(String, &Value)> = Vec::new();
+    if let Some(list) = value.pointer("/properties/rdma_dev_addr_list") {
+        lists.push(("properties.rdma_dev_addr_list".to_owned(), list));
+    }
+    if let Some(Value::Object(filesystems)) = value.get("fs") {
+        for (fs, section) in filesystems {
+            if let Some(list) = section.get("rdma_dev_addr_list") {
+                lists.push((format!("fs.{fs}.rdma_dev_addr_list"), list));
+            }
+            if let Some(Value::Object(table)) = section.get("mount_table") {
+                for (mount, entry) in table {
+                    if let Some(list) = entry.get("rdma_dev_addr_list") {
+                        lists.push((
+                            format!("fs.{fs}.mount_table.{mount}.rdma_dev_addr_list"),
+                            list,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    lists
+        .into_iter()
+        .flat_map(|(key, list)| match list {
+            Value::Array(items) => items.iter().map(|item| (key.clone(), item)).collect(),
+            // A single address where a list belongs is still an address to check.
+            other => vec![(key, other)],
+        })
+        .collect()
+}
+
+declare_check! {
+    /// `rdma_dev_addr_list` names local addresses of RDMA interfaces.
+    ///
+    /// ## What it checks
+    /// Every entry of `properties.rdma_dev_addr_list` and of
+    /// `fs.<fs>.rdma_dev_addr_list` / `fs.<fs>.mount_table.*.rdma_dev_addr_list`
+    /// in `cufile.json`: an IP address that is local (`/proc/net/fib_trie`
+    /// with `/proc/net/route` for IPv4, `/proc/net/if_inet6` for IPv6), on
+    /// an interface whose device has an RDMA device
+    /// (`/sys/class/net/<if>/device/infiniband`).
+    ///
+    /// ## Why it matters
+    /// cuFile registers GPU memory on the RDMA devices behind these
+    /// addresses for NFS over RDMA, Lustre, GPFS, BeeGFS and object
+    /// storage. An address that is not local (copied from another node) or
+    /// sits on a plain Ethernet port leaves cuFile without an RDMA device,
+    /// and I/O falls back to compat mode.
+    ///
+    /// ## How to fix
+    /// List this node's RDMA interface addresses (`ibdev2netdev`,
+    /// `ip -br addr show dev <if>`) and put those in the list; on a fleet,
+    /// template the file per node or set `CUFILE_ENV_PATH_JSON`.
+    pub static RDMA_ADDRESSES = {
+        id: "GDS004",
+        name: "cufile-rdma-addr-not-local",
+        group: Gds,
+        severity: Error,
+        requires: [CUFILE_INVALID],
+        run: rdma_addr_not_local,
+    };
+}
+
+fn rdma_addr_not_local(ctx: &Context<'_>) -> Vec<Outcome> {
+    let (file, value) = need!(cufile(ctx));
+    let entries = rdma_addresses(value);
+    if entries.is_empty() {
+        return vec![Outcome::not_applicable("no rdma_dev_addr_list entries")];
+    }
+    let gds = &ctx.facts.gds;
+    let fix = || {
+        Remediation::new("list this node's rdma interface addresses in cufile.json")
+            .command("ibdev2netdev   # or: rdma link show")
+            .command("ip -br addr show")
+    };
+    entries
+        .into_iter()
+        .map(|(key, item)| {
+            let shown = item.as_str().map_or_else(|| item.to_string(), str::to_owned);
+            let evidence = (format!("{}: {key}", file.path), shown.clone());
+            let outcome = match (item.as_str().and_then(|s| s.trim().parse::<IpAddr>().ok()), &gds.addresses) {
+                (None, _) => Outcome::fail(format!("`{shown}` is not an ip address")).fix(fix()),
+                (Some(_), Err(gap)) => Outcome::gap(gap),
+                (Some(_), Ok(None)) => Outcome::unknown("local addresses unreadable (/proc/net/fib_trie and /proc/net/if_inet6 absent)"),
+                (Some(addr), Ok(Some(local))) => match local.iter().find(|l| l.addr == addr) {
+                    None => Outcome::fail(format!("{addr} is not an address of this node")).evidence("/proc/net/fib_trie", format!("{} local addresses", local.len())).fix(fix()),
+                    Some(l) => match l.iface.as_deref() {
+                        None => Outcome::unknown(format!("{addr} is local but its interface is unknown (no connected route in /proc/net/route)")),
+                        Some(iface) => match gds.netdev(iface) {
+                            Some(dev) if dev.rdma => Outcome::pass(format!("{addr} on rdma interface {iface}"))
+                                .evidence(format!("/sys/class/net/{iface}/device/infiniband"), "present"),
+                            Some(_) => Outcome::fail(format!("{addr} is on {iface}, which has no rdma device"))
+                                .evidence(format!("/sys/class/net/{iface}/device/infiniband"), "<missing>")
+                                .fix(fix()),
+                            None => Outcome::unknown(format!("{addr} is on {iface}, which /sys/class/net does not list")),
+                        },
+                    },
+                },
+            };
+            outcome.evidence(evidence.0, evidence.1).subject(shown)
+        })
+        .collect()
+}
+
+declare_check! {
+    /// Each data mount's file system supports GPUDirect Storage.
+    ///
+    /// ## What it checks
+    /// For every data mount given with `--mount`, the file system type in
+    /// `/proc/self/mountinfo` against the GDS support matrix: ext4 and XFS
+    /// (on NVMe or NVMe-oF), Lustre, GPFS (IBM Storage Scale) and WekaFS
+    /// pass; BeeGFS warns (partial support); NFS passes only over RDMA;
+    /// anything else (overlay, tmpfs, btrfs, ZFS…) fails when GDS is
+    /// expected and is `info` otherwise.
+    ///
+    /// ## Why it matters
+    /// On other file systems cuFile still works, in compat mode: reads go
+    /// through the page cache and a host bounce buffer, at a fraction of
+    /// the bandwidth, with no error to say so.
+    ///
+    /// ## How to fix
+    /// Put the data on a supported file system: ext4/XFS on a local or
+    /// NVMe-oF namespace, or a parallel file system with a GDS-enabled
+    /// client; mount NFS with `proto=rdma`.
+    pub static GDS_FILESYSTEM = {
+        id: "GDS005",
+        name: "gds-filesystem-unsupported",
+        group: Gds,
+        severity: Error,
+        requires: [],
+        run: gds_filesystem,
+    };
+}
+
+fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
+    if ctx.profile.gds == Some(false) {
+        return vec![Outcome::not_applicable("gpudirect storage not wanted")];
+    }
+    if ctx.profile.mounts.is_empty() {
+        return vec![Outcome::not_applicable(
+            "no data mounts declared (--mount PATH)",
+        )];
+    }
+    let mounts = &ctx.facts.mounts;
+    let table = need!(require(&mounts.table, || Outcome::unknown(
+        "no mount table (/proc/self/mountinfo and /proc/mounts absent)"
+    )));
+    let expected = ctx.profile.gds == Some(true);
+    // Shown beside each verdict: which nvidia-fs serves the direct path
+    // (whether it must be loaded is GPU004's question).
+    let nvidia_fs_version = match &ctx.facts.gds.nvidia_fs_proc {
+        Ok(Some(files)) => files
+            .get("version")
+            .and_then(|v| v.lines().next())
+            .map(|v| v.trim().to_owned()),
+        _ => None,
+    };
+    ctx.profile
+        .mounts
+        .iter()
+        .map(|path| {
+            let Some(entry) = table.mount_of(path) else {
+                return Outcome::unknown("no mount holds this path").subject(path.clone());
+            };
+            let fs = entry.fstype.as_str();
+            let nfs_rdma = entry.options.has("rdma") || entry.options.get("proto") == Some("rdma");
+            let unsupported = |message: String| {
+                let outcome = if expected { Outcome::fail(message) } else { Outcome::info(message) };
+                outcome.fix(Remediation::new("put gds data on ext4/xfs over nvme, a gds-enabled parallel file system, or nfs over rdma")
+                    .command("gdscheck -p   # lists the backends this node supports"))
+            };
+            let outcome = match fs {
+                "ext4" | "xfs" => Outcome::pass(format!("{fs} on {}: supported over nvme and nvme-of", entry.source)),
+                "lustre" | "gpfs" | "wekafs" => Outcome::pass(format!("{fs}: supported with its gds-enabled client")),
+                "beegfs" => Outcome::warn("beegfs: partial gds support (gds-enabled client, reads first)")
+                    .fix(Remediation::new("check the beegfs client's gds support").command("gdscheck -p | grep -i beegfs")),
+                "nfs" | "nfs4" if nfs_rdma => Outcome::pass(format!("{fs} over rdma: supported")),
+                "nfs" | "nfs4" => unsupported(format!("{fs} over {}: gds needs nfs over rdma", entry.options.get("proto").unwrap_or("tcp"))),
+                other => unsupported(format!("{other} is not in the gds support matrix: cufile uses compat mode")),
+            };
+            let outcome = outcome.evidence(table.source, entry.line.clone()).subject(path.clone());
+            match &nvidia_fs_version {
+                Some(version) => outcome.evidence(format!("{NVIDIA_FS_PROC}/version"), version.clone()),
+                None => outcome,
+            }
+        })
+        .collect()
+}
+
+declare_check! {
+    /// `O_DIRECT` reads work on the data path.
+    ///
+    /// ## What it checks
+    /// Only with `--probe PATH` on the live host: opens PATH (or the first
+    /// non-empty file in it) read-only with `O_DIRECT` and reads one 4 KiB
+    /// block into an aligned buffer. `EINVAL` fails and names the file
+    /// system; nothing is written.
+    ///
+    /// ## Why it matters
+    /// GPUDirect Storage, io_uring readers and `zerohop bench` open data
+    /// with `O_DIRECT` to bypass the page cache. File systems without
+    /// direct I/O (overlayfs on older kernels, tmpfs before Linux 6.6, some
+    /// FUSE file systems) refuse it with `EINVAL`, and readers either fail
+    /// or silently fall back to buffered I/O.
+    ///
+    /// ## How to fix
+    /// Point the workload at a file system that supports direct I/O (ext4,
+    /// XFS, NFS, Lustre, GPFS…): in containers, mount the data as a volume
+    /// rather than reading through the overlay root.
+    pub static ODIRECT = {
+        id: "GDS006",
+        name: "odirect-read-failed",
+        group: Gds,
+        severity: Error,
+        requires: [],
+        run: odirect,
+    };
+}
+
+fn odirect(ctx: &Context<'_>) -> Vec<Outcome> {
+    let probes = match &ctx.facts.probes {
+        ProbeState::NotRequested => {
+            return vec![Outcome::not_applicable(
+                "not probed: give --probe PATH to read a block with O_DIRECT",
+            )];
+        }
+        ProbeState::NotLive => {
+            return vec![Outcome::not_applicable(
+                "probes run only on the live host, not on a captured root",
+            )];
+        }
+        ProbeState::Done(probes) => probes,
+    };
+    let path = probes.canonical.as_deref().unwrap_or(&probes.target);
+    let mount = ctx.facts.mounts.mount_of(path);
+    let fs = mount.map_or_else(
+        || "an unknown file system".to_owned(),
+        |m| format!("{} at {}", m.fstype, m.mount_point),
+    );
+    let mut outcome = match &probes.direct {
+        DirectIo::Read { file, bytes } => {
+            Outcome::pass(format!("read {bytes} bytes with O_DIRECT on {fs}"))
+                .evidence(format!("open(O_DIRECT) + read {file}"), "ok")
+        }
+        DirectIo::NoFile { dir } => Outcome::unknown(format!(
+            "{dir} on {fs} holds no non-empty file to read: give a data file to --probe"
+        ))
+        .evidence(format!("readdir {dir}"), "no regular file"),
+        DirectIo::OpenFailed { file, error } | DirectIo::ReadFailed { file, error }
+            if error.is_einval() =>
+        {
+            Outcome::fail(format!(
+                "{fs} refuses O_DIRECT (EINVAL): direct readers fail or fall back to the page cache"
+            ))
+            .evidence(format!("O_DIRECT on {file}"), "EINVAL")
+            .fix(
+                Remediation::new(
+                    "read the data from a file system with direct i/o (ext4, xfs, nfs, lustre)",
+                )
+                .command(format!("findmnt -T {path}")),
+            )
+        }
+        DirectIo::OpenFailed { file, error } => {
+            Outcome::unknown(format!("cannot open {file}: {}", error.name))
+                .evidence(format!("open(O_DIRECT) {file}"), error.name.clone())
+        }
+        DirectIo::ReadFailed { file, error } => {
+            Outcome::fail(format!("O_DIRECT read failed on {fs}: {}", error.name))
+                .evidence(format!("read(O_DIRECT) {file}"), error.name.clone())
+                .fix(
+                    Remediation::new("check the device and file system for errors")
+                        .command("dmesg | tail -50"),
+                )
+        }
+    };
+    if let Some(mount) = mount {
+        outcome = outcome.evidence("/proc/self/mountinfo", mount.line.clone());
+    }
+    vec![outcome.subject(probes.target.clone())]
+}

@@ -1,0 +1,537 @@
+//! NFS over RDMA: transport, port, nconnect, transfer sizes, client module,
+//! hard mounts.
+
+use zerohop_core::Remediation;
+use zerohop_host::facts::NfsMount;
+use zerohop_host::facts::mounts::{FSTAB, MOUNTSTATS, normalize};
+
+use crate::checks::{bytes, need, require};
+use crate::context::{Context, Outcome};
+use crate::declare_check;
+
+/// The port NFS over RDMA listens on (RFC 8267 §6.2).
+const NFS_RDMA_PORT: u64 = 20049;
+/// The transfer size below which NFS over RDMA leaves throughput unused.
+const MIN_IO_SIZE: u64 = 1 << 20;
+
+/// An NFS mount judged by the checks, and whether the user declared it.
+struct DataMount {
+    mount: NfsMount,
+    declared: bool,
+}
+
+/// The NFS data mounts: those under the profile's `mounts`, or every NFS
+/// mount when none is declared.
+fn data_mounts(ctx: &Context<'_>) -> Result<Vec<DataMount>, Box<Outcome>> {
+    let facts = &ctx.facts.mounts;
+    if let Err(gap) = &facts.table {
+        return Err(Box::new(Outcome::gap(gap)));
+    }
+    let nfs = facts.nfs_mounts();
+    if ctx.profile.mounts.is_empty() {
+        return Ok(nfs
+            .into_iter()
+            .map(|mount| DataMount {
+                mount,
+                declared: false,
+            })
+            .collect());
+    }
+    let mut chosen: Vec<DataMount> = Vec::new();
+    for path in &ctx.profile.mounts {
+        let holder = match facts.mount_of(path) {
+            Some(entry) => Some(normalize(&entry.mount_point)),
+            // Without a mount table (a capture of mountstats alone), the
+            // NFS mount with the longest matching mount point holds it.
+            None => nfs
+                .iter()
+                .map(|m| normalize(&m.mount_point))
+                .filter(|mp| under(path, mp))
+                .max_by_key(String::len),
+        };
+        let Some(holder) = holder else { continue };
+        // The last NFS mount on that point is the one in effect.
+        if let Some(mount) = nfs
+            .iter()
+            .rev()
+            .find(|m| normalize(&m.mount_point) == holder)
+            && !chosen.iter().any(|c| c.mount == *mount)
+        {
+            chosen.push(DataMount {
+                mount: mount.clone(),
+                declared: true,
+            });
+        }
+    }
+    Ok(chosen)
+}
+
+fn under(path: &str, mount_point: &str) -> bool {
+    let path = normalize(path);
+    mount_point == "/"
+        || path == mount_point
+        || path
+            .strip_prefix(mount_point)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn none_message(ctx: &Context<'_>) -> Outcome {
+    if ctx.profile.mounts.is_empty() {
+        Outcome::not_applicable("no nfs mounts")
+    } else {
+        Outcome::not_applicable(format!(
+            "none of the data mounts ({}) is on nfs",
+            ctx.profile.mounts.join(", ")
+        ))
+    }
+}
+
+/// Adds the mount line as evidence.
+fn mount_evidence(outcome: Outcome, mount: &NfsMount) -> Outcome {
+    outcome
+        .evidence(mount.evidence.0, mount.evidence.1.clone())
+        .subject(mount.mount_point.clone())
+}
+
+fn transports_summary(mount: &NfsMount) -> Option<String> {
+    let stats = mount.stats.as_ref()?;
+    if stats.transports.is_empty() {
+        return None;
+    }
+    let mut protocols: Vec<(String, usize)> = Vec::new();
+    for transport in &stats.transports {
+        match protocols.iter_mut().find(|(p, _)| *p == transport.protocol) {
+            Some((_, count)) => *count += 1,
+            None => protocols.push((transport.protocol.clone(), 1)),
+        }
+    }
+    Some(
+        protocols
+            .iter()
+            .map(|(p, n)| format!("{n} xprt: {p}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+fn remount(mount: &NfsMount, options: &str) -> Remediation {
+    Remediation::new("remount over rdma with the data-path options")
+        .command("modprobe rpcrdma")
+        .command(format!(
+            "umount {mp} && mount -t {fs} -o {options} {src} {mp}",
+            mp = mount.mount_point,
+            fs = mount.fstype,
+            src = mount.source
+        ))
+        .command(format!(
+            "# persist: {} {} {} {options},_netdev 0 0   in /etc/fstab",
+            mount.source, mount.mount_point, mount.fstype
+        ))
+}
+
+const RDMA_OPTIONS: &str = "proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard";
+
+declare_check! {
+    /// NFS data mounts run over RDMA.
+    ///
+    /// ## What it checks
+    /// Every NFS data mount (those given with `--mount`, else every `nfs`
+    /// and `nfs4` mount) in `/proc/self/mountinfo` (or `/proc/mounts`):
+    /// the transport in its options (`proto=rdma` or `rdma`), the
+    /// `xprt:` lines of its `/proc/self/mountstats` block (the transports
+    /// the RPC client really uses), and its `/etc/fstab` entry. It fails
+    /// when a data mount is not on RDMA, and when RDMA was asked for (in
+    /// fstab or the options) but the transports in effect are TCP: the
+    /// silent fallback. Undeclared TCP mounts are reported as `info`.
+    ///
+    /// ## Why it matters
+    /// Over TCP every byte crosses the host CPU and memory: one core per
+    /// few GB/s, and the GPU waits. Over RDMA the server places data
+    /// straight into the client's buffers (and, with GPUDirect Storage,
+    /// into GPU memory). The mount succeeds either way, so nothing else
+    /// tells you.
+    ///
+    /// ## How to fix
+    /// Load the client module and remount:
+    /// `modprobe rpcrdma; mount -t nfs -o proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard server:/export /mnt/data`,
+    /// and put the same options in `/etc/fstab` (with `_netdev`). On
+    /// Kubernetes, the Network Operator's `ENABLE_NFSRDMA` loads the module.
+    pub static NFS_NOT_RDMA = {
+        id: "NFS001",
+        name: "nfs-not-rdma",
+        group: Nfs,
+        severity: Error,
+        requires: [],
+        run: nfs_not_rdma,
+    };
+}
+
+fn nfs_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
+    let mounts = need!(data_mounts(ctx));
+    if mounts.is_empty() {
+        return vec![none_message(ctx)];
+    }
+    mounts
+        .iter()
+        .map(|DataMount { mount, declared }| {
+            let proto = mount.proto().unwrap_or("tcp").to_owned();
+            let summary = transports_summary(mount);
+            let xprt_rdma = mount.stats.as_ref().map(|s| s.transports_of("rdma"));
+            let has_xprts = mount
+                .stats
+                .as_ref()
+                .is_some_and(|s| !s.transports.is_empty());
+            let wanted = ctx
+                .profile
+                .nfs_rdma
+                .unwrap_or(*declared || mount.fstab_wants_rdma());
+            let mut outcome = if mount.is_rdma() && has_xprts && xprt_rdma == Some(0) {
+                Outcome::fail(format!(
+                    "options ask for rdma but the transports in effect are {}: silent fallback",
+                    summary.clone().unwrap_or_default()
+                ))
+                .fix(remount(mount, RDMA_OPTIONS))
+            } else if mount.is_rdma() {
+                Outcome::pass(match xprt_rdma {
+                    Some(n) if n > 0 => format!("nfs over rdma with {n} rdma transports"),
+                    _ => "nfs over rdma".to_owned(),
+                })
+            } else if ctx.profile.nfs_rdma == Some(false) {
+                Outcome::pass(format!("nfs over {proto} as intended"))
+            } else if mount.fstab_wants_rdma() {
+                Outcome::fail(format!(
+                    "/etc/fstab asks for rdma but the mount is over {proto}: silent fallback"
+                ))
+                .fix(remount(mount, RDMA_OPTIONS))
+            } else if wanted {
+                Outcome::fail(format!(
+                    "data mount over {proto}, not rdma: every byte crosses the host cpu"
+                ))
+                .fix(remount(mount, RDMA_OPTIONS))
+            } else {
+                Outcome::info(format!(
+                    "nfs over {proto}; declare it with --mount if it carries training data"
+                ))
+            };
+            outcome = mount_evidence(outcome, mount);
+            if let Some(fstab) = &mount.fstab {
+                outcome = outcome.evidence(FSTAB, fstab.line.clone());
+            }
+            if let Some(summary) = summary {
+                outcome = outcome.evidence(MOUNTSTATS, summary);
+            }
+            outcome
+        })
+        .collect()
+}
+
+declare_check! {
+    /// NFS over RDMA mounts use port 20049.
+    ///
+    /// ## What it checks
+    /// The `port=` option of every NFS data mount on RDMA, as the kernel
+    /// shows it in `/proc/self/mountinfo`: 20049 passes, another port warns.
+    ///
+    /// ## Why it matters
+    /// NFS servers listen for RDMA on 20049 (RFC 8267), not on 2049. A
+    /// mount given `port=2049` with `proto=rdma` either fails to connect or
+    /// reaches a server-side listener configured by hand, which is easy to
+    /// lose on a server rebuild.
+    ///
+    /// ## How to fix
+    /// Remount with `port=20049` (or leave `port=` out with `proto=rdma`),
+    /// and on the server make sure `rdma=y` and `rdma-port=20049` are in
+    /// the `[nfsd]` section of `/etc/nfs.conf`.
+    pub static NFS_RDMA_PORT_CHECK = {
+        id: "NFS002",
+        name: "nfs-rdma-port",
+        group: Nfs,
+        severity: Warning,
+        requires: [NFS_NOT_RDMA],
+        run: nfs_rdma_port,
+    };
+}
+
+fn nfs_rdma_port(ctx: &Context<'_>) -> Vec<Outcome> {
+    let mounts = need!(data_mounts(ctx));
+    let outcomes: Vec<Outcome> = mounts
+        .iter()
+        .filter(|m| m.mount.is_rdma())
+        .map(|DataMount { mount, .. }| {
+            let outcome = match mount.options.get("port") {
+                None => {
+                    Outcome::info("port not shown in the options: the rdma default 20049 applies")
+                }
+                Some(port) if port.parse::<u64>().ok() == Some(NFS_RDMA_PORT) => {
+                    Outcome::pass("nfs over rdma on port 20049")
+                }
+                Some(port) => Outcome::warn(format!("nfs over rdma on port {port}, not 20049"))
+                    .fix(remount(mount, RDMA_OPTIONS)),
+            };
+            mount_evidence(outcome, mount)
+        })
+        .collect();
+    if outcomes.is_empty() {
+        return vec![Outcome::not_applicable("no nfs data mount over rdma")];
+    }
+    outcomes
+}
+
+declare_check! {
+    /// NFS over RDMA mounts have as many RDMA transports as `nconnect` asks.
+    ///
+    /// ## What it checks
+    /// For every NFS data mount on RDMA, the `nconnect=` option (1 when
+    /// absent) against the number of `xprt: rdma` lines in the mount's
+    /// `/proc/self/mountstats` block, one per transport (queue pair). Fewer
+    /// transports than asked warns; `nconnect` unset is reported as `info`.
+    ///
+    /// ## Why it matters
+    /// One RDMA transport is one queue pair, served by one completion
+    /// vector on one CPU: a single mount tops out well below a 200 or 400
+    /// Gb/s port. `nconnect=8`–`16` spreads the load. Transports that did
+    /// not connect (a port down on a multi-rail client) silently cut the
+    /// mount's bandwidth.
+    ///
+    /// ## How to fix
+    /// Mount with `nconnect=16` (the kernel's maximum), and check the
+    /// RDMA ports the missing transports would use (`rdma link`).
+    pub static NFS_NCONNECT = {
+        id: "NFS003",
+        name: "nfs-nconnect-transports",
+        group: Nfs,
+        severity: Warning,
+        requires: [NFS_NOT_RDMA],
+        run: nfs_nconnect,
+    };
+}
+
+fn nfs_nconnect(ctx: &Context<'_>) -> Vec<Outcome> {
+    let mounts = need!(data_mounts(ctx));
+    let outcomes: Vec<Outcome> = mounts
+        .iter()
+        .filter(|m| m.mount.is_rdma())
+        .map(|DataMount { mount, .. }| {
+            let nconnect = mount.options.number("nconnect");
+            let asked = nconnect.unwrap_or(1);
+            let outcome = match &mount.stats {
+                None => Outcome::unknown(format!("no {MOUNTSTATS} block for this mount: transports unknown")),
+                Some(stats) if !stats.known_version() => Outcome::unknown(format!(
+                    "mountstats statvers={} is not a format zerohop knows (1.0, 1.1): transports not counted",
+                    stats.statvers.as_deref().unwrap_or("<none>")
+                ))
+                .evidence(MOUNTSTATS, stats.line.clone()),
+                Some(stats) => {
+                    let up = u64::try_from(stats.transports_of("rdma")).unwrap_or(u64::MAX);
+                    let counted = format!("{up} xprt: rdma lines");
+                    if up < asked {
+                        Outcome::warn(format!("only {up} of nconnect={asked} rdma transports are up"))
+                            .evidence(MOUNTSTATS, counted)
+                            .fix(Remediation::new("find the rdma ports the missing transports need, then remount")
+                                .command("rdma link show")
+                                .command(format!("umount {mp} && mount {mp}", mp = mount.mount_point)))
+                    } else if nconnect.is_none() {
+                        Outcome::info("one rdma transport (nconnect unset): nconnect=16 spreads the load over more queue pairs")
+                            .evidence(MOUNTSTATS, counted)
+                    } else {
+                        Outcome::pass(format!("{up} rdma transports for nconnect={asked}")).evidence(MOUNTSTATS, counted)
+                    }
+                }
+            };
+            mount_evidence(outcome, mount)
+        })
+        .collect();
+    if outcomes.is_empty() {
+        return vec![Outcome::not_applicable("no nfs data mount over rdma")];
+    }
+    outcomes
+}
+
+declare_check! {
+    /// NFS data mounts transfer at least 1 MiB per read and write.
+    ///
+    /// ## What it checks
+    /// `rsize=` and `wsize=` of every NFS data mount, as negotiated with
+    /// the server and shown in `/proc/self/mountinfo`: both at least
+    /// 1 MiB (1048576) passes.
+    ///
+    /// ## Why it matters
+    /// Each NFS READ moves at most `rsize` bytes. With the 32–64 KiB some
+    /// servers or old fstab lines give, a 1 MiB application read becomes
+    /// 16–32 RPCs, and RPC overhead, not the wire, caps throughput.
+    ///
+    /// ## How to fix
+    /// Remount with `rsize=1048576,wsize=1048576`; if the values stay
+    /// lower, the server caps them (Linux `nfsd`: `max_block_size`).
+    pub static NFS_IO_SIZE = {
+        id: "NFS004",
+        name: "nfs-rsize-small",
+        group: Nfs,
+        severity: Warning,
+        requires: [],
+        run: nfs_io_size,
+    };
+}
+
+fn nfs_io_size(ctx: &Context<'_>) -> Vec<Outcome> {
+    let mounts = need!(data_mounts(ctx));
+    if mounts.is_empty() {
+        return vec![none_message(ctx)];
+    }
+    mounts
+        .iter()
+        .map(|DataMount { mount, .. }| {
+            let (rsize, wsize) = (mount.options.number("rsize"), mount.options.number("wsize"));
+            let outcome = match (rsize, wsize) {
+                (Some(r), Some(w)) if r >= MIN_IO_SIZE && w >= MIN_IO_SIZE => {
+                    Outcome::pass(format!("rsize {} and wsize {}", bytes(r), bytes(w)))
+                }
+                (Some(r), Some(w)) => Outcome::warn(format!("rsize {} and wsize {}: below 1 MiB, rpc overhead caps throughput", bytes(r), bytes(w)))
+                    .fix(Remediation::new("remount with 1 MiB transfers").command(format!(
+                        "umount {mp} && mount -t {fs} -o {opts},rsize=1048576,wsize=1048576 {src} {mp}",
+                        mp = mount.mount_point,
+                        fs = mount.fstype,
+                        src = mount.source,
+                        opts = if mount.is_rdma() { "proto=rdma,port=20049" } else { "proto=tcp" }
+                    ))),
+                _ => Outcome::unknown("rsize or wsize not shown in the mount options"),
+            };
+            mount_evidence(outcome, mount)
+        })
+        .collect()
+}
+
+declare_check! {
+    /// The NFS RDMA client module is loaded when RDMA mounts are wanted.
+    ///
+    /// ## What it checks
+    /// When an NFS mount uses RDMA, `/etc/fstab` asks for one, or the
+    /// profile wants NFS over RDMA: `rpcrdma` (older kernels: `xprtrdma`)
+    /// in `/proc/modules` or `/sys/module`. The server-side `svcrdma` is
+    /// shown when present.
+    ///
+    /// ## Why it matters
+    /// Without `rpcrdma`, `mount -o proto=rdma` fails with "protocol not
+    /// supported", and automounters or scripts that retry without the
+    /// option end up on TCP.
+    ///
+    /// ## How to fix
+    /// `modprobe rpcrdma`, and load it at boot:
+    /// `echo rpcrdma > /etc/modules-load.d/rpcrdma.conf`. With MLNX_OFED or
+    /// DOCA-OFED, the module comes from the OFED packages (`mlnx-nfsrdma`);
+    /// on Kubernetes, set `ENABLE_NFSRDMA=true` in the Network Operator's
+    /// driver.
+    pub static RPCRDMA_MISSING = {
+        id: "NFS005",
+        name: "rpcrdma-missing",
+        group: Nfs,
+        severity: Error,
+        requires: [],
+        run: rpcrdma_missing,
+    };
+}
+
+fn rpcrdma_missing(ctx: &Context<'_>) -> Vec<Outcome> {
+    let facts = &ctx.facts.mounts;
+    let nfs = facts.nfs_mounts();
+    let active = nfs.iter().find(|m| m.is_rdma());
+    let fstab_wants = match &facts.fstab {
+        Ok(Some(entries)) => entries.iter().find(|e| {
+            e.fstype.starts_with("nfs")
+                && (e.options.has("rdma") || e.options.get("proto") == Some("rdma"))
+        }),
+        _ => None,
+    };
+    let wanted = ctx.profile.nfs_rdma == Some(true) || active.is_some() || fstab_wants.is_some();
+    if !wanted {
+        return vec![Outcome::not_applicable(
+            "no nfs mount uses or asks for rdma",
+        )];
+    }
+    let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
+        "/proc/modules and /sys/module are absent"
+    )));
+    let loaded = ["rpcrdma", "xprtrdma"]
+        .into_iter()
+        .find(|name| modules.present(name));
+    let mut outcome = match (loaded, active) {
+        (Some(name), _) => Outcome::pass(format!("{name} loaded"))
+            .evidence(format!("/sys/module/{name}"), "present"),
+        (None, Some(mount)) => Outcome::info(format!(
+            "rpcrdma not listed although {} is mounted over rdma: the module list is partial",
+            mount.mount_point
+        ))
+        .evidence("/sys/module/rpcrdma", "<missing>"),
+        (None, None) => {
+            Outcome::fail("rpcrdma not loaded: nfs mounts over rdma fail or fall back to tcp")
+                .evidence("/sys/module/rpcrdma", "<missing>")
+                .fix(
+                    Remediation::new("load the nfs rdma client module now and at boot")
+                        .command("modprobe rpcrdma")
+                        .command("echo rpcrdma > /etc/modules-load.d/rpcrdma.conf"),
+                )
+        }
+    };
+    if modules.present("svcrdma") {
+        outcome = outcome.evidence("/sys/module/svcrdma", "present (nfs server over rdma)");
+    }
+    if let Some(entry) = fstab_wants {
+        outcome = outcome.evidence(FSTAB, entry.line.clone());
+    }
+    vec![outcome]
+}
+
+declare_check! {
+    /// NFS data mounts are `hard` mounts.
+    ///
+    /// ## What it checks
+    /// The `soft` and `softerr` options of every NFS data mount in
+    /// `/proc/self/mountinfo`; `hard` (the default) passes.
+    ///
+    /// ## Why it matters
+    /// A soft mount returns EIO when the server is slow for `timeo` ×
+    /// `retrans`. During a server failover or a congested fabric, training
+    /// jobs then read errors (or, for writes, lose checkpoint data) instead
+    /// of waiting.
+    ///
+    /// ## How to fix
+    /// Remount with `hard` (the default when neither is given). Make jobs
+    /// interruptible with `timeo=600,retrans=2` rather than `soft`.
+    pub static NFS_SOFT = {
+        id: "NFS006",
+        name: "nfs-soft-mount",
+        group: Nfs,
+        severity: Warning,
+        requires: [],
+        run: nfs_soft,
+    };
+}
+
+fn nfs_soft(ctx: &Context<'_>) -> Vec<Outcome> {
+    let mounts = need!(data_mounts(ctx));
+    if mounts.is_empty() {
+        return vec![none_message(ctx)];
+    }
+    mounts
+        .iter()
+        .map(|DataMount { mount, .. }| {
+            let soft = ["soft", "softerr"]
+                .into_iter()
+                .find(|flag| mount.options.has(flag));
+            let outcome = match soft {
+                Some(flag) => Outcome::warn(format!(
+                    "{flag} mount: a slow server turns into i/o errors in training jobs"
+                ))
+                .fix(Remediation::new("remount hard").command(format!(
+                    "umount {mp} && mount -t {fs} -o hard,timeo=600,retrans=2 {src} {mp}",
+                    mp = mount.mount_point,
+                    fs = mount.fstype,
+                    src = mount.source
+                ))),
+                None if mount.options.has("hard") => Outcome::pass("hard mount"),
+                None => Outcome::pass("hard mount (the default)"),
+            };
+            mount_evidence(outcome, mount)
+        })
+        .collect()
+}

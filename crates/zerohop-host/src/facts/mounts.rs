@@ -1,0 +1,286 @@
+//! Mounted file systems, NFS transports and `/etc/fstab`.
+
+use crate::facts::{Fact, Gap};
+use crate::parse::mountinfo::{MountEntry, Options, parse_fstab, parse_mountinfo};
+use crate::parse::mountstats::{MountStats, parse_mountstats};
+use crate::root::HostRoot;
+
+/// Where the mount table is read from, in order of preference.
+pub const MOUNTINFO: &str = "/proc/self/mountinfo";
+/// The fallback mount table (no device numbers, no per-mount options).
+pub const PROC_MOUNTS: &str = "/proc/mounts";
+/// Per-mount statistics with NFS transports.
+pub const MOUNTSTATS: &str = "/proc/self/mountstats";
+/// The mounts the administrator asked for.
+pub const FSTAB: &str = "/etc/fstab";
+
+/// The mount table and the file it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountTable {
+    /// [`MOUNTINFO`] or [`PROC_MOUNTS`].
+    pub source: &'static str,
+    /// Entries in the kernel's order; a later entry on the same mount
+    /// point is mounted over an earlier one.
+    pub entries: Vec<MountEntry>,
+}
+
+impl MountTable {
+    /// The mount that holds `path`: the longest mount point that is `path`
+    /// or one of its parents, the last mounted when several are stacked.
+    pub fn mount_of(&self, path: &str) -> Option<&MountEntry> {
+        let path = normalize(path);
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| contains(&normalize(&entry.mount_point), &path))
+            .max_by_key(|(index, entry)| (normalize(&entry.mount_point).len(), *index))
+            .map(|(_, entry)| entry)
+    }
+}
+
+/// Mount facts.
+#[derive(Debug, Clone)]
+pub struct MountFacts {
+    /// The mount table.
+    pub table: Fact<MountTable>,
+    /// `/proc/self/mountstats`, every block.
+    pub stats: Fact<Vec<MountStats>>,
+    /// `/etc/fstab` entries.
+    pub fstab: Fact<Vec<MountEntry>>,
+}
+
+/// An NFS mount with everything known about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NfsMount {
+    /// The mount point.
+    pub mount_point: String,
+    /// `server:/export`.
+    pub source: String,
+    /// `nfs` or `nfs4`.
+    pub fstype: String,
+    /// The options in effect (mount table, else mountstats `opts:`).
+    pub options: Options,
+    /// The file and line the options were read from, for evidence.
+    pub evidence: (&'static str, String),
+    /// The mountstats block, when there is one.
+    pub stats: Option<MountStats>,
+    /// The `/etc/fstab` entry for this mount point, when there is one.
+    pub fstab: Option<MountEntry>,
+}
+
+impl NfsMount {
+    /// The transport the options name: `proto=`, or the `rdma` flag.
+    pub fn proto(&self) -> Option<&str> {
+        if self.options.has("rdma") {
+            return Some("rdma");
+        }
+        self.options.get("proto")
+    }
+
+    /// Whether the options ask for RDMA.
+    pub fn is_rdma(&self) -> bool {
+        self.proto() == Some("rdma")
+    }
+
+    /// Whether `/etc/fstab` asks for RDMA on this mount point.
+    pub fn fstab_wants_rdma(&self) -> bool {
+        self.fstab.as_ref().is_some_and(|entry| {
+            entry.options.has("rdma") || entry.options.get("proto") == Some("rdma")
+        })
+    }
+}
+
+impl MountFacts {
+    /// Reads the mount table, mountstats and fstab from `root`.
+    pub fn collect(root: &HostRoot) -> MountFacts {
+        MountFacts {
+            table: table(root),
+            stats: root
+                .read(MOUNTSTATS)
+                .map(|text| text.map(|text| parse_mountstats(&text)))
+                .map_err(Gap::from),
+            fstab: root
+                .read(FSTAB)
+                .map(|text| text.map(|text| parse_fstab(&text)))
+                .map_err(Gap::from),
+        }
+    }
+
+    /// The mounts in the table, or none when unknown.
+    pub fn entries(&self) -> &[MountEntry] {
+        match &self.table {
+            Ok(Some(table)) => &table.entries,
+            _ => &[],
+        }
+    }
+
+    /// The mount that holds `path`, when the table is known.
+    pub fn mount_of(&self, path: &str) -> Option<&MountEntry> {
+        match &self.table {
+            Ok(Some(table)) => table.mount_of(path),
+            _ => None,
+        }
+    }
+
+    /// Every NFS mount: the table's NFS entries joined with their
+    /// mountstats blocks (the n-th entry on a mount point with the n-th
+    /// block on it), plus NFS blocks the table lacks (a capture of
+    /// mountstats alone).
+    pub fn nfs_mounts(&self) -> Vec<NfsMount> {
+        let stats: Vec<&MountStats> = match &self.stats {
+            Ok(Some(stats)) => stats.iter().filter(|s| s.is_nfs()).collect(),
+            _ => Vec::new(),
+        };
+        let fstab = match &self.fstab {
+            Ok(Some(entries)) => entries.as_slice(),
+            _ => &[],
+        };
+        let fstab_for = |mount_point: &str| {
+            fstab
+                .iter()
+                .rev()
+                .find(|entry| normalize(&entry.mount_point) == normalize(mount_point))
+                .cloned()
+        };
+        let source = match &self.table {
+            Ok(Some(table)) => table.source,
+            _ => MOUNTINFO,
+        };
+        let mut used = vec![false; stats.len()];
+        let mut mounts = Vec::new();
+        for entry in self
+            .entries()
+            .iter()
+            .filter(|e| e.fstype == "nfs" || e.fstype == "nfs4")
+        {
+            let block = stats.iter().enumerate().position(|(index, block)| {
+                !used[index]
+                    && block.mount_point == entry.mount_point
+                    && block.fstype == entry.fstype
+            });
+            if let Some(index) = block {
+                used[index] = true;
+            }
+            mounts.push(NfsMount {
+                mount_point: entry.mount_point.clone(),
+                source: entry.source.clone(),
+                fstype: entry.fstype.clone(),
+                options: entry.options.clone(),
+                evidence: (source, entry.line.clone()),
+                stats: block.map(|index| stats[index].clone()),
+                fstab: fstab_for(&entry.mount_point),
+            });
+        }
+        for block in stats
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !used[*index])
+            .map(|(_, block)| block)
+        {
+            mounts.push(NfsMount {
+                mount_point: block.mount_point.clone(),
+                source: block.device.clone(),
+                fstype: block.fstype.clone(),
+                options: block.options.clone().unwrap_or_default(),
+                evidence: (
+                    MOUNTSTATS,
+                    block
+                        .options_line
+                        .clone()
+                        .unwrap_or_else(|| block.line.clone()),
+                ),
+                stats: Some((*block).clone()),
+                fstab: fstab_for(&block.mount_point),
+            });
+        }
+        mounts
+    }
+}
+
+fn table(root: &HostRoot) -> Fact<MountTable> {
+    if let Some(text) = root.read(MOUNTINFO)? {
+        return Ok(Some(MountTable {
+            source: MOUNTINFO,
+            entries: parse_mountinfo(&text),
+        }));
+    }
+    Ok(root.read(PROC_MOUNTS)?.map(|text| MountTable {
+        source: PROC_MOUNTS,
+        entries: parse_fstab(&text),
+    }))
+}
+
+/// `path` without trailing slashes (but `/` stays `/`).
+pub fn normalize(path: &str) -> String {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        "/".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+fn contains(mount_point: &str, path: &str) -> bool {
+    mount_point == "/"
+        || path == mount_point
+        || path
+            .strip_prefix(mount_point)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    fn root(files: &[(&str, &str)]) -> (tempfile::TempDir, HostRoot) {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let real = dir.path().join(path.trim_start_matches('/'));
+            fs::create_dir_all(real.parent().unwrap()).unwrap();
+            fs::write(real, text).unwrap();
+        }
+        let host = HostRoot::at(dir.path()).unwrap();
+        (dir, host)
+    }
+
+    #[test]
+    fn joins_table_stats_and_fstab() {
+        let (_dir, host) = root(&[
+            (
+                MOUNTINFO,
+                "21 0 8:1 / / rw - ext4 /dev/sda1 rw\n40 21 0:50 / /mnt/data rw - nfs srv:/d rw,vers=3,proto=tcp\n",
+            ),
+            (
+                MOUNTSTATS,
+                "device srv:/d mounted on /mnt/data with fstype nfs statvers=1.1\n\topts:\trw,proto=tcp\n\txprt:\ttcp 1 2\ndevice srv:/o mounted on /mnt/other with fstype nfs4 statvers=1.1\n\topts:\trw,proto=rdma\n",
+            ),
+            (FSTAB, "srv:/d /mnt/data/ nfs rdma,port=20049 0 0\n"),
+        ]);
+        let facts = MountFacts::collect(&host);
+        let nfs = facts.nfs_mounts();
+        assert_eq!(nfs.len(), 2);
+        assert_eq!(nfs[0].proto(), Some("tcp"));
+        assert!(nfs[0].fstab_wants_rdma());
+        assert_eq!(nfs[0].stats.as_ref().unwrap().transports_of("tcp"), 1);
+        assert_eq!(nfs[0].evidence.0, MOUNTINFO);
+        assert_eq!(nfs[1].mount_point, "/mnt/other");
+        assert!(nfs[1].is_rdma());
+        assert_eq!(nfs[1].evidence.0, MOUNTSTATS);
+        assert_eq!(facts.mount_of("/mnt/data/x/y").unwrap().fstype, "nfs");
+        assert_eq!(facts.mount_of("/mnt/database").unwrap().fstype, "ext4");
+    }
+
+    #[test]
+    fn falls_back_to_proc_mounts() {
+        let (_dir, host) = root(&[(PROC_MOUNTS, "srv:/d /data nfs4 rw,proto=rdma 0 0\n")]);
+        let facts = MountFacts::collect(&host);
+        assert_eq!(
+            facts.table.as_ref().unwrap().as_ref().unwrap().source,
+            PROC_MOUNTS
+        );
+        assert!(facts.nfs_mounts()[0].is_rdma());
+        assert_eq!(facts.stats, Ok(None));
+    }
+}

@@ -1,0 +1,377 @@
+//! NVMe subsystems, controllers and multipath paths from
+//! `/sys/class/nvme-subsystem` and `/sys/class/nvme`, and device-mapper
+//! devices from `/sys/block/dm-*`.
+//!
+//! With native multipath (`nvme_core.multipath=Y`) each namespace has one
+//! block device per subsystem (`nvme1n1`, the "head") and one hidden path
+//! device per controller (`nvme1c2n1`) that carries `ana_state` and
+//! `ana_grpid` (`drivers/nvme/host/multipath.c`).
+
+use crate::facts::{Fact, Gap};
+use crate::root::HostRoot;
+
+/// The class directory of subsystems.
+pub const SUBSYSTEMS: &str = "/sys/class/nvme-subsystem";
+/// The class directory of controllers.
+pub const CONTROLLERS: &str = "/sys/class/nvme";
+
+/// One path of a namespace through one controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmePath {
+    /// `nvme1c2n1` (multipath) or `nvme0n1` (a controller's own namespace).
+    pub name: String,
+    /// The namespace it leads to (`nvme1n1`).
+    pub namespace: String,
+    /// The sysfs directory, for evidence.
+    pub dir: String,
+    /// `optimized`, `non-optimized`, `inaccessible`, `persistent-loss`,
+    /// `change`; `None` when the controller does not report ANA.
+    pub ana_state: Option<String>,
+    /// The ANA group.
+    pub ana_grpid: Option<u32>,
+}
+
+/// One controller: a connection to the subsystem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmeController {
+    /// `nvme2`.
+    pub name: String,
+    /// The sysfs directory attributes were read from, for evidence.
+    pub dir: String,
+    /// `pcie`, `rdma`, `tcp`, `fc`, `loop`.
+    pub transport: Option<String>,
+    /// `traddr=10.0.0.1,trsvcid=4420` or a PCI address.
+    pub address: Option<String>,
+    /// `live`, `connecting`, `resetting`, `deleting`, `dead`…
+    pub state: Option<String>,
+    /// Namespace paths through this controller.
+    pub paths: Vec<NvmePath>,
+}
+
+impl NvmeController {
+    /// Whether the controller is `live`.
+    pub fn is_live(&self) -> bool {
+        self.state.as_deref() == Some("live")
+    }
+
+    /// Whether the transport is a fabric (anything but PCIe).
+    pub fn is_fabric(&self) -> bool {
+        self.transport.as_deref().is_some_and(|t| t != "pcie")
+    }
+}
+
+/// One NVMe subsystem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmeSubsystem {
+    /// `nvme-subsys1`.
+    pub name: String,
+    /// `subsysnqn`, trimmed.
+    pub nqn: Option<String>,
+    /// `model`, trimmed.
+    pub model: Option<String>,
+    /// The per-subsystem `iopolicy` (Linux 5.x and later).
+    pub iopolicy: Option<String>,
+    /// Its controllers.
+    pub controllers: Vec<NvmeController>,
+    /// Namespace block devices listed in the subsystem (`nvme1n1`).
+    pub namespaces: Vec<String>,
+}
+
+impl NvmeSubsystem {
+    /// Every namespace: those listed, and those only known by their paths.
+    pub fn all_namespaces(&self) -> Vec<String> {
+        let mut names = self.namespaces.clone();
+        for path in self.controllers.iter().flat_map(|c| &c.paths) {
+            if !names.contains(&path.namespace) {
+                names.push(path.namespace.clone());
+            }
+        }
+        names.sort_by_key(|name| natural_key(name));
+        names
+    }
+
+    /// The paths to `namespace`, with their controllers.
+    pub fn paths_to<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a NvmeController, &'a NvmePath)> + 'a {
+        self.controllers
+            .iter()
+            .flat_map(|c| c.paths.iter().map(move |p| (c, p)))
+            .filter(move |(_, p)| p.namespace == namespace)
+    }
+
+    /// Whether any controller uses a fabric transport.
+    pub fn is_fabric(&self) -> bool {
+        self.controllers.iter().any(NvmeController::is_fabric)
+    }
+
+    /// The sysfs directory, for evidence.
+    pub fn dir(&self) -> String {
+        format!("{SUBSYSTEMS}/{}", self.name)
+    }
+}
+
+/// A device-mapper device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DmDevice {
+    /// `dm-0`.
+    pub name: String,
+    /// `dev`: `major:minor`, as mountinfo shows it.
+    pub dev: Option<String>,
+    /// `dm/name` (`mpatha`, `vg-lv`).
+    pub dm_name: Option<String>,
+    /// `dm/uuid`: `mpath-…` multipath, `LVM-…`, `CRYPT-…`, `part1-…`.
+    pub uuid: Option<String>,
+    /// `slaves/*`: the devices underneath.
+    pub slaves: Vec<String>,
+}
+
+impl DmDevice {
+    /// Whether this is dm-multipath, or a partition of one (`part1-mpath-…`).
+    pub fn is_multipath(&self) -> bool {
+        self.uuid
+            .as_deref()
+            .is_some_and(|uuid| uuid.starts_with("mpath-") || uuid.contains("-mpath-"))
+    }
+
+    /// The target kind from the uuid prefix (`mpath`, `LVM`, `CRYPT`), or `dm`.
+    pub fn kind(&self) -> &str {
+        self.uuid
+            .as_deref()
+            .and_then(|uuid| uuid.split_once('-'))
+            .map(|(kind, _)| kind)
+            .filter(|kind| !kind.is_empty())
+            .unwrap_or("dm")
+    }
+}
+
+/// NVMe and block-layer facts.
+#[derive(Debug, Clone)]
+pub struct NvmeFacts {
+    /// The subsystems; `Ok(None)` when the kernel has no NVMe class.
+    pub subsystems: Fact<Vec<NvmeSubsystem>>,
+    /// Device-mapper devices in `/sys/block`.
+    pub device_mapper: Fact<Vec<DmDevice>>,
+}
+
+impl NvmeFacts {
+    /// Reads NVMe subsystems and device-mapper devices from `root`.
+    pub fn collect(root: &HostRoot) -> NvmeFacts {
+        NvmeFacts {
+            subsystems: subsystems(root),
+            device_mapper: device_mapper(root),
+        }
+    }
+
+    /// The subsystems, or none when unknown.
+    pub fn list(&self) -> &[NvmeSubsystem] {
+        match &self.subsystems {
+            Ok(Some(list)) => list,
+            _ => &[],
+        }
+    }
+}
+
+fn value(root: &HostRoot, path: &str) -> Option<String> {
+    root.read_value(path)
+        .ok()
+        .flatten()
+        .filter(|v| !v.is_empty())
+}
+
+fn subsystems(root: &HostRoot) -> Fact<Vec<NvmeSubsystem>> {
+    let Some(names) = root.list(SUBSYSTEMS).map_err(Gap::from)? else {
+        return Ok(None);
+    };
+    let mut subsystems = Vec::new();
+    for name in names {
+        let dir = format!("{SUBSYSTEMS}/{name}");
+        let entries = root.list(&dir).map_err(Gap::from)?.unwrap_or_default();
+        let mut controllers: Vec<NvmeController> = entries
+            .iter()
+            .filter(|entry| is_controller_name(entry))
+            .map(|entry| controller(root, &dir, entry))
+            .collect();
+        controllers.sort_by_key(|c| natural_key(&c.name));
+        subsystems.push(NvmeSubsystem {
+            nqn: value(root, &format!("{dir}/subsysnqn")),
+            model: value(root, &format!("{dir}/model")),
+            iopolicy: value(root, &format!("{dir}/iopolicy")),
+            namespaces: entries
+                .iter()
+                .filter(|e| path_namespace(e).is_some_and(|(multi, _)| !multi))
+                .cloned()
+                .collect(),
+            controllers,
+            name,
+        });
+    }
+    subsystems.sort_by_key(|s| natural_key(&s.name));
+    Ok(Some(subsystems))
+}
+
+/// Reads a controller from the subsystem's entry (a symlink to the
+/// controller on real hosts) and from `/sys/class/nvme/<name>`, whichever
+/// has the attribute: captures do not always keep both.
+fn controller(root: &HostRoot, subsystem_dir: &str, name: &str) -> NvmeController {
+    let dirs = [
+        format!("{subsystem_dir}/{name}"),
+        format!("{CONTROLLERS}/{name}"),
+    ];
+    let attribute = |attr: &str| {
+        dirs.iter()
+            .find_map(|dir| value(root, &format!("{dir}/{attr}")).map(|v| (dir.clone(), v)))
+    };
+    let state = attribute("state");
+    let dir = state
+        .as_ref()
+        .map(|(dir, _)| dir.clone())
+        .unwrap_or_else(|| dirs[0].clone());
+    let mut paths: Vec<NvmePath> = Vec::new();
+    for parent in &dirs {
+        for entry in root.list(parent).ok().flatten().unwrap_or_default() {
+            let Some((_, namespace)) = path_namespace(&entry) else {
+                continue;
+            };
+            if paths.iter().any(|p| p.name == entry) {
+                continue;
+            }
+            let path_dir = format!("{parent}/{entry}");
+            paths.push(NvmePath {
+                ana_state: value(root, &format!("{path_dir}/ana_state")),
+                ana_grpid: value(root, &format!("{path_dir}/ana_grpid"))
+                    .and_then(|v| v.parse().ok()),
+                name: entry,
+                namespace,
+                dir: path_dir,
+            });
+        }
+    }
+    paths.sort_by_key(|p| natural_key(&p.name));
+    NvmeController {
+        name: name.to_owned(),
+        dir,
+        transport: attribute("transport").map(|(_, v)| v),
+        address: attribute("address").map(|(_, v)| v),
+        state: state.map(|(_, v)| v),
+        paths,
+    }
+}
+
+fn is_controller_name(name: &str) -> bool {
+    name.strip_prefix("nvme")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// For `nvme<S>c<C>n<N>` returns `(true, "nvme<S>n<N>")`; for
+/// `nvme<C>n<N>` returns `(false, itself)`; otherwise `None`.
+pub fn path_namespace(name: &str) -> Option<(bool, String)> {
+    let rest = name.strip_prefix("nvme")?;
+    let (subsystem, rest) = split_digits(rest)?;
+    if let Some(rest) = rest.strip_prefix('c') {
+        let (_, rest) = split_digits(rest)?;
+        let namespace = rest
+            .strip_prefix('n')
+            .and_then(split_digits)
+            .filter(|(_, tail)| tail.is_empty())?
+            .0;
+        return Some((true, format!("nvme{subsystem}n{namespace}")));
+    }
+    rest.strip_prefix('n')
+        .and_then(split_digits)
+        .filter(|(_, tail)| tail.is_empty())?;
+    Some((false, name.to_owned()))
+}
+
+fn split_digits(text: &str) -> Option<(&str, &str)> {
+    let end = text
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(text.len());
+    (end > 0).then(|| text.split_at(end))
+}
+
+/// Sorts `nvme10` after `nvme2`.
+fn natural_key(name: &str) -> (String, Vec<u64>) {
+    let prefix: String = name.chars().take_while(|c| !c.is_ascii_digit()).collect();
+    let numbers = name
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .filter_map(|part| part.parse().ok())
+        .collect();
+    (prefix, numbers)
+}
+
+fn device_mapper(root: &HostRoot) -> Fact<Vec<DmDevice>> {
+    let Some(names) = root.list("/sys/block").map_err(Gap::from)? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        names
+            .into_iter()
+            .filter(|name| name.starts_with("dm-"))
+            .map(|name| {
+                let dir = format!("/sys/block/{name}");
+                DmDevice {
+                    dev: value(root, &format!("{dir}/dev")),
+                    dm_name: value(root, &format!("{dir}/dm/name")),
+                    uuid: value(root, &format!("{dir}/dm/uuid")),
+                    slaves: root
+                        .list(&format!("{dir}/slaves"))
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
+                    name,
+                }
+            })
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn path_names() {
+        assert_eq!(
+            path_namespace("nvme1c2n1"),
+            Some((true, "nvme1n1".to_owned()))
+        );
+        assert_eq!(
+            path_namespace("nvme0n1"),
+            Some((false, "nvme0n1".to_owned()))
+        );
+        assert_eq!(path_namespace("nvme0n1p1"), None);
+        assert_eq!(path_namespace("nvme0"), None);
+        assert_eq!(path_namespace("ng0n1"), None);
+        assert!(is_controller_name("nvme12"));
+        assert!(!is_controller_name("nvme"));
+        assert!(!is_controller_name("nvme1n1"));
+    }
+
+    #[test]
+    fn dm_kinds() {
+        let dm = |uuid: Option<&str>| DmDevice {
+            name: "dm-0".into(),
+            dev: None,
+            dm_name: None,
+            uuid: uuid.map(str::to_owned),
+            slaves: vec![],
+        };
+        assert_eq!(dm(Some("mpath-3600a0980")).kind(), "mpath");
+        assert_eq!(dm(Some("LVM-abc")).kind(), "LVM");
+        assert_eq!(dm(None).kind(), "dm");
+    }
+
+    proptest! {
+        #[test]
+        fn names_never_panic(name in "[a-z0-9]{0,12}") {
+            let _ = path_namespace(&name);
+            let _ = natural_key(&name);
+        }
+    }
+}

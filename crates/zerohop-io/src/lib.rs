@@ -1,0 +1,30 @@
+//! The engine behind `zerohop bench`: reads files or block devices through
+//! io_uring (fixed buffers, registered files, optional SQPOLL/IOPOLL) or a
+//! pread thread pool, into aligned or hugepage buffers, optionally on to a GPU
+//! through the CUDA driver API or cuFile loaded at run time, and measures
+//! throughput, latency percentiles and CPU cost like fio.
+//!
+//! Every capability is probed at run time; a missing one becomes a fallback
+//! or a `skipped` result with its reason, never a panic.
+
+pub mod buffers;
+pub mod compare;
+pub mod config;
+pub mod engine;
+pub mod env;
+pub mod gpu;
+pub mod pattern;
+pub mod plan;
+pub mod prepare;
+pub mod report;
+pub mod stats;
+pub mod sys;
+pub mod target;
+pub mod units;
+
+pub use config::{
+    AccessPattern, Amount, CachePolicy, EngineKind, NumaPolicy, ReadConfig, SinkKind,
+};
+pub use engine::{Control, RunError, run_read, run_read_in};
+pub use report::{RunReport, RunStatus};
+pub use target::InputError;

@@ -1,0 +1,393 @@
+//! Opening and checking the files or block devices of a run before any I/O,
+//! with the device facts read from sysfs (logical block size, NUMA node).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// Why a run cannot start. Every variant is a problem with the input, so the
+/// command exits with the usage code before any I/O.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// No paths given.
+    #[error("no file to read")]
+    NoPaths,
+    /// A path that does not exist.
+    #[error("{path}: no such file or device")]
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A path we may not open.
+    #[error(
+        "{path}: permission denied (run as a user who can read it, or add it to the disk group for a device)"
+    )]
+    PermissionDenied {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A directory.
+    #[error("{path}: is a directory (give a file or a block device)")]
+    IsDirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Something that is neither a regular file nor a block device.
+    #[error("{path}: is a {kind}, not a regular file or block device")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// Any other failure to open or inspect.
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        /// The path.
+        path: PathBuf,
+        /// The error from the kernel.
+        source: io::Error,
+    },
+    /// The filesystem refuses `O_DIRECT`.
+    #[error("{path}: the filesystem does not support O_DIRECT ({source}); run without --direct")]
+    DirectUnsupported {
+        /// The path.
+        path: PathBuf,
+        /// The error from the kernel.
+        source: io::Error,
+    },
+    /// A file shorter than one block.
+    #[error(
+        "{path}: {len} bytes is shorter than the block size of {block_size} bytes (use a smaller --bs or `zerohop bench prepare` a larger file)"
+    )]
+    ShorterThanBlock {
+        /// The path.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// The block size asked for.
+        block_size: u64,
+    },
+    /// A block size that O_DIRECT cannot use on this device.
+    #[error(
+        "{path}: block size {block_size} is not a multiple of the logical block size {logical} required by O_DIRECT"
+    )]
+    Misaligned {
+        /// The path.
+        path: PathBuf,
+        /// The block size asked for.
+        block_size: u64,
+        /// The device's logical block size.
+        logical: u64,
+    },
+    /// A numeric option out of range.
+    #[error("{option} {reason}")]
+    OutOfRange {
+        /// The option, e.g. `--workers`.
+        option: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Options that do not go together.
+    #[error("{0}")]
+    Conflict(String),
+}
+
+/// Regular file or block device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A regular file.
+    File,
+    /// A block device.
+    BlockDevice,
+}
+
+/// Facts about the block device behind a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceInfo {
+    /// Kernel name of the whole disk, e.g. `nvme0n1`.
+    pub name: Option<String>,
+    /// Logical block size in bytes; `None` when sysfs does not say.
+    pub logical_block_size: Option<u64>,
+    /// NUMA node of the device's controller; `None` when not reported.
+    pub numa_node: Option<u32>,
+}
+
+/// An opened, checked file or block device.
+#[derive(Debug)]
+pub struct Target {
+    /// The path as given.
+    pub path: PathBuf,
+    /// Its length in bytes.
+    pub len: u64,
+    /// File or device.
+    pub kind: TargetKind,
+    /// The device behind it.
+    pub device: DeviceInfo,
+    /// The alignment O_DIRECT needs (logical block size, or 4096 when unknown).
+    pub alignment: u64,
+    /// Descriptor for the reads (`O_DIRECT` when asked).
+    pub file: File,
+    /// A second, buffered descriptor for an unaligned tail under `O_DIRECT`.
+    pub buffered: Option<File>,
+}
+
+/// Maps an `open`/`stat` error on `path` to an input error.
+pub fn classify_open_error(path: &Path, err: io::Error) -> InputError {
+    let path = path.to_path_buf();
+    match err.kind() {
+        io::ErrorKind::NotFound => InputError::NotFound { path },
+        io::ErrorKind::PermissionDenied => InputError::PermissionDenied { path },
+        io::ErrorKind::IsADirectory => InputError::IsDirectory { path },
+        _ => InputError::Open { path, source: err },
+    }
+}
+
+/// The `(major, minor)` of a Linux `dev_t`.
+fn split_dev(dev: u64) -> (u32, u32) {
+    (libc::major(dev), libc::minor(dev))
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// Reads the device facts for `dev` under `sys` (normally `/sys`).
+pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
+    let (major, minor) = split_dev(dev);
+    let Ok(mut disk) = sys
+        .join(format!("dev/block/{major}:{minor}"))
+        .canonicalize()
+    else {
+        return DeviceInfo {
+            name: None,
+            logical_block_size: None,
+            numa_node: None,
+        };
+    };
+    // A partition has a `partition` file and its queue lives on the parent.
+    if disk.join("partition").exists()
+        && let Some(parent) = disk.parent()
+    {
+        disk = parent.to_path_buf();
+    }
+    let name = disk.file_name().map(|n| n.to_string_lossy().into_owned());
+    let logical_block_size = read_trimmed(&disk.join("queue/logical_block_size"))
+        .and_then(|s| s.parse().ok())
+        .filter(|&n: &u64| n.is_power_of_two());
+    let mut numa_node = None;
+    if let Ok(mut dir) = disk.join("device").canonicalize() {
+        for _ in 0..6 {
+            if let Some(node) = read_trimmed(&dir.join("numa_node")) {
+                numa_node = node.parse::<i64>().ok().and_then(|n| u32::try_from(n).ok());
+                break;
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    DeviceInfo {
+        name,
+        logical_block_size,
+        numa_node,
+    }
+}
+
+fn open(path: &Path, direct: bool) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    options.open(path)
+}
+
+/// Opens and checks one target for reads of `block_size` bytes.
+pub fn open_target(path: &Path, block_size: u64, direct: bool) -> Result<Target, InputError> {
+    let meta = std::fs::metadata(path).map_err(|err| classify_open_error(path, err))?;
+    let file_type = meta.file_type();
+    let kind = if file_type.is_file() {
+        TargetKind::File
+    } else if file_type.is_block_device() {
+        TargetKind::BlockDevice
+    } else if file_type.is_dir() {
+        return Err(InputError::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    } else {
+        let kind = if file_type.is_char_device() {
+            "character device"
+        } else if file_type.is_fifo() {
+            "fifo"
+        } else if file_type.is_socket() {
+            "socket"
+        } else {
+            "special file"
+        };
+        return Err(InputError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    };
+    let buffered = open(path, false).map_err(|err| classify_open_error(path, err))?;
+    let dev = if kind == TargetKind::BlockDevice {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let device = device_info(Path::new("/sys"), dev);
+    let len = match kind {
+        TargetKind::File => meta.len(),
+        TargetKind::BlockDevice => (&buffered)
+            .seek(SeekFrom::End(0))
+            .map_err(|err| classify_open_error(path, err))?,
+    };
+    if len < block_size {
+        return Err(InputError::ShorterThanBlock {
+            path: path.to_path_buf(),
+            len,
+            block_size,
+        });
+    }
+    let alignment = device.logical_block_size.unwrap_or(4096);
+    if !direct {
+        return Ok(Target {
+            path: path.to_path_buf(),
+            len,
+            kind,
+            device,
+            alignment,
+            file: buffered,
+            buffered: None,
+        });
+    }
+    if !block_size.is_multiple_of(alignment) {
+        return Err(InputError::Misaligned {
+            path: path.to_path_buf(),
+            block_size,
+            logical: alignment,
+        });
+    }
+    let file = open(path, true).map_err(|err| match err.raw_os_error() {
+        Some(libc::EINVAL) => InputError::DirectUnsupported {
+            path: path.to_path_buf(),
+            source: err,
+        },
+        _ => classify_open_error(path, err),
+    })?;
+    Ok(Target {
+        path: path.to_path_buf(),
+        len,
+        kind,
+        device,
+        alignment,
+        file,
+        buffered: Some(buffered),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_numbers_split_like_glibc() {
+        assert_eq!(split_dev(0xfe00), (254, 0));
+        assert_eq!(split_dev(0x0803), (8, 3));
+        // Large numbers use the high bits.
+        assert_eq!(split_dev(libc::makedev(4100, 0x12345)), (4100, 0x12345));
+    }
+
+    #[test]
+    fn open_errors_map_to_clear_input_errors() {
+        let path = Path::new("/dev/nvme0n1");
+        let denied = classify_open_error(path, io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(matches!(denied, InputError::PermissionDenied { .. }));
+        assert!(denied.to_string().contains("permission denied"));
+        let missing = classify_open_error(path, io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(missing.to_string(), "/dev/nvme0n1: no such file or device");
+    }
+
+    #[test]
+    fn device_info_reads_a_fake_sysfs() {
+        let sys = tempfile::tempdir().unwrap();
+        let disk = sys
+            .path()
+            .join("devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1");
+        std::fs::create_dir_all(disk.join("queue")).unwrap();
+        std::fs::create_dir_all(disk.join("nvme0n1p1")).unwrap();
+        std::fs::write(disk.join("queue/logical_block_size"), "4096\n").unwrap();
+        std::fs::write(disk.join("nvme0n1p1/partition"), "1\n").unwrap();
+        std::fs::write(
+            sys.path().join("devices/pci0000:00/0000:00:04.0/numa_node"),
+            "1\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            sys.path().join("devices/pci0000:00/0000:00:04.0"),
+            disk.join("device"),
+        )
+        .unwrap();
+        std::fs::create_dir_all(sys.path().join("dev/block")).unwrap();
+        std::os::unix::fs::symlink(disk.join("nvme0n1p1"), sys.path().join("dev/block/259:1"))
+            .unwrap();
+        let info = device_info(sys.path(), libc::makedev(259, 1));
+        assert_eq!(
+            info,
+            DeviceInfo {
+                name: Some("nvme0n1".into()),
+                logical_block_size: Some(4096),
+                numa_node: Some(1)
+            }
+        );
+        let unknown = device_info(sys.path(), libc::makedev(7, 0));
+        assert_eq!(unknown.logical_block_size, None);
+    }
+
+    #[test]
+    fn bad_targets_are_refused_before_io() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            open_target(dir.path(), 4096, false),
+            Err(InputError::IsDirectory { .. })
+        ));
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            open_target(&missing, 4096, false),
+            Err(InputError::NotFound { .. })
+        ));
+        let short = dir.path().join("short");
+        std::fs::write(&short, [0u8; 100]).unwrap();
+        let err = open_target(&short, 4096, false).unwrap_err();
+        assert!(
+            matches!(err, InputError::ShorterThanBlock { len: 100, .. }),
+            "{err}"
+        );
+        let chardev = open_target(Path::new("/dev/null"), 1, false).unwrap_err();
+        assert!(matches!(
+            chardev,
+            InputError::NotAFile {
+                kind: "character device",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn direct_io_needs_an_aligned_block_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, vec![0u8; 8192]).unwrap();
+        match open_target(&file, 1000, true) {
+            Err(InputError::Misaligned { logical, .. }) => assert!(logical >= 512),
+            other => panic!("expected a misaligned block size error, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! End-to-end engine runs on small temporary files, in every backend and
+//! mode this machine supports, with the pattern verified.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use zerohop_io::buffers::HugePages;
+use zerohop_io::env::{Environment, Memlock};
+use zerohop_io::prepare::prepare;
+use zerohop_io::{
+    AccessPattern, Amount, Control, EngineKind, InputError, ReadConfig, RunError, RunStatus,
+    SinkKind, run_read, run_read_in,
+};
+
+/// 3 MiB and a bit: exercises full blocks and an unaligned tail.
+const LEN: u64 = 3 * (1 << 20) + 4096 + 100;
+
+fn prepared(dir: &Path, name: &str, len: u64) -> PathBuf {
+    let path = dir.join(name);
+    prepare(&path, len, &Control::default()).unwrap();
+    path
+}
+
+/// Whether O_DIRECT works in the temp directory (tmpfs may refuse it).
+fn direct_supported(path: &Path) -> bool {
+    match zerohop_io::target::open_target(path, 4096, true) {
+        Ok(_) => true,
+        Err(err) => {
+            eprintln!("skipping O_DIRECT cases: {err}");
+            false
+        }
+    }
+}
+
+fn config(paths: Vec<PathBuf>, engine: EngineKind, direct: bool) -> ReadConfig {
+    ReadConfig {
+        engine,
+        direct,
+        block_size: 64 << 10,
+        queue_depth: 8,
+        verify: true,
+        hugepages: HugePages::Off,
+        ..ReadConfig::new(paths)
+    }
+}
+
+fn assert_clean(report: &zerohop_io::RunReport, expected_bytes: u64) {
+    assert_eq!(report.status, RunStatus::Completed);
+    assert_eq!(report.bytes, expected_bytes, "{:?}", report.fallbacks);
+    let verify = report.verify.as_ref().unwrap();
+    assert_eq!(verify.corrupt_blocks, 0, "{:?}", verify.corruptions);
+    assert_eq!(verify.checked_bytes, expected_bytes);
+    assert!(report.latency_us.p50 > 0.0 && report.latency_us.p999 >= report.latency_us.p50);
+    assert!(report.bw_bytes_per_s > 0.0);
+}
+
+#[test]
+fn every_backend_and_mode_reads_the_pattern_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let mut modes = vec![(EngineKind::Uring, false), (EngineKind::Pread, false)];
+    if direct_supported(&path) {
+        modes.extend([(EngineKind::Uring, true), (EngineKind::Pread, true)]);
+    }
+    for (engine, direct) in modes {
+        for pattern in [AccessPattern::Seq, AccessPattern::Rand] {
+            for workers in [1, 3] {
+                let cfg = ReadConfig {
+                    pattern,
+                    workers,
+                    ..config(vec![path.clone()], engine, direct)
+                };
+                let report = run_read(&cfg, &Control::default()).unwrap();
+                let expected = match pattern {
+                    AccessPattern::Seq => LEN,
+                    // Random one-pass runs read as many whole blocks as the
+                    // file has blocks, per worker.
+                    AccessPattern::Rand => LEN.div_ceil(64 << 10) * (64 << 10) * u64::from(workers),
+                };
+                assert_clean(&report, expected);
+                assert_eq!(report.workers.len(), workers as usize);
+                if direct && pattern == AccessPattern::Seq {
+                    assert_eq!(
+                        report.workers.iter().map(|w| w.buffered_tails).sum::<u64>(),
+                        1,
+                        "{engine:?}"
+                    );
+                }
+                let backend = if engine == EngineKind::Uring
+                    && report.environment.io_uring.status == "available"
+                {
+                    "io_uring"
+                } else {
+                    "pread"
+                };
+                assert_eq!(report.engine.backend, backend);
+            }
+        }
+    }
+}
+
+#[test]
+fn io_uring_uses_fixed_buffers_and_registered_files_when_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let report = run_read(
+        &config(vec![path], EngineKind::Uring, false),
+        &Control::default(),
+    )
+    .unwrap();
+    if report.environment.io_uring.status != "available" {
+        eprintln!(
+            "skipping: io_uring is {}",
+            report.environment.io_uring.status
+        );
+        return;
+    }
+    let memlock_ok = report
+        .environment
+        .memlock
+        .budget()
+        .is_none_or(|limit| limit >= 8 * (64 << 10));
+    assert_eq!(
+        report.engine.fixed_buffers, memlock_ok,
+        "{:?}",
+        report.fallbacks
+    );
+    assert!(report.engine.registered_files);
+    assert!(!report.engine.ring_flags.is_empty() || report.fallbacks.is_empty());
+}
+
+#[test]
+fn a_memlock_limit_too_small_falls_back_to_unregistered_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let mut env = Environment::probe();
+    env.memlock = Memlock {
+        soft_bytes: Some(64 << 10),
+        hard_bytes: Some(64 << 10),
+        cap_ipc_lock: false,
+    };
+    let report = run_read_in(
+        &config(vec![path], EngineKind::Uring, false),
+        &Control::default(),
+        env,
+    )
+    .unwrap();
+    assert_clean(&report, LEN);
+    assert!(!report.engine.fixed_buffers);
+    if report.engine.backend == "io_uring" {
+        let f = report
+            .fallbacks
+            .iter()
+            .find(|f| f.feature == "fixed_buffers")
+            .expect("a fixed_buffers fallback");
+        assert!(f.reason.contains("RLIMIT_MEMLOCK"), "{}", f.reason);
+    }
+}
+
+#[test]
+fn iopoll_is_dropped_with_a_reason_when_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    // Without O_DIRECT IOPOLL never applies.
+    let buffered = ReadConfig {
+        iopoll: true,
+        ..config(vec![path.clone()], EngineKind::Uring, false)
+    };
+    let report = run_read(&buffered, &Control::default()).unwrap();
+    assert_clean(&report, LEN);
+    if report.engine.backend == "io_uring" {
+        assert!(
+            report
+                .fallbacks
+                .iter()
+                .any(|f| f.feature == "iopoll" && f.reason.contains("O_DIRECT"))
+        );
+    }
+    if !direct_supported(&path) {
+        return;
+    }
+    let direct = ReadConfig {
+        iopoll: true,
+        ..config(vec![path], EngineKind::Uring, true)
+    };
+    let report = run_read(&direct, &Control::default()).unwrap();
+    assert_clean(&report, LEN);
+    if report.engine.ring_flags.contains(&"IOPOLL") {
+        eprintln!("this device has poll queues: IOPOLL was used");
+    } else if report.engine.backend == "io_uring" {
+        let f = report
+            .fallbacks
+            .iter()
+            .find(|f| f.feature == "iopoll")
+            .expect("an iopoll fallback");
+        assert!(!f.reason.is_empty());
+    }
+}
+
+#[test]
+fn sqpoll_runs_or_falls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let cfg = ReadConfig {
+        sqpoll: true,
+        ..config(vec![path], EngineKind::Uring, false)
+    };
+    let report = run_read(&cfg, &Control::default()).unwrap();
+    assert_clean(&report, LEN);
+    if report.engine.backend == "io_uring" {
+        assert!(
+            report.engine.ring_flags.contains(&"SQPOLL")
+                || report.fallbacks.iter().any(|f| f.feature == "sqpoll")
+        );
+    }
+}
+
+#[test]
+fn a_file_per_worker_and_byte_and_time_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> = (0..2)
+        .map(|i| prepared(dir.path(), &format!("f{i}"), 1 << 20))
+        .collect();
+    let cfg = ReadConfig {
+        workers: 2,
+        amount: Amount::Bytes(5 << 20),
+        ..config(paths.clone(), EngineKind::Uring, false)
+    };
+    let report = run_read(&cfg, &Control::default()).unwrap();
+    assert_clean(&report, 5 << 20);
+    assert!(report.workers.iter().all(|w| w.bytes > 0));
+    let timed = ReadConfig {
+        amount: Amount::Time(Duration::from_millis(200)),
+        ramp: Duration::from_millis(50),
+        cache: zerohop_io::CachePolicy::Keep,
+        ..config(paths, EngineKind::Pread, false)
+    };
+    let report = run_read(&timed, &Control::default()).unwrap();
+    assert!(report.bytes > 0);
+    assert!(
+        report.elapsed_s > 0.1 && report.elapsed_s < 2.0,
+        "{}",
+        report.elapsed_s
+    );
+}
+
+#[test]
+fn a_corrupted_block_is_reported_with_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let mut data = std::fs::read(&path).unwrap();
+    data[(1 << 20) + 300] ^= 0xff;
+    std::fs::write(&path, &data).unwrap();
+    for engine in [EngineKind::Uring, EngineKind::Pread] {
+        let report = run_read(
+            &config(vec![path.clone()], engine, false),
+            &Control::default(),
+        )
+        .unwrap();
+        assert!(report.verify_failed());
+        let v = report.verify.unwrap();
+        assert_eq!(v.corrupt_blocks, 1);
+        assert_eq!(v.corruptions[0].path, path);
+        assert_eq!(v.corruptions[0].block_offset, 1 << 20);
+        assert_eq!(v.corruptions[0].offset, (1 << 20) + 300);
+    }
+}
+
+#[test]
+fn gpu_sinks_are_skipped_with_a_reason_without_cuda() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    for sink in [SinkKind::Gpu, SinkKind::Cufile] {
+        let cfg = ReadConfig {
+            sink,
+            ..config(vec![path.clone()], EngineKind::Uring, false)
+        };
+        let report = run_read(&cfg, &Control::default()).unwrap();
+        if report.status != RunStatus::Skipped {
+            eprintln!("a GPU is present: {sink:?} ran");
+            assert_clean(&report, LEN);
+            continue;
+        }
+        let reason = report.skip_reason.unwrap();
+        assert!(!reason.is_empty());
+        assert_eq!(report.environment.gpu.cuda.status, "unavailable");
+        assert_eq!(report.environment.gpu.cufile.status, "not_probed");
+    }
+}
+
+#[test]
+fn a_raised_stop_flag_gives_a_partial_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let control = Control::default();
+    control.stop.store(true, Ordering::Relaxed);
+    let cfg = ReadConfig {
+        amount: Amount::Time(Duration::from_secs(60)),
+        ..config(vec![path], EngineKind::Uring, false)
+    };
+    let report = run_read(&cfg, &control).unwrap();
+    assert_eq!(report.status, RunStatus::Interrupted);
+}
+
+#[test]
+fn bad_input_is_refused_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", 8192);
+    let input = |cfg: ReadConfig| match run_read(&cfg, &Control::default()) {
+        Err(RunError::Input(err)) => err,
+        other => panic!("expected an input error, got {other:?}"),
+    };
+    let base = config(vec![path.clone()], EngineKind::Uring, false);
+    assert!(matches!(
+        input(ReadConfig {
+            workers: 0,
+            ..base.clone()
+        }),
+        InputError::OutOfRange {
+            option: "--workers",
+            ..
+        }
+    ));
+    assert!(matches!(
+        input(ReadConfig {
+            queue_depth: 0,
+            ..base.clone()
+        }),
+        InputError::OutOfRange { option: "--qd", .. }
+    ));
+    assert!(matches!(
+        input(ReadConfig {
+            block_size: 16384,
+            ..base.clone()
+        }),
+        InputError::ShorterThanBlock { .. }
+    ));
+    assert!(matches!(
+        input(ReadConfig {
+            paths: vec![dir.path().into()],
+            ..base.clone()
+        }),
+        InputError::IsDirectory { .. }
+    ));
+    assert!(matches!(
+        input(ReadConfig {
+            paths: vec![dir.path().join("nope")],
+            ..base.clone()
+        }),
+        InputError::NotFound { .. }
+    ));
+    if direct_supported(&path) {
+        let err = input(ReadConfig {
+            direct: true,
+            block_size: 1000,
+            ..base
+        });
+        assert!(matches!(err, InputError::Misaligned { .. }), "{err}");
+    }
+}
+
+#[test]
+fn compare_runs_every_path_or_explains_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let cfg = config(vec![path], EngineKind::Uring, false);
+    let report = zerohop_io::compare::compare(&cfg, &Control::default()).unwrap();
+    assert_eq!(report.rows.len(), 4);
+    assert_eq!(report.rows[0].status, RunStatus::Completed);
+    for row in &report.rows {
+        assert!(row.status != RunStatus::Skipped || row.reason.is_some());
+    }
+    let mut out = Vec::new();
+    report.write_human(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("buffered read (page cache)"), "{text}");
+}

@@ -1,0 +1,212 @@
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn load(text: &str) -> Vec<Node> {
+    load_str(text, &Limits::default()).expect("valid yaml")
+}
+
+fn load_err(text: &str) -> LoadError {
+    load_str(text, &Limits::default()).expect_err("invalid yaml")
+}
+
+#[test]
+fn every_node_and_key_has_a_span() {
+    let docs = load(
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n    - name: a\n      image: \"x\"\n",
+    );
+    let root = &docs[0];
+    let found = root.find([
+        PathStep::Key("spec"),
+        PathStep::Key("containers"),
+        PathStep::Index(0),
+        PathStep::Key("image"),
+    ]);
+    assert_eq!(found.depth, 4);
+    assert_eq!(
+        found.node.span.start,
+        Mark {
+            line: 6,
+            column: 14
+        }
+    );
+    assert_eq!(
+        found.key_span.map(|s| s.start),
+        Some(Mark { line: 6, column: 7 })
+    );
+    assert_eq!(found.node.as_str(), Some("x"));
+}
+
+#[test]
+fn a_missing_path_stops_at_the_deepest_node() {
+    let docs = load("spec:\n  a: 1\n");
+    let found = docs[0].find([
+        PathStep::Key("spec"),
+        PathStep::Key("b"),
+        PathStep::Key("c"),
+    ]);
+    assert_eq!(found.depth, 1);
+    assert_eq!(found.span().start, Mark { line: 1, column: 1 });
+}
+
+#[test]
+fn multi_document_streams_and_lists_expand() {
+    let docs = load(
+        "---\nkind: A\n---\n# only a comment\n---\nkind: List\nitems:\n  - kind: B\n  - kind: C\n...\n",
+    );
+    let objects = objects(&docs);
+    let kinds: Vec<_> = objects
+        .iter()
+        .filter_map(|o| o.get("kind")?.as_str())
+        .collect();
+    assert_eq!(kinds, ["A", "B", "C"]);
+}
+
+#[test]
+fn yaml_1_1_scalars_are_read_as_kubernetes_reads_them() {
+    let docs = load("mode: 0644\nquoted: \"0644\"\nflag: on\nspoof: 'on'\npci: 0000:18:00.1\n");
+    let root = &docs[0];
+    assert_eq!(root.get("mode").and_then(Node::as_i64), Some(420));
+    assert_eq!(
+        root.get("mode")
+            .and_then(|n| n.yaml11.as_deref())
+            .map(|r| r.kind),
+        Some(Yaml11::Octal)
+    );
+    assert_eq!(root.get("quoted").and_then(Node::as_str), Some("0644"));
+    assert_eq!(root.get("flag").and_then(Node::as_bool), Some(true));
+    assert_eq!(root.get("spoof").and_then(Node::as_str), Some("on"));
+    assert_eq!(
+        root.get("pci")
+            .and_then(|n| n.yaml11.as_deref())
+            .map(|r| r.kind),
+        Some(Yaml11::Sexagesimal)
+    );
+}
+
+#[test]
+fn tags_override_resolution() {
+    let docs = load("a: !!str 0644\nb: !!int \"12\"\nc: !custom yes\n");
+    assert_eq!(docs[0].to_json(), json!({"a": "0644", "b": 12, "c": true}));
+}
+
+#[test]
+fn json_conversion_keeps_the_last_duplicate_and_merges() {
+    let docs = load("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\nd: 1\nd: 2\n");
+    assert_eq!(
+        docs[0].to_json(),
+        json!({"base": {"x": 1, "y": 2}, "m": {"y": 3, "x": 1}, "d": 2})
+    );
+    assert_eq!(docs[0].entries().iter().filter(|e| e.key == "d").count(), 2);
+}
+
+#[test]
+fn json_files_load_with_spans() {
+    let docs = load("{\n  \"kind\": \"Pod\",\n  \"spec\": {\"x\": [1, 2]}\n}\n");
+    let found = docs[0].find([
+        PathStep::Key("spec"),
+        PathStep::Key("x"),
+        PathStep::Index(1),
+    ]);
+    assert_eq!(found.node.as_i64(), Some(2));
+    assert_eq!(
+        found.node.span.start,
+        Mark {
+            line: 3,
+            column: 21
+        }
+    );
+}
+
+#[test]
+fn tabs_are_an_error_with_a_position() {
+    let err = load_err("a:\n\tb: 1\n");
+    assert!(matches!(err.kind, LoadErrorKind::Syntax(_)), "{err}");
+    assert_eq!(err.at.line, 2);
+}
+
+#[test]
+fn invalid_yaml_is_an_error_with_a_position() {
+    let err = load_err("a: [1, 2\nb: 3\n");
+    assert!(matches!(err.kind, LoadErrorKind::Syntax(_)));
+    assert!(err.at.line >= 2, "{err}");
+}
+
+#[test]
+fn binary_input_is_not_text() {
+    let err = load_bytes(b"kind: Pod\nname: \xff\xfe\x00", &Limits::default()).expect_err("binary");
+    assert_eq!(err.kind, LoadErrorKind::NotText);
+    assert_eq!(err.at, Mark { line: 2, column: 7 });
+    let err =
+        load_bytes(b"kind: Pod\x00\x01\x02", &Limits::default()).expect_err("control characters");
+    assert!(matches!(err.kind, LoadErrorKind::Syntax(_)), "{err}");
+}
+
+#[test]
+fn oversized_input_is_refused_before_parsing() {
+    let limits = Limits {
+        max_bytes: 16,
+        ..Limits::default()
+    };
+    let err = load_bytes(&[b'a'; 17], &limits).expect_err("too large");
+    assert_eq!(
+        err.kind,
+        LoadErrorKind::TooLarge {
+            size: 17,
+            limit: 16
+        }
+    );
+}
+
+#[test]
+fn alias_bombs_are_stopped() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..10 {
+        let prev = level - 1;
+        text.push_str(&format!("a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"));
+    }
+    let err = load_err(&text);
+    assert_eq!(
+        err.kind,
+        LoadErrorKind::AliasBomb(Limits::default().max_alias_nodes)
+    );
+    assert!(err.at.line > 1);
+}
+
+#[test]
+fn deep_nesting_is_stopped() {
+    let text = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let err = load_err(&text);
+    assert_eq!(err.kind, LoadErrorKind::TooDeep(128));
+    // Far deeper input is refused by the parser's own recursion limit.
+    assert!(load_str(&"[".repeat(100_000), &Limits::default()).is_err());
+}
+
+#[test]
+fn unknown_anchors_and_complex_keys_are_errors() {
+    // The parser itself rejects an undefined alias; either way it is an error.
+    assert!(load_str("a: *nope\n", &Limits::default()).is_err());
+    assert_eq!(load_err("? [a]\n: 1\n").kind, LoadErrorKind::ComplexKey);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_loader_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let limits = Limits { max_bytes: 4096, max_depth: 16, max_alias_nodes: 1000 };
+        let _ = load_bytes(&bytes, &limits);
+    }
+
+    #[test]
+    fn the_loader_never_panics_on_yaml_like_text(text in "[-:\\[\\]{}&*!|>'\"#,?\\n\\t a-c0-9<.~]{0,256}") {
+        let limits = Limits { max_bytes: 4096, max_depth: 16, max_alias_nodes: 1000 };
+        if let Ok(docs) = load_str(&text, &limits) {
+            for doc in &docs {
+                let _ = doc.to_json();
+            }
+            let _ = objects(&docs);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! What rules see: the objects of every input, with their file and nodes.
+
+use zerohop_core::ObjectRef;
+use zerohop_k8s::schema::CrdCatalog;
+use zerohop_k8s::yaml::{LoadError, Node, PathStep};
+
+/// A Kubernetes object found in an input.
+#[derive(Debug, Clone, Copy)]
+pub struct Object<'a> {
+    /// The input's name as the user gave it.
+    pub file: &'a str,
+    /// The object's root node.
+    pub node: &'a Node,
+    /// `apiVersion`.
+    pub api_version: &'a str,
+    /// `kind`.
+    pub kind: &'a str,
+    /// `metadata.name` (empty when absent).
+    pub name: &'a str,
+    /// `metadata.namespace`, when set.
+    pub namespace: Option<&'a str>,
+}
+
+impl<'a> Object<'a> {
+    /// Reads an object from a document; `None` when the document has no
+    /// string `apiVersion` and `kind` (not a Kubernetes object).
+    pub fn from_node(file: &'a str, node: &'a Node) -> Option<Object<'a>> {
+        let api_version = node.get("apiVersion")?.as_str()?;
+        let kind = node.get("kind")?.as_str()?;
+        let metadata = node.get("metadata");
+        let name = metadata
+            .and_then(|m| m.get("name"))
+            .and_then(Node::as_str)
+            .unwrap_or("");
+        let namespace = metadata
+            .and_then(|m| m.get("namespace"))
+            .and_then(Node::as_str);
+        Some(Object {
+            file,
+            node,
+            api_version,
+            kind,
+            name,
+            namespace,
+        })
+    }
+
+    /// Whether the object is `kind` in API group `group` (any version; `""`
+    /// for the core group).
+    pub fn is(&self, group: &str, kind: &str) -> bool {
+        self.kind == kind && self.group() == group
+    }
+
+    /// The API group, `""` for the core group.
+    pub fn group(&self) -> &'a str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// The node at `path` when the whole path exists.
+    pub fn get(&self, path: &[PathStep<'_>]) -> Option<&'a Node> {
+        let found = self.node.find(path.iter().copied());
+        (found.depth == path.len()).then_some(found.node)
+    }
+
+    /// A string at `path`.
+    pub fn str_at(&self, path: &[PathStep<'_>]) -> Option<&'a str> {
+        self.get(path).and_then(Node::as_str)
+    }
+
+    /// The reference to this object that findings carry.
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef {
+            api_version: self.api_version.to_owned(),
+            kind: self.kind.to_owned(),
+            namespace: self.namespace.map(str::to_owned),
+            name: self.name.to_owned(),
+        }
+    }
+
+    /// The namespace the object lives in for name resolution: its own, or
+    /// `default` when unset.
+    pub fn namespace_or_default(&self) -> &'a str {
+        self.namespace.unwrap_or("default")
+    }
+}
+
+/// Everything one lint run looks at.
+#[derive(Debug, Default)]
+pub struct Workspace<'a> {
+    /// Every Kubernetes object, in input order.
+    pub objects: Vec<Object<'a>>,
+    /// Documents that are not Kubernetes objects, with their file.
+    pub other_documents: Vec<(&'a str, &'a Node)>,
+    /// `cufile.json` documents, with their file.
+    pub cufiles: Vec<(&'a str, &'a Node)>,
+    /// Inputs that could not be read or parsed.
+    pub failed_inputs: Vec<(&'a str, InputFailure<'a>)>,
+    /// The CRDs to validate against, when given.
+    pub catalog: Option<&'a CrdCatalog>,
+}
+
+/// Why an input could not be linted.
+#[derive(Debug, Clone, Copy)]
+pub enum InputFailure<'a> {
+    /// Reading failed; the message says why.
+    Unreadable(&'a str),
+    /// The text is not valid (or acceptable) YAML.
+    Invalid(&'a LoadError),
+}
+
+impl<'a> Workspace<'a> {
+    /// The objects of `kind` in API group `group`.
+    pub fn of_kind<'w>(
+        &'w self,
+        group: &'w str,
+        kind: &'w str,
+    ) -> impl Iterator<Item = &'w Object<'a>> + 'w {
+        self.objects
+            .iter()
+            .filter(move |object| object.is(group, kind))
+    }
+}
+
+/// The pod template found in a workload object.
+#[derive(Debug, Clone)]
+pub struct PodTemplate<'a> {
+    /// The object holding the template (a Pod, a Deployment, ...).
+    pub object: Object<'a>,
+    /// Path from the object's root to the template's `metadata`/`spec`
+    /// parent (empty for a Pod).
+    pub prefix: Vec<PathStep<'static>>,
+    /// The pod spec.
+    pub spec: &'a Node,
+}
+
+impl<'a> PodTemplate<'a> {
+    /// The annotations of the pod (template).
+    pub fn annotations(&self) -> Option<&'a Node> {
+        let mut path = self.prefix.clone();
+        path.extend([PathStep::Key("metadata"), PathStep::Key("annotations")]);
+        self.object.get(&path)
+    }
+
+    /// `prefix` + `spec` + `rest`: a path from the object's root.
+    pub fn path<'p>(&self, rest: &[PathStep<'p>]) -> Vec<PathStep<'p>> {
+        let mut path: Vec<PathStep<'p>> = self.prefix.clone();
+        path.push(PathStep::Key("spec"));
+        path.extend_from_slice(rest);
+        path
+    }
+
+    /// Every container and init container, with its path under the spec.
+    pub fn containers(&self) -> Vec<(Vec<PathStep<'static>>, &'a Node)> {
+        let mut containers = Vec::new();
+        for list in ["initContainers", "containers"] {
+            if let Some(items) = self.spec.get(list) {
+                for (index, container) in items.items().iter().enumerate() {
+                    containers.push((vec![PathStep::Key(list), PathStep::Index(index)], container));
+                }
+            }
+        }
+        containers
+    }
+}
+
+/// Every pod template in the workspace: Pods and the templates of
+/// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
+pub fn pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
+    const TEMPLATE: &[PathStep<'static>] = &[PathStep::Key("spec"), PathStep::Key("template")];
+    const CRON_TEMPLATE: &[PathStep<'static>] = &[
+        PathStep::Key("spec"),
+        PathStep::Key("jobTemplate"),
+        PathStep::Key("spec"),
+        PathStep::Key("template"),
+    ];
+    let mut templates = Vec::new();
+    for object in &workspace.objects {
+        let prefix: &[PathStep<'static>] = match (object.group(), object.kind) {
+            ("", "Pod") => &[],
+            ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
+            | ("batch", "Job")
+            | ("", "ReplicationController") => TEMPLATE,
+            ("batch", "CronJob") => CRON_TEMPLATE,
+            _ => continue,
+        };
+        let mut spec_path = prefix.to_vec();
+        spec_path.push(PathStep::Key("spec"));
+        if let Some(spec) = object.get(&spec_path) {
+            templates.push(PodTemplate {
+                object: *object,
+                prefix: prefix.to_vec(),
+                spec,
+            });
+        }
+    }
+    templates
+}
+
+/// Writes a path as `spec.containers[0].env[1]`.
+pub fn display_path(path: &[PathStep<'_>]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            PathStep::Index(index) => out.push_str(&format!("[{index}]")),
+            PathStep::Key(key)
+                if key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+            {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            PathStep::Key(key) => out.push_str(&format!("[{key:?}]")),
+        }
+    }
+    out
+}

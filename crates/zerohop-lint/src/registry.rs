@@ -1,0 +1,146 @@
+//! The rule registry: one declaration per rule, its doc comment its
+//! documentation.
+
+use zerohop_core::RuleInfo;
+
+use crate::model::Workspace;
+use crate::sink::Sink;
+
+/// A lint rule: what it is, and the function that applies it to every
+/// object of a run.
+#[derive(Debug)]
+pub struct Rule {
+    /// ID, name, default severity and documentation.
+    pub info: RuleInfo,
+    /// Applies the rule; reports through the sink.
+    pub(crate) check: fn(&Workspace<'_>, &mut Sink<'_>),
+}
+
+/// Declares a rule in the style of clippy's `declare_clippy_lint!`: the doc
+/// comment becomes [`RuleInfo::docs`] (with the one space after `///`
+/// removed from each line), the declaration's place becomes
+/// [`RuleInfo::location`].
+macro_rules! declare_rule {
+    (
+        $(#[doc = $doc:literal])*
+        $vis:vis static $ident:ident = $id:literal, $name:literal, $severity:ident, $check:path;
+    ) => {
+        $(#[doc = $doc])*
+        $vis static $ident: $crate::registry::Rule = $crate::registry::Rule {
+            info: zerohop_core::RuleInfo {
+                id: $id,
+                name: $name,
+                group: "lint",
+                severity: zerohop_core::Severity::$severity,
+                docs: {
+                    const RAW: &str = concat!($($doc, "\n"),*);
+                    const LEN: usize = $crate::registry::unindented_len(RAW);
+                    const BYTES: [u8; LEN] = $crate::registry::unindent::<LEN>(RAW);
+                    match core::str::from_utf8(&BYTES) {
+                        Ok(docs) => docs,
+                        Err(_) => panic!("rule documentation is not UTF-8"),
+                    }
+                },
+                location: concat!(file!(), "#L", line!()),
+            },
+            check: $check,
+        };
+    };
+}
+pub(crate) use declare_rule;
+
+/// Length of `raw` once [`unindent`] has removed the space that starts each
+/// doc-comment line.
+pub const fn unindented_len(raw: &str) -> usize {
+    let bytes = raw.as_bytes();
+    let mut len = 0;
+    let mut index = 0;
+    let mut line_start = true;
+    while index < bytes.len() {
+        if !(line_start && bytes[index] == b' ') {
+            len += 1;
+        }
+        line_start = bytes[index] == b'\n';
+        index += 1;
+    }
+    len
+}
+
+/// `raw` without the one space that starts each doc-comment line, so that
+/// headings read `## What it checks` as [`RuleInfo::missing_headings`]
+/// expects. Removing an ASCII space keeps the text UTF-8.
+pub const fn unindent<const N: usize>(raw: &str) -> [u8; N] {
+    let bytes = raw.as_bytes();
+    let mut out = [0u8; N];
+    let mut len = 0;
+    let mut index = 0;
+    let mut line_start = true;
+    while index < bytes.len() {
+        if !(line_start && bytes[index] == b' ') {
+            out[len] = bytes[index];
+            len += 1;
+        }
+        line_start = bytes[index] == b'\n';
+        index += 1;
+    }
+    out
+}
+
+/// Every rule, in ID order.
+pub static RULES: &[&Rule] = &[
+    &crate::rules::input::INVALID_INPUT,
+    &crate::rules::input::DUPLICATE_KEY,
+    &crate::rules::input::YAML11_BOOLEAN,
+    &crate::rules::input::LEADING_ZERO_OCTAL,
+    &crate::rules::input::UNQUOTED_BASE_60,
+    &crate::rules::input::NOT_A_KUBERNETES_OBJECT,
+    &crate::rules::schema::UNKNOWN_FIELD,
+    &crate::rules::schema::MISSING_REQUIRED_FIELD,
+    &crate::rules::schema::INVALID_FIELD_VALUE,
+    &crate::rules::schema::UNSERVED_API_VERSION,
+    &crate::rules::gpu_operator::IGNORED_USE_OPEN_KERNEL_MODULES,
+    &crate::rules::gpu_operator::DEPRECATED_CLUSTERPOLICY_FIELD,
+    &crate::rules::gpu_operator::MULTIPLE_CLUSTERPOLICIES,
+    &crate::rules::gpu_operator::CLUSTERPOLICY_WITH_GPUCLUSTER,
+    &crate::rules::gpu_operator::GDS_WITHOUT_OPEN_KERNEL_MODULES,
+    &crate::rules::network_operator::NICCLUSTERPOLICY_NAME_IGNORED,
+    &crate::rules::network_operator::REMOVED_NICCLUSTERPOLICY_FIELD,
+    &crate::rules::network_operator::UNKNOWN_DOCA_DRIVER_ENV,
+    &crate::rules::network_operator::DOCA_ENV_ON_WRONG_COMPONENT,
+    &crate::rules::network_operator::SRIOV_DP_RESOURCE_WITHOUT_PREFIX,
+    &crate::rules::network_operator::INVALID_RESOURCE_NAME,
+    &crate::rules::network_operator::RDMA_SHARED_PLUGIN_WITH_EXCLUSIVE_MODE,
+    &crate::rules::network_operator::RESOURCE_ADVERTISED_TWICE,
+    &crate::rules::sriov::VF_DEVICE_ID_IN_POLICY,
+    &crate::rules::sriov::PF_DEVICE_ID_IN_VF_SELECTOR,
+    &crate::rules::sriov::VF_SELECTOR_NEVER_MATCHES_POLICY,
+    &crate::rules::sriov::VFIO_PCI_WITH_RDMA,
+    &crate::rules::sriov::IB_POLICY_WITH_ETHERNET_NETWORK,
+    &crate::rules::sriov::TOO_MANY_MELLANOX_VFS,
+    &crate::rules::sriov::PF_NAMES_RANGE_BEYOND_NUM_VFS,
+    &crate::rules::workloads::UNRESOLVED_NETWORK_ANNOTATION,
+    &crate::rules::workloads::UNADVERTISED_RESOURCE_REQUEST,
+    &crate::rules::workloads::NAD_RESOURCE_NOT_REQUESTED,
+    &crate::rules::workloads::RDMA_WITHOUT_IPC_LOCK,
+    &crate::rules::workloads::HUGEPAGES_REQUEST_LIMIT_MISMATCH,
+    &crate::rules::workloads::HUGEPAGES_WITHOUT_CPU_OR_MEMORY,
+    &crate::rules::workloads::FEWER_VFS_THAN_GPUS,
+    &crate::rules::workloads::RDMA_WITHOUT_NCCL_ENV,
+    &crate::rules::machine_config::MOUNT_UNIT_NAME_MISMATCH,
+    &crate::rules::machine_config::NFS_RDMA_WITHOUT_PORT_20049,
+    &crate::rules::machine_config::NFS_RDMA_WITHOUT_NCONNECT,
+    &crate::rules::machine_config::ROLE_WITHOUT_POOL,
+    &crate::rules::storage::XFS_NOBARRIER,
+    &crate::rules::storage::UNKNOWN_CUFILE_KEY,
+];
+
+/// Every rule's metadata, in ID order, for `zerohop checks` and `zerohop
+/// explain`.
+pub fn rules() -> impl Iterator<Item = &'static RuleInfo> {
+    RULES.iter().map(|rule| &rule.info)
+}
+
+/// The rule with this ID.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().copied().find(|rule| rule.info.id == id)
+}

@@ -1,0 +1,302 @@
+//! Rules about the input itself: readable, valid YAML, read as intended.
+
+use zerohop_core::Remediation;
+use zerohop_k8s::yaml::{Mark, Node, PathStep, Span, Value, Yaml11};
+
+use crate::model::{InputFailure, Object, Workspace};
+use crate::registry::declare_rule;
+use crate::sink::Sink;
+
+declare_rule! {
+    /// An input could not be read, or is not YAML that can be linted.
+    ///
+    /// ## What it checks
+    /// Every file (or standard input) must be readable UTF-8 text, valid
+    /// YAML (no tabs in indentation), at most 32 MiB, nested at most 128
+    /// levels, with aliases that expand to at most 100,000 nodes.
+    ///
+    /// ## Why it matters
+    /// `kubectl apply` rejects the same input, and nothing in it can be
+    /// checked. An alias "bomb" (billion laughs) can exhaust the memory of
+    /// every tool that expands it.
+    ///
+    /// ## How to fix
+    /// Fix the YAML at the reported line and column: indent with spaces,
+    /// close brackets and quotes, render templates (`helm template`,
+    /// `envsubst`) before linting, and split huge streams into files.
+    pub(crate) static INVALID_INPUT = "ZL001", "invalid-input", Error, invalid_input;
+}
+
+fn invalid_input(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for (file, failure) in &workspace.failed_inputs {
+        let (at, message) = match failure {
+            InputFailure::Unreadable(message) => (
+                Mark { line: 1, column: 1 },
+                format!("cannot read input: {message}"),
+            ),
+            InputFailure::Invalid(err) => (err.at, err.kind.to_string()),
+        };
+        sink.report_in_file(
+            file,
+            None,
+            Span { start: at, end: at },
+            String::new(),
+            message,
+            Remediation::new(
+                "fix the input at this position so that it is valid YAML, then lint it again",
+            ),
+        );
+    }
+}
+
+declare_rule! {
+    /// A mapping sets the same key twice.
+    ///
+    /// ## What it checks
+    /// Every mapping of every document, for a key that appears more than once.
+    ///
+    /// ## Why it matters
+    /// With strict field validation (`kubectl apply`'s default) the API
+    /// server rejects the object; otherwise the last value silently wins and
+    /// the first one, often the one that was edited, is ignored.
+    ///
+    /// ## How to fix
+    /// Keep one of the two keys and merge their values.
+    pub(crate) static DUPLICATE_KEY = "ZL002", "duplicate-key", Error, duplicate_key;
+}
+
+fn duplicate_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in &workspace.objects {
+        let mut path = Vec::new();
+        walk_duplicates(object, object.node, &mut path, sink);
+    }
+}
+
+fn walk_duplicates<'a>(
+    object: &Object<'_>,
+    node: &'a Node,
+    path: &mut Vec<PathStep<'a>>,
+    sink: &mut Sink<'_>,
+) {
+    match &node.value {
+        Value::Mapping(entries) => {
+            for (index, entry) in entries.iter().enumerate() {
+                if let Some(first) = entries
+                    .get(..index)
+                    .and_then(|before| before.iter().find(|e| e.key == entry.key))
+                {
+                    sink.report_in_file(
+                        object.file,
+                        Some(object),
+                        entry.key_span,
+                        crate::model::display_path(&[path.as_slice(), &[PathStep::Key(&entry.key)]].concat()),
+                        format!(
+                            "key `{}` is set twice (first at line {}); the API server keeps only the last",
+                            entry.key, first.key_span.start.line
+                        ),
+                        Remediation::new("remove one of the two keys and merge their values"),
+                    );
+                }
+            }
+            for entry in entries {
+                path.push(PathStep::Key(&entry.key));
+                walk_duplicates(object, &entry.value, path, sink);
+                path.pop();
+            }
+        }
+        Value::Sequence(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push(PathStep::Index(index));
+                walk_duplicates(object, item, path, sink);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every plain scalar that YAML 1.1 reads as `kind`, with its path.
+fn yaml11_scalars<'a>(
+    node: &'a Node,
+    kind: Yaml11,
+    path: &mut Vec<PathStep<'a>>,
+    out: &mut Vec<(Vec<PathStep<'a>>, &'a Node)>,
+) {
+    match &node.value {
+        Value::Mapping(entries) => {
+            for entry in entries {
+                path.push(PathStep::Key(&entry.key));
+                yaml11_scalars(&entry.value, kind, path, out);
+                path.pop();
+            }
+        }
+        Value::Sequence(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push(PathStep::Index(index));
+                yaml11_scalars(item, kind, path, out);
+                path.pop();
+            }
+        }
+        _ if node
+            .yaml11
+            .as_ref()
+            .is_some_and(|reading| reading.kind == kind) =>
+        {
+            out.push((path.clone(), node))
+        }
+        _ => {}
+    }
+}
+
+fn each_yaml11(
+    workspace: &Workspace<'_>,
+    kind: Yaml11,
+    mut report: impl FnMut(&Object<'_>, &[PathStep<'_>], &Node),
+) {
+    for object in &workspace.objects {
+        let mut found = Vec::new();
+        yaml11_scalars(object.node, kind, &mut Vec::new(), &mut found);
+        for (path, node) in found {
+            report(object, &path, node);
+        }
+    }
+}
+
+fn yaml11_text(node: &Node) -> &str {
+    node.yaml11
+        .as_ref()
+        .map_or("", |reading| reading.text.as_str())
+}
+
+declare_rule! {
+    /// An unquoted `yes`, `no`, `on`, `off`, `y` or `n` that Kubernetes reads as a boolean.
+    ///
+    /// ## What it checks
+    /// Plain (unquoted) scalars that YAML 1.1, which Kubernetes' YAML library
+    /// follows, reads as booleans while YAML 1.2 reads them as strings.
+    ///
+    /// ## Why it matters
+    /// A field that wants the string `on` (SriovNetwork `spoofChk`, `trust`)
+    /// gets the boolean `true` and is rejected; a value meant as a boolean is
+    /// read differently by YAML 1.2 tools such as linters and editors.
+    ///
+    /// ## How to fix
+    /// Quote the value when a string is meant (`spoofChk: "on"`), or write
+    /// `true`/`false` when a boolean is meant.
+    pub(crate) static YAML11_BOOLEAN = "ZL003", "yaml11-boolean", Warning, yaml11_boolean;
+}
+
+fn yaml11_boolean(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    each_yaml11(workspace, Yaml11::Boolean, |object, path, node| {
+        let text = yaml11_text(node);
+        let read = node.as_bool().unwrap_or_default();
+        sink.report(
+            object,
+            path,
+            format!("unquoted `{text}` is read by Kubernetes as the boolean {read}"),
+            Remediation::new(format!(
+                "write \"{text}\" if a string is meant, or {read} if a boolean is meant"
+            )),
+        );
+    });
+}
+
+declare_rule! {
+    /// An unquoted number with a leading zero, which Kubernetes reads as octal.
+    ///
+    /// ## What it checks
+    /// Plain integers such as `0644` that YAML 1.1 (Kubernetes) reads as
+    /// octal and YAML 1.2 reads as decimal.
+    ///
+    /// ## Why it matters
+    /// `defaultMode: 0644` is 420 to the API server, which is usually what
+    /// was meant, but a YAML 1.2 tool reads 644 (mode `01204`), and a
+    /// value that was not meant as octal (`0123` as an ID) silently changes.
+    ///
+    /// ## How to fix
+    /// Write the decimal value (`420` for mode `0644`) or quote the string
+    /// if a string is meant.
+    pub(crate) static LEADING_ZERO_OCTAL = "ZL004", "leading-zero-octal", Info, leading_zero_octal;
+}
+
+fn leading_zero_octal(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    each_yaml11(workspace, Yaml11::Octal, |object, path, node| {
+        let text = yaml11_text(node);
+        let read = node.as_i64().unwrap_or_default();
+        sink.report(
+            object,
+            path,
+            format!("`{text}` is octal to Kubernetes ({read}) but decimal to YAML 1.2 tools"),
+            Remediation::new(format!(
+                "write the decimal value {read}, or quote \"{text}\" if a string is meant"
+            )),
+        );
+    });
+}
+
+declare_rule! {
+    /// An unquoted value such as a PCI address that YAML 1.1 libraries read as a base-60 number.
+    ///
+    /// ## What it checks
+    /// Plain scalars of the form `a:b[:c][.d]` with two-digit parts below 60,
+    /// such as the PCI address `0000:18:00.1`.
+    ///
+    /// ## Why it matters
+    /// Go's YAML library keeps them as strings, but YAML 1.1 libraries such
+    /// as PyYAML (Ansible, many generators) read `0000:18:00.1` as the
+    /// number 1080.1, so the manifest changes meaning when it passes through
+    /// such a tool.
+    ///
+    /// ## How to fix
+    /// Quote the value: `rootDevices: ["0000:18:00.1"]`.
+    pub(crate) static UNQUOTED_BASE_60 = "ZL005", "unquoted-base-60-scalar", Warning, unquoted_base_60;
+}
+
+fn unquoted_base_60(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    each_yaml11(workspace, Yaml11::Sexagesimal, |object, path, node| {
+        let text = yaml11_text(node);
+        sink.report(
+            object,
+            path,
+            format!("unquoted `{text}` is a base-60 number to YAML 1.1 libraries such as PyYAML"),
+            Remediation::new(format!("quote it: \"{text}\"")),
+        );
+    });
+}
+
+declare_rule! {
+    /// A document that is not a Kubernetes object was skipped.
+    ///
+    /// ## What it checks
+    /// Documents without a string `apiVersion` and `kind`, such as Helm
+    /// values or other configuration mixed into the input.
+    ///
+    /// ## Why it matters
+    /// Nothing in them is checked; if the document was meant to be an object,
+    /// `kubectl apply` rejects it.
+    ///
+    /// ## How to fix
+    /// Add `apiVersion` and `kind` if it is an object; otherwise leave it out
+    /// of the linted paths.
+    pub(crate) static NOT_A_KUBERNETES_OBJECT = "ZL006", "not-a-kubernetes-object", Info, not_a_kubernetes_object;
+}
+
+fn not_a_kubernetes_object(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for (file, node) in &workspace.other_documents {
+        let missing: Vec<&str> = ["apiVersion", "kind"]
+            .into_iter()
+            .filter(|key| node.get(key).and_then(Node::as_str).is_none())
+            .collect();
+        sink.report_in_file(
+            file,
+            None,
+            node.span,
+            String::new(),
+            format!(
+                "document has no {}; not a kubernetes object, skipped",
+                missing.join(" or ")
+            ),
+            Remediation::new("add apiVersion and kind if this is meant to be an object"),
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! Extended resources: who advertises which (device plugins, the SR-IOV
+//! Network Operator) and what pods request.
+
+use std::collections::HashMap;
+
+use serde_json::Value as Json;
+use zerohop_k8s::yaml::{Node, PathStep};
+
+use crate::model::{Object, PodTemplate, Workspace};
+
+/// What advertises a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Advertiser {
+    /// A SriovNetworkNodePolicy (prefix set by the operator's deployment).
+    SriovOperator,
+    /// The SR-IOV network device plugin configured by a NicClusterPolicy,
+    /// NicNodePolicy or ConfigMap.
+    SriovDevicePlugin,
+    /// The RDMA shared device plugin.
+    RdmaSharedDevicePlugin,
+}
+
+/// One advertised resource.
+#[derive(Debug, Clone)]
+pub(crate) struct Advertised<'a> {
+    /// The object that configures it.
+    pub object: Object<'a>,
+    /// Where in the object (the resource name, or the JSON config string).
+    pub path: Vec<PathStep<'static>>,
+    /// What advertises it.
+    pub by: Advertiser,
+    /// The prefix; `None` when the deployment decides (SR-IOV operator:
+    /// `openshift.io` upstream, `nvidia.com` with the Network Operator).
+    pub prefix: Option<String>,
+    /// Whether `resourcePrefix` was written (device plugins only).
+    pub prefix_written: bool,
+    /// The resource name without prefix.
+    pub name: String,
+    /// Device-plugin selectors (the JSON object), when any.
+    pub selectors: Option<Json>,
+    /// Whether the devices are RDMA-capable.
+    pub rdma: bool,
+}
+
+impl Advertised<'_> {
+    /// `prefix/name`, with `*` for a prefix the deployment decides.
+    pub(crate) fn full_name(&self) -> String {
+        format!("{}/{}", self.prefix.as_deref().unwrap_or("*"), self.name)
+    }
+
+    /// Whether the pod resource `requested` (`prefix/name`) is this one.
+    pub(crate) fn matches(&self, requested: &str) -> bool {
+        let Some((prefix, name)) = requested.split_once('/') else {
+            return false;
+        };
+        name == self.name && self.prefix.as_deref().is_none_or(|mine| mine == prefix)
+    }
+}
+
+const NCP_SECTIONS: [(&str, Advertiser, &str, &str); 2] = [
+    (
+        "sriovDevicePlugin",
+        Advertiser::SriovDevicePlugin,
+        "resourceList",
+        "intel.com",
+    ),
+    (
+        "rdmaSharedDevicePlugin",
+        Advertiser::RdmaSharedDevicePlugin,
+        "configList",
+        "rdma",
+    ),
+];
+
+/// Every resource advertised by the objects of the workspace.
+pub(crate) fn advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
+    let mut out = Vec::new();
+    for object in &workspace.objects {
+        if object.is("sriovnetwork.openshift.io", "SriovNetworkNodePolicy") {
+            if let Some(name) =
+                object.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
+            {
+                let spec = object.get(&[PathStep::Key("spec")]);
+                let is_rdma = spec
+                    .and_then(|s| s.get("isRdma"))
+                    .and_then(Node::as_bool)
+                    .unwrap_or(false)
+                    || spec
+                        .and_then(|s| s.get("linkType"))
+                        .and_then(Node::as_str)
+                        .is_some_and(|t| t.eq_ignore_ascii_case("ib"));
+                out.push(Advertised {
+                    object: *object,
+                    path: vec![PathStep::Key("spec"), PathStep::Key("resourceName")],
+                    by: Advertiser::SriovOperator,
+                    prefix: None,
+                    prefix_written: false,
+                    name: name.to_owned(),
+                    selectors: None,
+                    rdma: is_rdma,
+                });
+            }
+        } else if object.is("mellanox.com", "NicClusterPolicy")
+            || object.is("mellanox.com", "NicNodePolicy")
+        {
+            for (section, by, list_key, default_prefix) in NCP_SECTIONS {
+                let path = vec![
+                    PathStep::Key("spec"),
+                    PathStep::Key(section),
+                    PathStep::Key("config"),
+                ];
+                if let Some(config) = object.str_at(&path) {
+                    push_plugin_config(
+                        &mut out,
+                        object,
+                        path,
+                        config,
+                        by,
+                        list_key,
+                        default_prefix,
+                    );
+                }
+            }
+        } else if object.is("", "ConfigMap") {
+            let Some(data) = object.get(&[PathStep::Key("data")]) else {
+                continue;
+            };
+            for entry in data.entries() {
+                let Some(config) = entry.value.as_str() else {
+                    continue;
+                };
+                for (_, by, list_key, default_prefix) in NCP_SECTIONS {
+                    if config.contains(list_key) {
+                        // A ConfigMap key is borrowed from the document; the path
+                        // keeps only static steps, so point at `data`.
+                        push_plugin_config(
+                            &mut out,
+                            object,
+                            vec![PathStep::Key("data")],
+                            config,
+                            by,
+                            list_key,
+                            default_prefix,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn push_plugin_config<'a>(
+    out: &mut Vec<Advertised<'a>>,
+    object: &Object<'a>,
+    path: Vec<PathStep<'static>>,
+    config: &str,
+    by: Advertiser,
+    list_key: &str,
+    default_prefix: &str,
+) {
+    let Ok(json) = serde_json::from_str::<Json>(config) else {
+        return;
+    };
+    for resource in json
+        .get(list_key)
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = resource.get("resourceName").and_then(Json::as_str) else {
+            continue;
+        };
+        let written = resource.get("resourcePrefix").and_then(Json::as_str);
+        let selectors = resource.get("selectors").cloned();
+        let rdma = by == Advertiser::RdmaSharedDevicePlugin
+            || selectors
+                .as_ref()
+                .and_then(|s| s.get("isRdma"))
+                .and_then(Json::as_bool)
+                .unwrap_or(false);
+        out.push(Advertised {
+            object: *object,
+            path: path.clone(),
+            by,
+            prefix: Some(written.unwrap_or(default_prefix).to_owned()),
+            prefix_written: written.is_some(),
+            name: name.to_owned(),
+            selectors,
+            rdma,
+        });
+    }
+}
+
+/// Advertised resources by name, for lookups from pod requests.
+pub(crate) struct Index<'x, 'a> {
+    by_name: HashMap<&'x str, Vec<&'x Advertised<'a>>>,
+}
+
+impl<'x, 'a> Index<'x, 'a> {
+    /// Indexes `all` by resource name.
+    pub(crate) fn new(all: &'x [Advertised<'a>]) -> Index<'x, 'a> {
+        let mut by_name: HashMap<&'x str, Vec<&'x Advertised<'a>>> = HashMap::new();
+        for advertised in all {
+            by_name
+                .entry(advertised.name.as_str())
+                .or_default()
+                .push(advertised);
+        }
+        Index { by_name }
+    }
+
+    /// Whether nothing is advertised.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// Everything advertised under the name part of `requested`, whatever
+    /// the prefix.
+    pub(crate) fn named(&self, requested: &str) -> &[&'x Advertised<'a>] {
+        let name = requested
+            .split_once('/')
+            .map_or(requested, |(_, name)| name);
+        self.by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// What advertises exactly `requested` (`prefix/name`).
+    pub(crate) fn matching<'s>(
+        &'s self,
+        requested: &'s str,
+    ) -> impl Iterator<Item = &'x Advertised<'a>> + 's {
+        self.named(requested)
+            .iter()
+            .copied()
+            .filter(move |a| a.matches(requested))
+    }
+}
+
+/// Resource prefixes that device plugins of this data path use; requests
+/// with other prefixes are left alone.
+const NETWORK_PREFIXES: [&str; 5] = [
+    "nvidia.com",
+    "openshift.io",
+    "intel.com",
+    "rdma",
+    "mellanox.com",
+];
+
+/// Whether `resource` is a network (SR-IOV or RDMA) device resource rather
+/// than a GPU or something unrelated.
+pub(crate) fn is_network_resource(resource: &str) -> bool {
+    let Some((prefix, name)) = resource.split_once('/') else {
+        return false;
+    };
+    NETWORK_PREFIXES.contains(&prefix)
+        && !(prefix == "nvidia.com"
+            && (name == "gpu"
+                || name.starts_with("mig-")
+                || name.starts_with("pgpu")
+                || name.starts_with("vgpu")))
+}
+
+/// Whether `resource` is a GPU.
+pub(crate) fn is_gpu_resource(resource: &str) -> bool {
+    resource == "nvidia.com/gpu" || resource.starts_with("nvidia.com/mig-")
+}
+
+/// One extended resource a container asks for.
+#[derive(Debug, Clone)]
+pub(crate) struct Request<'a> {
+    /// Path from the object's root to the `limits`/`requests` key.
+    pub path: Vec<PathStep<'a>>,
+    /// `prefix/name`.
+    pub resource: &'a str,
+    /// The quantity, when a plain integer.
+    pub count: Option<i64>,
+    /// Container index in `PodTemplate::containers`.
+    pub container: usize,
+}
+
+/// Every resource named in the containers' `limits` and `requests` (a
+/// resource in both is listed once, from `limits`).
+pub(crate) fn requests<'a>(template: &PodTemplate<'a>) -> Vec<Request<'a>> {
+    let mut out: Vec<Request<'a>> = Vec::new();
+    for (index, (container_path, container)) in template.containers().into_iter().enumerate() {
+        for kind in ["limits", "requests"] {
+            let Some(map) = container.get("resources").and_then(|r| r.get(kind)) else {
+                continue;
+            };
+            for entry in map.entries() {
+                if out
+                    .iter()
+                    .any(|r| r.container == index && r.resource == entry.key)
+                {
+                    continue;
+                }
+                let count = entry
+                    .value
+                    .as_i64()
+                    .or_else(|| entry.value.as_str().and_then(|s| s.parse().ok()));
+                let mut path = template.path(&container_path);
+                path.extend([
+                    PathStep::Key("resources"),
+                    PathStep::Key(kind),
+                    PathStep::Key(&entry.key),
+                ]);
+                out.push(Request {
+                    path,
+                    resource: &entry.key,
+                    count,
+                    container: index,
+                });
+            }
+        }
+    }
+    out
+}

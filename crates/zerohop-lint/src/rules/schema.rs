@@ -1,0 +1,209 @@
+//! Custom resources against their CRDs' `openAPIV3Schema` (`--crds DIR`).
+
+use zerohop_core::Remediation;
+use zerohop_k8s::schema::{PathSegment, SchemaViolation, ViolationKind};
+use zerohop_k8s::yaml::PathStep;
+
+use crate::model::{Object, Workspace};
+use crate::registry::declare_rule;
+use crate::sink::Sink;
+
+declare_rule! {
+    /// A custom resource sets a field its CRD does not declare.
+    ///
+    /// ## What it checks
+    /// With `--crds DIR`, every object whose apiVersion and kind a CRD in
+    /// `DIR` serves is validated against that CRD's `openAPIV3Schema`; this
+    /// rule reports fields the schema does not declare, with the closest
+    /// declared name when one is close (`pfName` → `pfNames`).
+    ///
+    /// ## Why it matters
+    /// The API server prunes unknown fields silently (or rejects the object
+    /// under strict field validation): a misspelled `pfName` leaves the
+    /// policy with no PF filter, a `metaPluginsConfig` drops the RDMA
+    /// meta-plugin from the generated network.
+    ///
+    /// ## How to fix
+    /// Rename the field to the declared one, or remove it; `kubectl explain
+    /// <kind>.spec` lists the fields.
+    pub(crate) static UNKNOWN_FIELD = "ZL010", "unknown-field", Error, unknown_field;
+}
+
+declare_rule! {
+    /// A custom resource lacks a field its CRD requires.
+    ///
+    /// ## What it checks
+    /// With `--crds DIR`, the `required` lists of the CRD schema (fields
+    /// with a default are not required).
+    ///
+    /// ## Why it matters
+    /// The API server rejects the object: a SriovNetworkNodePolicy without
+    /// `nodeSelector` is never created, so no VFs appear.
+    ///
+    /// ## How to fix
+    /// Add the field; the CRD's description (`kubectl explain`) says what it
+    /// holds.
+    pub(crate) static MISSING_REQUIRED_FIELD = "ZL011", "missing-required-field", Error, missing_required_field;
+}
+
+declare_rule! {
+    /// A custom resource field has a value its CRD rejects.
+    ///
+    /// ## What it checks
+    /// With `--crds DIR`, types, enums, patterns, bounds and the other
+    /// structural-schema constraints of the CRD.
+    ///
+    /// ## Why it matters
+    /// The API server rejects the object, or (for a type mismatch produced by
+    /// YAML, such as an unquoted `on`) it is not what was written.
+    ///
+    /// ## How to fix
+    /// Use a value of the declared type within the declared set or range.
+    pub(crate) static INVALID_FIELD_VALUE = "ZL012", "invalid-field-value", Error, invalid_field_value;
+}
+
+declare_rule! {
+    /// A custom resource uses an API version its CRD does not serve.
+    ///
+    /// ## What it checks
+    /// With `--crds DIR`, objects whose API group a CRD in `DIR` defines but
+    /// whose version or kind none serves (for example `nvidia.com/v1alpha1`
+    /// ClusterPolicy).
+    ///
+    /// ## Why it matters
+    /// The API server answers "no matches for kind", and the object is never
+    /// created.
+    ///
+    /// ## How to fix
+    /// Use a served apiVersion (see `kubectl api-resources`), or install the
+    /// CRD version that serves it.
+    pub(crate) static UNSERVED_API_VERSION = "ZL013", "unserved-api-version", Warning, unserved_api_version;
+}
+
+/// Runs `report` for each violation of `select`ed kinds.
+fn each_violation(
+    workspace: &Workspace<'_>,
+    select: fn(&ViolationKind) -> bool,
+    mut report: impl FnMut(&Object<'_>, &SchemaViolation),
+) {
+    let Some(catalog) = workspace.catalog else {
+        return;
+    };
+    for object in &workspace.objects {
+        if !catalog.knows(object.api_version, object.kind) {
+            continue;
+        }
+        let Ok(violations) = catalog.validate(&object.node.to_json()) else {
+            continue;
+        };
+        for violation in violations.iter().filter(|v| select(&v.kind)) {
+            report(object, violation);
+        }
+    }
+}
+
+fn steps(path: &[PathSegment]) -> Vec<PathStep<'_>> {
+    path.iter()
+        .map(|segment| match segment {
+            PathSegment::Key(key) => PathStep::Key(key),
+            PathSegment::Index(index) => PathStep::Index(*index),
+        })
+        .collect()
+}
+
+fn unknown_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    each_violation(
+        workspace,
+        |kind| matches!(kind, ViolationKind::UnknownField { .. }),
+        |object, violation| {
+            let fix = match &violation.kind {
+                ViolationKind::UnknownField {
+                    suggestion: Some(name),
+                } => Remediation::new(format!("rename the field to `{name}`")),
+                _ => Remediation::new(format!(
+                    "remove the field; `kubectl explain {}` lists the declared fields",
+                    object.kind.to_ascii_lowercase()
+                )),
+            };
+            sink.report(
+                object,
+                &steps(&violation.path),
+                violation.message.clone(),
+                fix,
+            );
+        },
+    );
+}
+
+fn missing_required_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    each_violation(
+        workspace,
+        |kind| matches!(kind, ViolationKind::MissingRequired),
+        |object, violation| {
+            let field = violation
+                .path
+                .last()
+                .map_or_else(String::new, |segment| match segment {
+                    PathSegment::Key(key) => key.clone(),
+                    PathSegment::Index(index) => index.to_string(),
+                });
+            sink.report(
+                object,
+                &steps(&violation.path),
+                violation.message.clone(),
+                Remediation::new(format!("add the required field `{field}`")),
+            );
+        },
+    );
+}
+
+fn invalid_field_value(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    each_violation(
+        workspace,
+        |kind| {
+            !matches!(
+                kind,
+                ViolationKind::UnknownField { .. } | ViolationKind::MissingRequired
+            )
+        },
+        |object, violation| {
+            sink.report(
+                object,
+                &steps(&violation.path),
+                violation.message.clone(),
+                Remediation::new("use a value the CRD accepts (`kubectl explain` shows the type and allowed values)"),
+            );
+        },
+    );
+}
+
+fn unserved_api_version(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let Some(catalog) = workspace.catalog else {
+        return;
+    };
+    for object in &workspace.objects {
+        if catalog.knows(object.api_version, object.kind) {
+            continue;
+        }
+        let served: Vec<String> = catalog
+            .kinds()
+            .filter(|(api_version, kind)| {
+                let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+                *kind == object.kind && group == object.group()
+            })
+            .map(|(api_version, _)| api_version.to_owned())
+            .collect();
+        if object.group().is_empty() || served.is_empty() {
+            continue;
+        }
+        sink.report(
+            object,
+            &[PathStep::Key("apiVersion")],
+            format!(
+                "{} {} is not served by the given CRDs",
+                object.api_version, object.kind
+            ),
+            Remediation::new(format!("use apiVersion {}", served.join(" or "))),
+        );
+    }
+}

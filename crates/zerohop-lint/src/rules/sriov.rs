@@ -1,0 +1,389 @@
+//! SR-IOV Network Operator: policies, networks, device IDs.
+
+use serde_json::Value as Json;
+use zerohop_core::Remediation;
+use zerohop_k8s::yaml::{Node, PathStep};
+
+use super::facts::{self, MELLANOX_VENDOR};
+use super::resources::{Advertiser, advertised};
+use crate::model::{Object, Workspace};
+use crate::registry::declare_rule;
+use crate::sink::Sink;
+
+const GROUP: &str = "sriovnetwork.openshift.io";
+
+fn policies<'w, 'a>(workspace: &'w Workspace<'a>) -> impl Iterator<Item = &'w Object<'a>> {
+    workspace.of_kind(GROUP, "SriovNetworkNodePolicy")
+}
+
+fn spec<'a>(object: &Object<'a>) -> Option<&'a Node> {
+    object.get(&[PathStep::Key("spec")])
+}
+
+/// A scalar as text: device IDs are often written unquoted (`1017`).
+fn text(node: Option<&Node>) -> Option<String> {
+    node.and_then(Node::scalar_text)
+}
+
+const DEVICE_ID: [PathStep<'static>; 3] = [
+    PathStep::Key("spec"),
+    PathStep::Key("nicSelector"),
+    PathStep::Key("deviceID"),
+];
+
+declare_rule! {
+    /// A SriovNetworkNodePolicy selects NICs by a VF device ID.
+    ///
+    /// ## What it checks
+    /// `spec.nicSelector.deviceID` against the VF device IDs of NVIDIA
+    /// adapters (1014, 1016, 1018, 101a, 101c, 101e).
+    ///
+    /// ## Why it matters
+    /// The policy selects physical functions: the webhook rejects a VF ID
+    /// ("vendor/device ... is not supported") and without the webhook the
+    /// policy matches no NIC, so no VFs are created.
+    ///
+    /// ## How to fix
+    /// Use the PF device ID of the adapter (ConnectX-6 Dx: 101d,
+    /// ConnectX-7: 1021), or select by `pfNames`/`rootDevices`.
+    pub(crate) static VF_DEVICE_ID_IN_POLICY = "ZL040", "vf-device-id-in-policy", Error, vf_device_id_in_policy;
+}
+
+fn vf_device_id_in_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in policies(workspace) {
+        let Some(id) = text(object.get(&DEVICE_ID)) else {
+            continue;
+        };
+        let adapters = facts::adapters_with_vf(&id);
+        if adapters.is_empty() {
+            continue;
+        }
+        let pfs: Vec<String> = facts::ADAPTERS
+            .iter()
+            .filter(|(name, _, _)| adapters.contains(name))
+            .map(|(name, pf, _)| format!("{pf} ({name})"))
+            .collect();
+        sink.report(
+            object,
+            &DEVICE_ID,
+            format!(
+                "deviceID `{id}` is the vf id of {}; a policy selects pfs",
+                adapters.join(", ")
+            ),
+            Remediation::new(format!("use the pf device id: {}", pfs.join(", "))),
+        );
+    }
+}
+
+/// The device IDs listed under `selectors.devices` (SR-IOV device plugin).
+fn selector_devices(selectors: Option<&Json>) -> Vec<String> {
+    selectors
+        .and_then(|s| s.get("devices"))
+        .and_then(Json::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+declare_rule! {
+    /// An SR-IOV device plugin selector for VFs lists a PF device ID.
+    ///
+    /// ## What it checks
+    /// `selectors.devices` of the SR-IOV device plugin resources (in a
+    /// NicClusterPolicy, NicNodePolicy or the plugin's ConfigMap) that also
+    /// ask for RDMA or name Mellanox VFs elsewhere, for PF device IDs such
+    /// as 1017 or 101d.
+    ///
+    /// ## Why it matters
+    /// The plugin matches the devices it should hand to pods, the VFs; a PF
+    /// ID matches no VF and the resource is advertised with 0 devices
+    /// ("Insufficient ..." for every pod).
+    ///
+    /// ## How to fix
+    /// Use the VF device ID (ConnectX-5: 1018, ConnectX-6 Dx/7/8: 101e), and
+    /// `pciAddresses` rather than `devices` for addresses.
+    pub(crate) static PF_DEVICE_ID_IN_VF_SELECTOR = "ZL041", "pf-device-id-in-vf-selector", Warning, pf_device_id_in_vf_selector;
+}
+
+fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for resource in advertised(workspace) {
+        if resource.by != Advertiser::SriovDevicePlugin {
+            continue;
+        }
+        let devices = selector_devices(resource.selectors.as_ref());
+        let has_vf = devices.iter().any(|id| facts::is_vf_id(id));
+        for id in &devices {
+            let Some((adapter, vf)) = facts::adapter_with_pf(id) else {
+                continue;
+            };
+            if has_vf || resource.rdma {
+                sink.report(
+                    &resource.object,
+                    &resource.path,
+                    format!("resource `{}` selects device `{id}`, the pf id of {adapter}; its vfs are `{vf}`", resource.name),
+                    Remediation::new(format!("select the vf device id `{vf}` in \"devices\"")),
+                );
+            }
+        }
+    }
+}
+
+declare_rule! {
+    /// An SR-IOV device plugin selects VFs that no SriovNetworkNodePolicy in the input creates.
+    ///
+    /// ## What it checks
+    /// When the input has SriovNetworkNodePolicies that select NICs by
+    /// `nicSelector.deviceID`, whether the VF device IDs in each SR-IOV
+    /// device plugin resource's `devices` belong to one of those PFs
+    /// (ConnectX-5 1017 creates 1018 VFs, ConnectX-6 Dx/7/8 create 101e).
+    ///
+    /// ## Why it matters
+    /// The policies create VFs with one device ID and the plugin looks for
+    /// another: the resource stays at 0 devices and pods stay Pending.
+    ///
+    /// ## How to fix
+    /// Put the VF ID of the policies' adapter in the plugin's `devices`.
+    pub(crate) static VF_SELECTOR_NEVER_MATCHES_POLICY = "ZL042", "vf-selector-never-matches-policy", Error, vf_selector_never_matches_policy;
+}
+
+fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let created: Vec<(String, &'static str, &'static str)> = policies(workspace)
+        .filter_map(|policy| {
+            let pf = text(policy.get(&DEVICE_ID))?;
+            let (adapter, vf) = facts::adapter_with_pf(&pf)?;
+            Some((policy.name.to_owned(), adapter, vf))
+        })
+        .collect();
+    if created.is_empty() {
+        return;
+    }
+    for plugin in advertised(workspace)
+        .iter()
+        .filter(|r| r.by == Advertiser::SriovDevicePlugin)
+    {
+        let devices = selector_devices(plugin.selectors.as_ref());
+        if devices.is_empty() || !devices.iter().all(|id| facts::is_vf_id(id)) {
+            continue;
+        }
+        if created
+            .iter()
+            .any(|(_, _, vf)| devices.iter().any(|id| id.eq_ignore_ascii_case(vf)))
+        {
+            continue;
+        }
+        let made: Vec<String> = created
+            .iter()
+            .map(|(policy, adapter, vf)| format!("`{vf}` ({adapter}, policy `{policy}`)"))
+            .collect();
+        sink.report(
+            &plugin.object,
+            &plugin.path,
+            format!(
+                "resource `{}` selects vf devices {} but the policies create vfs {}",
+                plugin.name,
+                devices.join(", "),
+                made.join(", ")
+            ),
+            Remediation::new("select the vf device id of the policies' adapter in \"devices\""),
+        );
+    }
+}
+
+declare_rule! {
+    /// A SriovNetworkNodePolicy asks for RDMA on VFs bound to `vfio-pci`.
+    ///
+    /// ## What it checks
+    /// `spec.deviceType: vfio-pci` together with `spec.isRdma: true`.
+    ///
+    /// ## Why it matters
+    /// The webhook rejects it: a VF bound to vfio-pci has no kernel RDMA
+    /// device. RoCE on bare metal uses `netdevice` with `isRdma: true`; in a
+    /// VM, vfio-pci with `isRdma: false`.
+    ///
+    /// ## How to fix
+    /// Use `deviceType: netdevice` for RDMA in pods, or drop `isRdma` for
+    /// VM/DPDK use.
+    pub(crate) static VFIO_PCI_WITH_RDMA = "ZL043", "vfio-pci-with-rdma", Error, vfio_pci_with_rdma;
+}
+
+fn vfio_pci_with_rdma(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in policies(workspace) {
+        let Some(spec) = spec(object) else {
+            continue;
+        };
+        let vfio = spec.get("deviceType").and_then(Node::as_str) == Some("vfio-pci");
+        if vfio && spec.get("isRdma").and_then(Node::as_bool) == Some(true) {
+            sink.report(
+                object,
+                &[PathStep::Key("spec"), PathStep::Key("isRdma")],
+                "`isRdma: true` with `deviceType: vfio-pci` is rejected: vfio-pci vfs have no rdma device",
+                Remediation::new("use `deviceType: netdevice` for rdma in pods, or set `isRdma: false`"),
+            );
+        }
+    }
+}
+
+declare_rule! {
+    /// An InfiniBand policy's resource is used by a `SriovNetwork` instead of a `SriovIBNetwork`.
+    ///
+    /// ## What it checks
+    /// SriovNetwork objects whose `resourceName` belongs to a
+    /// SriovNetworkNodePolicy with `linkType: IB`.
+    ///
+    /// ## Why it matters
+    /// SriovNetwork renders an Ethernet `sriov` CNI config; on IB VFs the
+    /// pod's network setup fails or gets no usable interface. IB needs the
+    /// `ib-sriov` CNI that SriovIBNetwork renders.
+    ///
+    /// ## How to fix
+    /// Change the kind to `SriovIBNetwork` (drop Ethernet-only fields such as
+    /// `vlan`, `spoofChk`, `trust`).
+    pub(crate) static IB_POLICY_WITH_ETHERNET_NETWORK = "ZL044", "ib-policy-with-ethernet-network", Error, ib_policy_with_ethernet_network;
+}
+
+fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let ib_resources: Vec<(&str, &str)> = policies(workspace)
+        .filter(|p| {
+            spec(p)
+                .and_then(|s| s.get("linkType"))
+                .and_then(Node::as_str)
+                .is_some_and(|t| t.eq_ignore_ascii_case("ib"))
+        })
+        .filter_map(|p| Some((spec(p)?.get("resourceName")?.as_str()?, p.name)))
+        .collect();
+    for object in workspace.of_kind(GROUP, "SriovNetwork") {
+        let path = [PathStep::Key("spec"), PathStep::Key("resourceName")];
+        let Some(resource) = object.str_at(&path) else {
+            continue;
+        };
+        if let Some((_, policy)) = ib_resources.iter().find(|(name, _)| *name == resource) {
+            sink.report(
+                object,
+                &path,
+                format!("resource `{resource}` comes from infiniband policy `{policy}`; a SriovNetwork renders ethernet config"),
+                Remediation::new("use kind SriovIBNetwork for infiniband vfs"),
+            );
+        }
+    }
+}
+
+declare_rule! {
+    /// More than 128 VFs requested on an NVIDIA/Mellanox NIC.
+    ///
+    /// ## What it checks
+    /// `spec.numVfs` of SriovNetworkNodePolicies that select vendor `15b3`
+    /// or an NVIDIA adapter's device ID.
+    ///
+    /// ## Why it matters
+    /// The SR-IOV Network Operator caps Mellanox NICs at 128 VFs
+    /// (`MlxMaxVFs`) and rejects the policy; the firmware cannot create more.
+    ///
+    /// ## How to fix
+    /// Request at most 128 VFs per PF (for InfiniBand, NVIDIA recommends at
+    /// most 16).
+    pub(crate) static TOO_MANY_MELLANOX_VFS = "ZL045", "too-many-mellanox-vfs", Error, too_many_mellanox_vfs;
+}
+
+fn too_many_mellanox_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in policies(workspace) {
+        let vendor = text(object.get(&[
+            PathStep::Key("spec"),
+            PathStep::Key("nicSelector"),
+            PathStep::Key("vendor"),
+        ]));
+        let device = text(object.get(&DEVICE_ID));
+        let mellanox = vendor.as_deref() == Some(MELLANOX_VENDOR)
+            || device
+                .as_deref()
+                .is_some_and(|id| facts::adapter_with_pf(id).is_some() || facts::is_vf_id(id));
+        let path = [PathStep::Key("spec"), PathStep::Key("numVfs")];
+        let Some(count) = object.get(&path).and_then(Node::as_i64) else {
+            continue;
+        };
+        if mellanox && count > 128 {
+            sink.report(
+                object,
+                &path,
+                format!("numVfs {count} is above the 128 vfs the operator allows on nvidia/mellanox nics"),
+                Remediation::new("request at most 128 vfs per pf"),
+            );
+        }
+    }
+}
+
+declare_rule! {
+    /// A `pfNames` VF range that is malformed or reaches beyond `numVfs`.
+    ///
+    /// ## What it checks
+    /// Entries `<pf>#<first>-<last>` of `spec.nicSelector.pfNames`: exactly
+    /// one `#` and one `-`, integer bounds, `last ≥ first` and
+    /// `last < numVfs`.
+    ///
+    /// ## Why it matters
+    /// The webhook rejects the policy; without the webhook, the VFs beyond
+    /// `numVfs` do not exist and the pool is smaller than planned.
+    ///
+    /// ## How to fix
+    /// Keep the range within `0..numVfs-1` (`ens1f0#0-7` for `numVfs: 8`), or
+    /// raise `numVfs`.
+    pub(crate) static PF_NAMES_RANGE_BEYOND_NUM_VFS = "ZL046", "pf-names-range-beyond-num-vfs", Error, pf_names_range_beyond_num_vfs;
+}
+
+fn pf_names_range_beyond_num_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in policies(workspace) {
+        let num_vfs = object
+            .get(&[PathStep::Key("spec"), PathStep::Key("numVfs")])
+            .and_then(Node::as_i64);
+        let Some(names) = object.get(&[
+            PathStep::Key("spec"),
+            PathStep::Key("nicSelector"),
+            PathStep::Key("pfNames"),
+        ]) else {
+            continue;
+        };
+        for (index, name) in names.items().iter().enumerate() {
+            let Some(name) = name.as_str() else {
+                continue;
+            };
+            let Some((_, range)) = name.split_once('#') else {
+                continue;
+            };
+            let path = [
+                PathStep::Key("spec"),
+                PathStep::Key("nicSelector"),
+                PathStep::Key("pfNames"),
+                PathStep::Index(index),
+            ];
+            let bounds = range
+                .split_once('-')
+                .and_then(|(first, last)| {
+                    Some((first.parse::<i64>().ok()?, last.parse::<i64>().ok()?))
+                })
+                .filter(|_| !range.contains('#'));
+            let problem = match (bounds, num_vfs) {
+                (None, _) => Some(format!(
+                    "`{name}` is not `<pf>#<first>-<last>` with integer bounds"
+                )),
+                (Some((first, last)), _) if last < first => Some(format!(
+                    "`{name}`: range end {last} is below its start {first}"
+                )),
+                (Some((_, last)), Some(count)) if last >= count => Some(format!(
+                    "`{name}`: vf {last} does not exist with numVfs {count} (vfs are 0..{})",
+                    count - 1
+                )),
+                _ => None,
+            };
+            if let Some(message) = problem {
+                sink.report(
+                    object,
+                    &path,
+                    message,
+                    Remediation::new("keep the range within 0..numVfs-1, or raise numVfs"),
+                );
+            }
+        }
+    }
+}

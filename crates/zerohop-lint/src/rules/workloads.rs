@@ -1,0 +1,692 @@
+//! Workloads: pods and pod templates against the networks and resources
+//! that the other objects define.
+
+use std::collections::HashMap;
+
+use serde_json::Value as Json;
+use zerohop_core::Remediation;
+use zerohop_k8s::yaml::{Node, PathStep};
+
+use super::resources::{self, Advertiser, Index, Request, advertised};
+use crate::model::{Object, PodTemplate, Workspace, pod_templates};
+use crate::registry::declare_rule;
+use crate::sink::Sink;
+
+const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
+
+/// A network a pod can attach to: a NetworkAttachmentDefinition, or an
+/// operator network CR that renders one.
+struct Network<'a> {
+    object: Object<'a>,
+    /// The namespace the NAD lives (or will be rendered) in.
+    namespace: &'a str,
+    /// The name of the NAD.
+    name: &'a str,
+    /// The resource the NAD hands out: `Some((prefix, name))`, the prefix
+    /// `None` when the operator decides it.
+    resource: Option<(Option<&'a str>, &'a str)>,
+}
+
+/// Networks by the namespace and name a pod refers to them with.
+fn by_place<'x, 'a>(networks: &'x [Network<'a>]) -> HashMap<(&'a str, &'a str), &'x Network<'a>> {
+    networks
+        .iter()
+        .map(|n| ((n.namespace, n.name), n))
+        .collect()
+}
+
+fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
+    let mut out = Vec::new();
+    for object in &workspace.objects {
+        let spec_str = |key: &str| object.str_at(&[PathStep::Key("spec"), PathStep::Key(key)]);
+        let (namespace, resource) = match (object.group(), object.kind) {
+            ("k8s.cni.cncf.io", "NetworkAttachmentDefinition") => {
+                let resource = object
+                    .str_at(&[
+                        PathStep::Key("metadata"),
+                        PathStep::Key("annotations"),
+                        PathStep::Key(RESOURCE_ANNOTATION),
+                    ])
+                    .map(|full| match full.split_once('/') {
+                        Some((prefix, name)) => (Some(prefix), name),
+                        None => (None, full),
+                    });
+                (object.namespace_or_default(), resource)
+            }
+            ("sriovnetwork.openshift.io", "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork") => (
+                spec_str("networkNamespace")
+                    .filter(|ns| !ns.is_empty())
+                    .unwrap_or(object.namespace_or_default()),
+                spec_str("resourceName").map(|name| (None, name)),
+            ),
+            ("mellanox.com", "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => (
+                spec_str("networkNamespace")
+                    .filter(|ns| !ns.is_empty())
+                    .unwrap_or("default"),
+                spec_str("resourceName").map(|name| match name.split_once('/') {
+                    Some((prefix, name)) => (Some(prefix), name),
+                    None => (None, name),
+                }),
+            ),
+            _ => continue,
+        };
+        out.push(Network {
+            object: *object,
+            namespace,
+            name: object.name,
+            resource,
+        });
+    }
+    out
+}
+
+/// One entry of a pod's networks annotation.
+struct NetworkRef {
+    namespace: Option<String>,
+    name: String,
+}
+
+/// Parses the networks annotation: a JSON list of objects, or a comma list
+/// of `[namespace/]name[@interface]`.
+fn network_refs(annotation: &str) -> Vec<NetworkRef> {
+    let trimmed = annotation.trim();
+    if trimmed.starts_with('[') {
+        let Ok(Json::Array(items)) = serde_json::from_str::<Json>(trimmed) else {
+            return Vec::new();
+        };
+        return items
+            .iter()
+            .filter_map(|item| {
+                Some(NetworkRef {
+                    name: item.get("name")?.as_str()?.to_owned(),
+                    namespace: item
+                        .get("namespace")
+                        .and_then(Json::as_str)
+                        .map(str::to_owned),
+                })
+            })
+            .collect();
+    }
+    trimmed
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let without_interface = part.split_once('@').map_or(part, |(name, _)| name);
+            match without_interface.split_once('/') {
+                Some((namespace, name)) => NetworkRef {
+                    namespace: Some(namespace.to_owned()),
+                    name: name.to_owned(),
+                },
+                None => NetworkRef {
+                    namespace: None,
+                    name: without_interface.to_owned(),
+                },
+            }
+        })
+        .collect()
+}
+
+fn annotation_path(template: &PodTemplate<'_>) -> Vec<PathStep<'static>> {
+    let mut path = template.prefix.clone();
+    path.extend([
+        PathStep::Key("metadata"),
+        PathStep::Key("annotations"),
+        PathStep::Key(NETWORKS_ANNOTATION),
+    ]);
+    path
+}
+
+/// The pod's network references with the namespace each resolves in.
+fn pod_networks(template: &PodTemplate<'_>) -> Vec<(String, String)> {
+    let Some(annotation) = template
+        .annotations()
+        .and_then(|a| a.get(NETWORKS_ANNOTATION))
+        .and_then(Node::as_str)
+    else {
+        return Vec::new();
+    };
+    let pod_namespace = template.object.namespace_or_default();
+    network_refs(annotation)
+        .into_iter()
+        .map(|reference| {
+            (
+                reference
+                    .namespace
+                    .unwrap_or_else(|| pod_namespace.to_owned()),
+                reference.name,
+            )
+        })
+        .collect()
+}
+
+declare_rule! {
+    /// A pod's network annotation names no network in reach.
+    ///
+    /// ## What it checks
+    /// Each entry of the `k8s.v1.cni.cncf.io/networks` annotation of pods and
+    /// pod templates, against the NetworkAttachmentDefinitions and the
+    /// networks that render them (SriovNetwork, SriovIBNetwork, OVSNetwork
+    /// in `spec.networkNamespace`; HostDeviceNetwork, MacvlanNetwork,
+    /// IPoIBNetwork in `spec.networkNamespace`, default `default`) in the
+    /// input. A name without a namespace resolves in the pod's namespace.
+    /// Runs only when the input defines at least one network.
+    ///
+    /// ## Why it matters
+    /// Multus cannot find the NAD: the pod sandbox fails to start
+    /// ("cannot find a network-attachment-definition").
+    ///
+    /// ## How to fix
+    /// Create the network in the pod's namespace (set `networkNamespace` on
+    /// the operator network), or write `<namespace>/<name>` in the
+    /// annotation.
+    pub(crate) static UNRESOLVED_NETWORK_ANNOTATION = "ZL050", "unresolved-network-annotation", Error, unresolved_network_annotation;
+}
+
+fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let networks = networks(workspace);
+    if networks.is_empty() {
+        return;
+    }
+    let places = by_place(&networks);
+    for template in pod_templates(workspace) {
+        for (namespace, name) in pod_networks(&template) {
+            if places.contains_key(&(namespace.as_str(), name.as_str())) {
+                continue;
+            }
+            let elsewhere: Vec<String> = networks
+                .iter()
+                .filter(|n| n.name == name)
+                .map(|n| {
+                    format!(
+                        "{} `{}` in namespace `{}`",
+                        n.object.kind, n.name, n.namespace
+                    )
+                })
+                .collect();
+            let (message, fix) = if elsewhere.is_empty() {
+                (
+                    format!(
+                        "network `{name}` is not defined in namespace `{namespace}` by any object in the input"
+                    ),
+                    Remediation::new(
+                        "define the network (NetworkAttachmentDefinition or operator network) or fix the name",
+                    ),
+                )
+            } else {
+                (
+                    format!(
+                        "network `{name}` is looked up in namespace `{namespace}`, but the input has {}",
+                        elsewhere.join(", ")
+                    ),
+                    Remediation::new(
+                        "set the network's `networkNamespace` to the pod's namespace, or write `<namespace>/<name>` in the annotation",
+                    ),
+                )
+            };
+            sink.report(&template.object, &annotation_path(&template), message, fix);
+        }
+    }
+}
+
+declare_rule! {
+    /// A pod requests an SR-IOV or RDMA resource that nothing in the input advertises.
+    ///
+    /// ## What it checks
+    /// Container `resources` with the prefixes of network device plugins
+    /// (`nvidia.com` other than GPUs, `openshift.io`, `intel.com`, `rdma`,
+    /// `mellanox.com`) against the resources that SriovNetworkNodePolicies,
+    /// NicClusterPolicy/NicNodePolicy device plugins and device plugin
+    /// ConfigMaps in the input advertise. Runs only when the input
+    /// advertises at least one resource.
+    ///
+    /// ## Why it matters
+    /// The pod stays Pending with "Insufficient <resource>". The usual cause
+    /// is a prefix mismatch: an SR-IOV device plugin resource without
+    /// `resourcePrefix` is `intel.com/<name>`, not `nvidia.com/<name>`.
+    ///
+    /// ## How to fix
+    /// Request the resource under the name it is advertised with, or
+    /// configure the device plugin to advertise it.
+    pub(crate) static UNADVERTISED_RESOURCE_REQUEST = "ZL051", "unadvertised-resource-request", Error, unadvertised_resource_request;
+}
+
+fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let all = advertised(workspace);
+    let index = Index::new(&all);
+    if index.is_empty() {
+        return;
+    }
+    for template in pod_templates(workspace) {
+        for request in resources::requests(&template) {
+            if !resources::is_network_resource(request.resource)
+                || index.matching(request.resource).next().is_some()
+            {
+                continue;
+            }
+            let same_name: Vec<String> = index
+                .named(request.resource)
+                .iter()
+                .map(|a| a.full_name())
+                .collect();
+            let (message, fix) = if same_name.is_empty() {
+                (
+                    format!(
+                        "`{}` is not advertised by any device plugin or policy in the input",
+                        request.resource
+                    ),
+                    Remediation::new(
+                        "request a resource that a SriovNetworkNodePolicy or device plugin advertises",
+                    ),
+                )
+            } else {
+                (
+                    format!(
+                        "`{}` is not advertised; the input advertises {}",
+                        request.resource,
+                        same_name.join(", ")
+                    ),
+                    Remediation::new(
+                        "request the advertised name, or set the device plugin's resourcePrefix to match",
+                    ),
+                )
+            };
+            sink.report(&template.object, &request.path, message, fix);
+        }
+    }
+}
+
+declare_rule! {
+    /// A pod attaches to an SR-IOV network without requesting its resource.
+    ///
+    /// ## What it checks
+    /// For each network in a pod's networks annotation that resolves in the
+    /// input, whether some container requests the resource the network's NAD
+    /// names (the `k8s.v1.cni.cncf.io/resourceName` annotation, or the
+    /// `resourceName` of SriovNetwork, SriovIBNetwork and HostDeviceNetwork).
+    ///
+    /// ## Why it matters
+    /// Multus passes no device to the SR-IOV CNI and the sandbox fails with
+    /// "VF pci addr is required"; with the network-resources-injector off,
+    /// nothing adds the request for you.
+    ///
+    /// ## How to fix
+    /// Add the resource to the container's `requests` and `limits`, one per
+    /// attachment of that network.
+    pub(crate) static NAD_RESOURCE_NOT_REQUESTED = "ZL052", "nad-resource-not-requested", Error, nad_resource_not_requested;
+}
+
+fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let networks = networks(workspace);
+    let places = by_place(&networks);
+    for template in pod_templates(workspace) {
+        let requests = resources::requests(&template);
+        for (namespace, name) in pod_networks(&template) {
+            let Some(network) = places.get(&(namespace.as_str(), name.as_str())) else {
+                continue;
+            };
+            let Some((prefix, resource)) = network.resource else {
+                continue;
+            };
+            let requested = requests
+                .iter()
+                .any(|request| match request.resource.split_once('/') {
+                    Some((p, n)) => n == resource && prefix.is_none_or(|prefix| prefix == p),
+                    None => false,
+                });
+            if !requested {
+                let wanted = format!("{}/{resource}", prefix.unwrap_or("<prefix>"));
+                sink.report(
+                    &template.object,
+                    &annotation_path(&template),
+                    format!("network `{name}` hands out `{wanted}` but no container requests it"),
+                    Remediation::new(format!(
+                        "add `{wanted}: 1` to the container's resources requests and limits"
+                    )),
+                );
+            }
+        }
+    }
+}
+
+/// Whether a requested resource is an RDMA device.
+fn is_rdma_request(request: &Request<'_>, index: &Index<'_, '_>) -> bool {
+    request.resource.starts_with("rdma/")
+        || index.matching(request.resource).any(|a| a.rdma)
+        || (resources::is_network_resource(request.resource)
+            && request.resource.to_ascii_lowercase().contains("rdma"))
+}
+
+/// Whether a requested resource is a VF (SR-IOV), not a shared RDMA device.
+fn is_vf_request(request: &Request<'_>, index: &Index<'_, '_>) -> bool {
+    if !resources::is_network_resource(request.resource) || request.resource.starts_with("rdma/") {
+        return false;
+    }
+    let mut advertisers = index.matching(request.resource).peekable();
+    advertisers.peek().is_none() || advertisers.any(|a| a.by != Advertiser::RdmaSharedDevicePlugin)
+}
+
+declare_rule! {
+    /// A container uses RDMA devices without the `IPC_LOCK` capability.
+    ///
+    /// ## What it checks
+    /// Containers requesting an RDMA resource (`rdma/...`, a resource from an
+    /// `isRdma` policy or selector, or one named `*rdma*`) whose
+    /// `securityContext` neither adds `IPC_LOCK` nor is privileged.
+    ///
+    /// ## Why it matters
+    /// RDMA registers (pins) memory; without `IPC_LOCK` the container's
+    /// memlock limit stops registration ("Cannot allocate memory") and NCCL
+    /// or the storage client falls back to TCP.
+    ///
+    /// ## How to fix
+    /// Add `securityContext: {capabilities: {add: ["IPC_LOCK"]}}` to the
+    /// container.
+    pub(crate) static RDMA_WITHOUT_IPC_LOCK = "ZL060", "rdma-without-ipc-lock", Error, rdma_without_ipc_lock;
+}
+
+fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let all = advertised(workspace);
+    let index = Index::new(&all);
+    for template in pod_templates(workspace) {
+        let containers = template.containers();
+        let requests = resources::requests(&template);
+        for (position, (container_path, container)) in containers.iter().enumerate() {
+            let Some(rdma) = requests
+                .iter()
+                .find(|r| r.container == position && is_rdma_request(r, &index))
+            else {
+                continue;
+            };
+            let security = container.get("securityContext");
+            let privileged = security
+                .and_then(|s| s.get("privileged"))
+                .and_then(Node::as_bool)
+                == Some(true);
+            let has_ipc_lock = security
+                .and_then(|s| s.get("capabilities"))
+                .and_then(|c| c.get("add"))
+                .is_some_and(|add| {
+                    add.items().iter().any(|cap| {
+                        cap.as_str()
+                            .is_some_and(|c| c.trim_start_matches("CAP_") == "IPC_LOCK")
+                    })
+                });
+            if !privileged && !has_ipc_lock {
+                let mut path = template.path(container_path);
+                path.push(PathStep::Key("name"));
+                let name = container.get("name").and_then(Node::as_str).unwrap_or("?");
+                sink.report(
+                    &template.object,
+                    &path,
+                    format!("container `{name}` requests rdma resource `{}` without the IPC_LOCK capability", rdma.resource),
+                    Remediation::new("add IPC_LOCK to the container's capabilities")
+                        .command("securityContext:\n  capabilities:\n    add: [\"IPC_LOCK\"]"),
+                );
+            }
+        }
+    }
+}
+
+/// A Kubernetes quantity in base units (`1Gi` → 1073741824).
+fn quantity(node: &Node) -> Option<f64> {
+    if let Some(number) = node.as_i64() {
+        return Some(number as f64);
+    }
+    let text = node.scalar_text()?;
+    let text = text.trim();
+    let split = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let factor = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    number.parse::<f64>().ok().map(|n| n * factor)
+}
+
+declare_rule! {
+    /// Hugepages requests that differ from their limits.
+    ///
+    /// ## What it checks
+    /// `hugepages-<size>` in container `requests` and `limits`: both present
+    /// must be equal, and requests need limits.
+    ///
+    /// ## Why it matters
+    /// Hugepages cannot be overcommitted: the API server rejects the pod
+    /// ("must be equal to limits" / "hugepages require limits").
+    ///
+    /// ## How to fix
+    /// Set the same quantity in `requests` and `limits`.
+    pub(crate) static HUGEPAGES_REQUEST_LIMIT_MISMATCH = "ZL061", "hugepages-request-limit-mismatch", Error, hugepages_request_limit_mismatch;
+}
+
+fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for template in pod_templates(workspace) {
+        for (container_path, container) in template.containers() {
+            let Some(resources) = container.get("resources") else {
+                continue;
+            };
+            let requests = resources.get("requests");
+            let limits = resources.get("limits");
+            for entry in requests.map(Node::entries).unwrap_or_default() {
+                if !entry.key.starts_with("hugepages-") {
+                    continue;
+                }
+                let limit = limits.and_then(|l| l.get(&entry.key));
+                let message = match limit {
+                    None => format!("`{}` is requested without a limit", entry.key),
+                    Some(limit) if quantity(limit) != quantity(&entry.value) => format!(
+                        "`{}` request {} differs from its limit {}",
+                        entry.key,
+                        entry.value.scalar_text().unwrap_or_default(),
+                        limit.scalar_text().unwrap_or_default()
+                    ),
+                    Some(_) => continue,
+                };
+                let mut path = template.path(&container_path);
+                path.extend([
+                    PathStep::Key("resources"),
+                    PathStep::Key("requests"),
+                    PathStep::Key(&entry.key),
+                ]);
+                sink.report(
+                    &template.object,
+                    &path,
+                    message,
+                    Remediation::new("set the same hugepages quantity in requests and limits"),
+                );
+            }
+        }
+    }
+}
+
+declare_rule! {
+    /// Hugepages requested without a cpu or memory request.
+    ///
+    /// ## What it checks
+    /// Containers with `hugepages-<size>` in `limits` or `requests` but
+    /// neither `cpu` nor `memory`.
+    ///
+    /// ## Why it matters
+    /// The API server rejects the pod: "HugePages require cpu or memory".
+    ///
+    /// ## How to fix
+    /// Add `memory` (and `cpu`) to the container's requests and limits.
+    pub(crate) static HUGEPAGES_WITHOUT_CPU_OR_MEMORY = "ZL062", "hugepages-without-cpu-or-memory", Error, hugepages_without_cpu_or_memory;
+}
+
+fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for template in pod_templates(workspace) {
+        for (container_path, container) in template.containers() {
+            let Some(resources) = container.get("resources") else {
+                continue;
+            };
+            let maps: Vec<&Node> = ["limits", "requests"]
+                .iter()
+                .filter_map(|k| resources.get(k))
+                .collect();
+            let has = |key: &str| maps.iter().any(|m| m.get(key).is_some());
+            let hugepages = maps
+                .iter()
+                .flat_map(|m| m.entries())
+                .find(|e| e.key.starts_with("hugepages-"));
+            if let Some(hugepages) = hugepages
+                && !has("cpu")
+                && !has("memory")
+            {
+                let mut path = template.path(&container_path);
+                path.push(PathStep::Key("resources"));
+                sink.report(
+                    &template.object,
+                    &path,
+                    format!(
+                        "`{}` is requested without a cpu or memory request",
+                        hugepages.key
+                    ),
+                    Remediation::new("add memory (and cpu) to the container's requests and limits"),
+                );
+            }
+        }
+    }
+}
+
+fn total(requests: &[Request<'_>], select: impl Fn(&Request<'_>) -> bool) -> i64 {
+    requests
+        .iter()
+        .filter(|r| select(r))
+        .map(|r| r.count.unwrap_or(1))
+        .sum()
+}
+
+declare_rule! {
+    /// A pod gets fewer VFs than GPUs.
+    ///
+    /// ## What it checks
+    /// Per pod, the GPUs requested (`nvidia.com/gpu`, MIG devices) against
+    /// the SR-IOV VFs requested, when the pod requests both.
+    ///
+    /// ## Why it matters
+    /// GPUDirect RDMA is fastest when each GPU talks to a NIC under the same
+    /// PCIe switch; with fewer VFs than GPUs, several GPUs share one NIC and
+    /// traffic crosses the CPU interconnect. NVIDIA recommends one VF per
+    /// GPU.
+    ///
+    /// ## How to fix
+    /// Request one VF (from the rail's network) per GPU, with the topology
+    /// manager set to `single-numa-node` or GPU/NIC affinity configured.
+    pub(crate) static FEWER_VFS_THAN_GPUS = "ZL063", "fewer-vfs-than-gpus", Warning, fewer_vfs_than_gpus;
+}
+
+fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let all = advertised(workspace);
+    let index = Index::new(&all);
+    for template in pod_templates(workspace) {
+        let requests = resources::requests(&template);
+        let gpus = total(&requests, |r| resources::is_gpu_resource(r.resource));
+        let vfs = total(&requests, |r| is_vf_request(r, &index));
+        if gpus > 0 && vfs > 0 && vfs < gpus {
+            let Some(gpu) = requests
+                .iter()
+                .find(|r| resources::is_gpu_resource(r.resource))
+            else {
+                continue;
+            };
+            sink.report(
+                &template.object,
+                &gpu.path,
+                format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
+                Remediation::new(format!("request {gpus} vfs, one per gpu")),
+            );
+        }
+    }
+}
+
+declare_rule! {
+    /// A GPU pod with RDMA devices sets no NCCL environment.
+    ///
+    /// ## What it checks
+    /// Pods requesting both GPUs and RDMA or SR-IOV resources whose
+    /// containers set no `NCCL_*` variable.
+    ///
+    /// ## Why it matters
+    /// Without `NCCL_IB_HCA`, NCCL may pick the wrong HCA (or one the pod
+    /// cannot use) and silently fall back to TCP sockets; without
+    /// `NCCL_DEBUG=INFO` nobody sees it happen.
+    ///
+    /// ## How to fix
+    /// Set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`),
+    /// `NCCL_SOCKET_IFNAME` to the bootstrap interface, and check the log for
+    /// `NET/IB` with `NCCL_DEBUG=INFO`.
+    pub(crate) static RDMA_WITHOUT_NCCL_ENV = "ZL064", "rdma-without-nccl-env", Warning, rdma_without_nccl_env;
+}
+
+fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let all = advertised(workspace);
+    let index = Index::new(&all);
+    for template in pod_templates(workspace) {
+        let requests = resources::requests(&template);
+        let has_gpu = requests
+            .iter()
+            .any(|r| resources::is_gpu_resource(r.resource));
+        let Some(rdma) = requests
+            .iter()
+            .find(|r| is_rdma_request(r, &index) || is_vf_request(r, &index))
+        else {
+            continue;
+        };
+        if !has_gpu {
+            continue;
+        }
+        let sets_nccl = template.containers().iter().any(|(_, container)| {
+            container.get("env").is_some_and(|env| {
+                env.items().iter().any(|item| {
+                    item.get("name")
+                        .and_then(Node::as_str)
+                        .is_some_and(|n| n.starts_with("NCCL_"))
+                })
+            })
+        });
+        if !sets_nccl {
+            sink.report(
+                &template.object,
+                &rdma.path,
+                format!("pod requests gpus and `{}` but sets no NCCL_* environment", rdma.resource),
+                Remediation::new("set NCCL_IB_HCA to the pod's rdma devices and verify NET/IB with NCCL_DEBUG=INFO")
+                    .command("env:\n  - name: NCCL_IB_HCA\n    value: mlx5\n  - name: NCCL_DEBUG\n    value: INFO"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_annotation_forms_parse() {
+        let refs = network_refs("a, other/b@net2");
+        assert_eq!(refs.len(), 2);
+        assert_eq!(
+            (refs[1].namespace.as_deref(), refs[1].name.as_str()),
+            (Some("other"), "b")
+        );
+        let refs = network_refs(r#"[{"name": "c", "namespace": "x", "interface": "net1"}]"#);
+        assert_eq!(
+            (refs[0].namespace.as_deref(), refs[0].name.as_str()),
+            (Some("x"), "c")
+        );
+        assert!(network_refs("[not json").is_empty());
+    }
+}

@@ -1,0 +1,275 @@
+//! The registry's invariants, and every rule against its fixtures:
+//! `tests/fixtures/<ID>/fail/` must trigger the rule (the rendered findings
+//! are snapshotted), `tests/fixtures/<ID>/pass/` must not.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use zerohop_core::render::snippet;
+use zerohop_core::{Report, RuleInfo};
+use zerohop_k8s::schema::CrdCatalog;
+use zerohop_lint::{Input, Options, RULES, lint, rules};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+#[test]
+fn ids_are_unique_well_formed_and_in_order() {
+    let ids: Vec<&str> = rules().map(|rule| rule.id).collect();
+    let unique: HashSet<&str> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "duplicate rule id in {ids:?}");
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(ids, sorted, "RULES must be in ID order");
+    for rule in rules() {
+        assert!(
+            RuleInfo::is_well_formed_id(rule.id, &["ZL"]),
+            "bad id {}",
+            rule.id
+        );
+        assert!(
+            RuleInfo::is_kebab_case(rule.name),
+            "{} name {:?} is not kebab-case",
+            rule.id,
+            rule.name
+        );
+        assert_eq!(rule.group, "lint");
+    }
+    let names: HashSet<&str> = rules().map(|rule| rule.name).collect();
+    assert_eq!(names.len(), ids.len(), "duplicate rule name");
+}
+
+#[test]
+fn every_rule_is_documented_with_the_required_headings() {
+    for rule in rules() {
+        assert!(
+            rule.missing_headings().is_empty(),
+            "{} lacks {:?}",
+            rule.id,
+            rule.missing_headings()
+        );
+        let summary = rule.summary();
+        assert!(
+            !summary.is_empty() && summary.ends_with('.'),
+            "{}: summary {summary:?}",
+            rule.id
+        );
+        assert!(
+            !rule.docs.starts_with(' '),
+            "{}: docs keep the doc-comment indent",
+            rule.id
+        );
+        assert!(rule.location.contains("#L"), "{}", rule.location);
+    }
+}
+
+#[test]
+fn no_fixture_directory_is_orphaned() {
+    let ids: HashSet<&str> = rules().map(|rule| rule.id).collect();
+    for entry in fs::read_dir(fixtures()).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            name == "crds" || ids.contains(name.as_str()),
+            "fixture {name} has no rule"
+        );
+    }
+}
+
+fn inputs(dir: &Path) -> Vec<Input> {
+    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            // Names relative to the rule's fixture directory keep snapshots
+            // independent of where the repository is checked out.
+            let case = path
+                .parent()
+                .and_then(Path::file_name)
+                .unwrap()
+                .to_string_lossy();
+            let file = path.file_name().unwrap().to_string_lossy();
+            Input {
+                name: format!("{case}/{file}"),
+                content: Ok(fs::read(&path).unwrap()),
+            }
+        })
+        .collect()
+}
+
+fn options() -> Options {
+    Options {
+        catalog: Some(CrdCatalog::load_dir(&fixtures().join("crds")).expect("fixture crds")),
+        ..Options::default()
+    }
+}
+
+/// Renders the findings of rule `id` the way `zerohop lint` shows them,
+/// without colour.
+fn render(id: &str, inputs: &[Input], findings: Vec<zerohop_core::Finding>) -> String {
+    let sources: BTreeMap<&str, &str> = inputs
+        .iter()
+        .filter_map(|i| {
+            Some((
+                i.name.as_str(),
+                std::str::from_utf8(i.content.as_ref().ok()?).ok()?,
+            ))
+        })
+        .collect();
+    let lookup = |name: &str| sources.get(name).copied();
+    let mine: Vec<_> = findings.into_iter().filter(|f| f.id == id).collect();
+    let report = Report::new("lint", "fail", mine);
+    let mut out = Vec::new();
+    snippet::write(&report, &lookup, &mut out).unwrap();
+    strip_ansi(&String::from_utf8(out).unwrap())
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|&next| next == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
+    let options = options();
+    let mut problems = Vec::new();
+    for rule in RULES {
+        let id = rule.info.id;
+        let dir = fixtures().join(id);
+        let fail = inputs(&dir.join("fail"));
+        let outcome = lint(&fail, &options);
+        if !outcome.findings.iter().any(|f| f.id == id) {
+            problems.push(format!("{id}: no finding on fail/"));
+        }
+        insta::assert_snapshot!(
+            format!("{id}-{}", rule.info.name),
+            render(id, &fail, outcome.findings)
+        );
+
+        let pass = inputs(&dir.join("pass"));
+        let outcome = lint(&pass, &options);
+        let wrong: Vec<_> = outcome
+            .findings
+            .iter()
+            .filter(|f| f.id == id)
+            .map(|f| &f.message)
+            .collect();
+        if !wrong.is_empty() {
+            problems.push(format!("{id}: findings on pass/: {wrong:?}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn passing_fixtures_have_no_problems_at_all() {
+    // A passing fixture is a correct manifest: no rule at all may fail on it,
+    // which keeps the fixtures honest examples of what to write.
+    let options = options();
+    for rule in RULES {
+        let pass = inputs(&fixtures().join(rule.info.id).join("pass"));
+        let outcome = lint(&pass, &options);
+        let failed: Vec<_> = outcome
+            .findings
+            .iter()
+            .filter(|f| f.status == zerohop_core::Status::Fail)
+            .map(|f| format!("{} {}", f.id, f.message))
+            .collect();
+        assert!(failed.is_empty(), "{}/pass: {failed:?}", rule.info.id);
+    }
+}
+
+#[test]
+fn severity_overrides_regrade_findings() {
+    let fail = inputs(&fixtures().join("ZL030").join("fail"));
+    let mut options = options();
+    options
+        .overrides
+        .insert("ZL030".to_owned(), zerohop_core::Severity::Info);
+    let outcome = lint(&fail, &options);
+    let finding = outcome
+        .findings
+        .iter()
+        .find(|f| f.id == "ZL030")
+        .expect("finding");
+    assert_eq!(finding.status, zerohop_core::Status::Info);
+    assert_eq!(finding.severity, zerohop_core::Severity::Info);
+}
+
+#[test]
+fn findings_carry_location_object_and_fix() {
+    let fail = inputs(&fixtures().join("ZL020").join("fail"));
+    let outcome = lint(&fail, &options());
+    let finding = outcome
+        .findings
+        .iter()
+        .find(|f| f.id == "ZL020")
+        .expect("finding");
+    let location = finding.location.as_ref().expect("location");
+    assert_eq!(
+        (location.file.as_str(), location.line, location.column),
+        ("fail/input.yaml", 8, 5)
+    );
+    let object = finding.object.as_ref().expect("object");
+    assert_eq!(
+        (object.kind.as_str(), object.name.as_str()),
+        ("ClusterPolicy", "cluster-policy")
+    );
+    assert!(finding.remediation.is_some());
+    assert_eq!(finding.subject, "spec.driver.useOpenKernelModules");
+    assert!(
+        finding
+            .message
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_uppercase())
+            && !finding.message.ends_with('.')
+    );
+}
+
+/// Whether a message starts lowercase, or with a kind name such as
+/// `ClusterPolicy` (a word with an uppercase letter after its first).
+fn starts_as_fragment(message: &str) -> bool {
+    let first_word = message.split_whitespace().next().unwrap_or("");
+    let mut chars = first_word.chars();
+    match chars.next() {
+        Some(c) if c.is_uppercase() => chars.any(char::is_uppercase),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+#[test]
+fn messages_are_lowercase_fragments() {
+    let options = options();
+    for rule in RULES {
+        let fail = inputs(&fixtures().join(rule.info.id).join("fail"));
+        for finding in lint(&fail, &options).findings {
+            assert!(
+                starts_as_fragment(&finding.message),
+                "{}: {:?}",
+                finding.id,
+                finding.message
+            );
+            assert!(
+                !finding.message.ends_with('.'),
+                "{}: {:?}",
+                finding.id,
+                finding.message
+            );
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! The intent file: `apiVersion: zerohop.dev/v1alpha1`, `kind: DataPathPlan`.
+//! It says what the cluster should do, not how; every field that has a
+//! sensible current default may be left out.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+/// The `apiVersion` this crate reads.
+pub const API_VERSION: &str = "zerohop.dev/v1alpha1";
+/// The `kind` this crate reads.
+pub const KIND: &str = "DataPathPlan";
+
+/// A zero-copy data path plan for one cluster.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "DataPathPlan")]
+pub struct DataPathPlan {
+    /// Always `zerohop.dev/v1alpha1`.
+    #[schemars(with = "String")]
+    pub api_version: Spanned<String>,
+    /// Always `DataPathPlan`.
+    #[schemars(with = "String")]
+    pub kind: Spanned<String>,
+    /// Names the plan; used in generated object names.
+    pub metadata: Metadata,
+    /// What the cluster should do.
+    pub spec: Spec,
+}
+
+/// Identifies the plan.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Metadata {
+    /// A DNS-1123 label, e.g. `h100-roce`.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+}
+
+/// The target platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    /// Vanilla Kubernetes: host configuration is rendered as files under `host/`.
+    Kubernetes,
+    /// OpenShift: host configuration is rendered as `MachineConfig`s.
+    Openshift,
+}
+
+/// What the cluster should do.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Spec {
+    /// `kubernetes` or `openshift`; `zerohop plan --platform` overrides it.
+    pub platform: Platform,
+    /// Operator versions and namespaces; current releases by default.
+    #[serde(default)]
+    pub operators: Operators,
+    /// Groups of identical GPU nodes.
+    pub node_pools: Vec<NodePool>,
+    /// How pods get RDMA devices.
+    #[serde(default)]
+    pub rdma: Rdma,
+    /// The storage data path.
+    #[serde(default)]
+    pub storage: Storage,
+    /// An example training workload sized to the pool.
+    pub workload: Workload,
+}
+
+/// Operator versions and namespaces.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Operators {
+    /// NVIDIA Network Operator release (informational, shown in the README).
+    #[serde(default = "defaults::network_operator_version")]
+    pub network_operator_version: String,
+    /// Namespace of the Network Operator (and of the SR-IOV operator it bundles on Kubernetes).
+    #[serde(default = "defaults::network_operator_namespace")]
+    pub network_operator_namespace: String,
+    /// DOCA driver container tag (`ofedDriver.version`), e.g. `doca3.5.0-26.07-0.7.0.0-0`.
+    #[serde(default = "defaults::doca_driver_version")]
+    #[schemars(with = "String")]
+    pub doca_driver_version: Spanned<String>,
+    /// NVIDIA GPU Operator release (informational, shown in the README).
+    #[serde(default = "defaults::gpu_operator_version")]
+    pub gpu_operator_version: String,
+    /// Namespace of the GPU Operator.
+    #[serde(default = "defaults::gpu_operator_namespace")]
+    pub gpu_operator_namespace: String,
+    /// Namespace of the SR-IOV Network Operator; by default the Network
+    /// Operator namespace on Kubernetes, `openshift-sriov-network-operator` on OpenShift.
+    #[serde(default)]
+    pub sriov_operator_namespace: Option<String>,
+}
+
+impl Default for Operators {
+    fn default() -> Operators {
+        Operators {
+            network_operator_version: defaults::network_operator_version(),
+            network_operator_namespace: defaults::network_operator_namespace(),
+            doca_driver_version: defaults::doca_driver_version(),
+            gpu_operator_version: defaults::gpu_operator_version(),
+            gpu_operator_namespace: defaults::gpu_operator_namespace(),
+            sriov_operator_namespace: None,
+        }
+    }
+}
+
+/// A group of identical GPU nodes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodePool {
+    /// A DNS-1123 label used in object names.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Node labels that select the pool's nodes.
+    pub node_selector: std::collections::BTreeMap<String, String>,
+    /// `intel` or `amd`: selects the IOMMU kernel argument.
+    pub cpu_vendor: CpuVendor,
+    /// GPUs per node.
+    #[schemars(with = "u32", range(min = 1, max = 16))]
+    pub gpus: Spanned<u32>,
+    /// The RDMA NICs, one entry per physical function (rail).
+    pub nics: Vec<Nic>,
+    /// Huge pages reserved at boot.
+    #[serde(default)]
+    pub hugepages: Option<Hugepages>,
+    /// CPUs isolated from the kernel scheduler for workloads (`isolcpus`,
+    /// `nohz_full`, `rcu_nocbs`), as a cpuset list such as `4-63,68-127`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub isolated_cpus: Option<Spanned<String>>,
+    /// CPUs kept for the system and the kubelet, as a cpuset list (`0-3,64-67`).
+    #[serde(default = "defaults::reserved_cpus")]
+    #[schemars(with = "String")]
+    pub reserved_cpus: Spanned<String>,
+}
+
+/// The CPU vendor of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuVendor {
+    /// `intel_iommu=on`.
+    Intel,
+    /// `amd_iommu=on`.
+    Amd,
+}
+
+/// One RDMA NIC port (physical function), usually one rail.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Nic {
+    /// The PF's netdev name on the node, e.g. `ens1f0np0`.
+    #[schemars(with = "String")]
+    pub pf: Spanned<String>,
+    /// The RDMA device of the PF (`mlx5_0`), used for `NCCL_IB_HCA`.
+    #[schemars(with = "String")]
+    pub rdma_device: Spanned<String>,
+    /// The PCI device ID of the physical function (vendor 15b3), e.g. `1021` for ConnectX-7.
+    #[schemars(with = "String")]
+    pub device_id: Spanned<String>,
+    /// `ETH` (RoCE v2) or `IB` (InfiniBand).
+    #[serde(default = "defaults::link_type")]
+    pub link_type: LinkType,
+    /// MTU of the rail network.
+    #[serde(default = "defaults::mtu")]
+    #[schemars(with = "u32", range(min = 1280, max = 9216))]
+    pub mtu: Spanned<u32>,
+    /// VFs to create on this PF: a number, or `one-per-gpu` (one per GPU
+    /// of the node plus 20 % headroom). Only with `rdma.mode: sriov`.
+    #[serde(default)]
+    #[schemars(with = "Option<VfCount>")]
+    pub vfs: Option<Spanned<VfCount>>,
+    /// The most VFs the firmware exposes (`sriov_totalvfs`); defaults to the NIC's limit.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub total_vfs: Option<Spanned<u32>>,
+    /// Rail number; NICs with the same rail share one network.
+    #[schemars(with = "u32")]
+    pub rail: Spanned<u32>,
+    /// Subnet of the rail network for pod addresses, e.g. `192.168.10.0/24`.
+    #[schemars(with = "String")]
+    pub subnet: Spanned<String>,
+    /// 802.1Q VLAN of the rail network (Ethernet only).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub vlan: Option<Spanned<u32>>,
+    /// Device plugin resource name; by default `rdma_rail<N>`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub resource_name: Option<Spanned<String>>,
+    /// VF driver binding; only `netdevice` supports RDMA on bare metal.
+    #[serde(default)]
+    #[schemars(with = "Option<DeviceType>")]
+    pub device_type: Option<Spanned<DeviceType>>,
+}
+
+/// Link layer of a NIC port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum LinkType {
+    /// Ethernet (RoCE v2).
+    #[serde(rename = "ETH", alias = "eth")]
+    Eth,
+    /// InfiniBand.
+    #[serde(rename = "IB", alias = "ib")]
+    Ib,
+}
+
+/// How many VFs to create on a PF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum VfCount {
+    /// Exactly this many.
+    Count(u32),
+    /// `one-per-gpu`.
+    Keyword(VfKeyword),
+}
+
+/// The keyword form of [`VfCount`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VfKeyword {
+    /// One VF per GPU of the node plus 20 % headroom.
+    OnePerGpu,
+}
+
+/// VF driver binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceType {
+    /// Kernel netdevice with an RDMA device (the bare-metal RDMA setup).
+    Netdevice,
+    /// Bound to vfio-pci for a VM; no RDMA in the host.
+    VfioPci,
+}
+
+/// Huge pages reserved at boot.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Hugepages {
+    /// `1Gi` or `2Mi`.
+    #[serde(default = "defaults::hugepage_size")]
+    pub size: HugepageSize,
+    /// Pages per node.
+    #[schemars(with = "u32", range(min = 1))]
+    pub count: Spanned<u32>,
+}
+
+/// A huge page size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum HugepageSize {
+    /// 1 GiB pages.
+    #[serde(rename = "1Gi")]
+    OneGi,
+    /// 2 MiB pages.
+    #[serde(rename = "2Mi")]
+    TwoMi,
+}
+
+/// How pods get RDMA devices.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Rdma {
+    /// `sriov` (a VF per pod, RDMA netns `exclusive`) or `shared` (the RDMA
+    /// shared device plugin, RDMA netns `shared`).
+    #[serde(default)]
+    #[schemars(with = "RdmaMode")]
+    pub mode: Option<Spanned<RdmaMode>>,
+    /// IP address management of the rail networks.
+    #[serde(default)]
+    pub ipam: Ipam,
+    /// Device plugin resource prefix.
+    #[serde(default = "defaults::resource_prefix")]
+    #[schemars(with = "String")]
+    pub resource_prefix: Spanned<String>,
+}
+
+impl Default for Rdma {
+    fn default() -> Rdma {
+        Rdma {
+            mode: None,
+            ipam: Ipam::default(),
+            resource_prefix: defaults::resource_prefix(),
+        }
+    }
+}
+
+/// How pods get RDMA devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RdmaMode {
+    /// SR-IOV VFs, one RDMA device per VF, exclusive RDMA netns.
+    #[default]
+    Sriov,
+    /// The RDMA shared device plugin over the PFs, shared RDMA netns.
+    Shared,
+}
+
+/// IP address management of the rail networks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ipam {
+    /// Cluster-wide allocation (the `whereabouts` CNI plugin).
+    #[default]
+    Whereabouts,
+    /// Per-node allocation (`host-local`); subnets must not span nodes.
+    HostLocal,
+}
+
+/// The storage data path.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Storage {
+    /// An NFS export mounted over RDMA on every node of the pools.
+    #[serde(default)]
+    pub nfs_rdma: Option<NfsRdma>,
+    /// NVMe over Fabrics (RDMA) targets connected on every node.
+    #[serde(default)]
+    #[schemars(with = "Option<NvmeOf>")]
+    pub nvme_of: Option<Spanned<NvmeOf>>,
+    /// GPUDirect Storage (`nvidia-fs`, `cufile.json`).
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub gds: Option<Spanned<bool>>,
+}
+
+/// An NFS export mounted over RDMA.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NfsRdma {
+    /// Server address (IP or DNS name) on the storage network.
+    pub server: String,
+    /// Exported path on the server.
+    pub export: String,
+    /// Absolute mount point on the nodes, e.g. `/mnt/ai-data`.
+    #[schemars(with = "String")]
+    pub mount_point: Spanned<String>,
+    /// TCP-style connection count for RPC-over-RDMA (1–16).
+    #[serde(default = "defaults::nconnect")]
+    #[schemars(with = "u32", range(min = 1, max = 16))]
+    pub nconnect: Spanned<u32>,
+    /// The PF whose network reaches the server.
+    #[schemars(with = "String")]
+    pub nic: Spanned<String>,
+}
+
+/// NVMe over Fabrics (RDMA) targets.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NvmeOf {
+    /// Discovery controllers to connect to at boot.
+    pub targets: Vec<NvmeTarget>,
+}
+
+/// One NVMe-oF discovery controller.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NvmeTarget {
+    /// Target address.
+    pub address: String,
+    /// Discovery port; 4420 by default.
+    #[serde(default = "defaults::nvme_port")]
+    pub port: u16,
+}
+
+/// An example workload that uses the data path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Workload {
+    /// Pod name.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Namespace of the pod (created by the plan).
+    #[schemars(with = "String")]
+    pub namespace: Spanned<String>,
+    /// Container image.
+    pub image: String,
+    /// GPUs per pod.
+    #[schemars(with = "u32", range(min = 1))]
+    pub gpus_per_pod: Spanned<u32>,
+    /// RDMA devices (VFs, or shared devices) per pod; one per rail by default.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub vfs_per_pod: Option<Spanned<u32>>,
+    /// Memory request and limit, e.g. `256Gi`.
+    #[serde(default = "defaults::memory")]
+    pub memory: String,
+    /// `/dev/shm` size, e.g. `64Gi`.
+    #[serde(default = "defaults::shm")]
+    pub shm_size: String,
+    /// Huge pages per pod, in pages of the pool's size.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub hugepages: Option<Spanned<u32>>,
+    /// Netdev name pattern NCCL uses for its bootstrap socket.
+    #[serde(default = "defaults::socket_ifname")]
+    pub nccl_socket_ifname: String,
+}
+
+/// Current defaults (operator releases as of the CRD snapshots in use).
+pub(crate) mod defaults {
+    use serde_saphyr::{Location, Spanned};
+
+    use super::{HugepageSize, LinkType};
+
+    fn unspanned<T>(value: T) -> Spanned<T> {
+        Spanned::new(value, Location::UNKNOWN, Location::UNKNOWN)
+    }
+    pub(crate) fn network_operator_version() -> String {
+        "v26.7.0".to_owned()
+    }
+    pub(crate) fn network_operator_namespace() -> String {
+        "nvidia-network-operator".to_owned()
+    }
+    pub(crate) fn doca_driver_version() -> Spanned<String> {
+        unspanned("doca3.5.0-26.07-0.7.0.0-0".to_owned())
+    }
+    pub(crate) fn gpu_operator_version() -> String {
+        "v26.7.0".to_owned()
+    }
+    pub(crate) fn gpu_operator_namespace() -> String {
+        "gpu-operator".to_owned()
+    }
+    pub(crate) fn reserved_cpus() -> Spanned<String> {
+        unspanned("0-1".to_owned())
+    }
+    pub(crate) fn link_type() -> LinkType {
+        LinkType::Eth
+    }
+    pub(crate) fn mtu() -> Spanned<u32> {
+        unspanned(9000)
+    }
+    pub(crate) fn hugepage_size() -> HugepageSize {
+        HugepageSize::OneGi
+    }
+    pub(crate) fn resource_prefix() -> Spanned<String> {
+        unspanned("nvidia.com".to_owned())
+    }
+    pub(crate) fn nconnect() -> Spanned<u32> {
+        unspanned(16)
+    }
+    pub(crate) fn nvme_port() -> u16 {
+        4420
+    }
+    pub(crate) fn memory() -> String {
+        "256Gi".to_owned()
+    }
+    pub(crate) fn shm() -> String {
+        "64Gi".to_owned()
+    }
+    pub(crate) fn socket_ifname() -> String {
+        "eth0".to_owned()
+    }
+}

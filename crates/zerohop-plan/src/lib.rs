@@ -1,0 +1,39 @@
+//! `zerohop plan`: one short intent file (`DataPathPlan`) to the full,
+//! current, schema-valid Kubernetes or OpenShift manifest set, in deploy
+//! order.
+//!
+//! The pipeline is pure: [`load`] parses and validates the intent (every
+//! error with its line and column), [`render`] turns it into an ordered
+//! [`ManifestSet`], and [`write_set`] writes that set to a directory
+//! atomically.
+
+pub mod devices;
+mod diagnostic;
+pub mod intent;
+mod output;
+mod parse;
+mod render;
+pub mod systemd;
+mod validate;
+
+pub use diagnostic::{Diagnostic, PlanError};
+pub use intent::{DataPathPlan, Platform};
+pub use output::{WriteError, write_set};
+pub use parse::MAX_INTENT_BYTES;
+pub use render::{ManifestFile, ManifestSet, render};
+pub use validate::Plan;
+
+/// Parses and validates an intent file. `file` names it in diagnostics;
+/// `platform` overrides `spec.platform`.
+pub fn load(file: &str, text: &str, platform: Option<Platform>) -> Result<Plan, PlanError> {
+    let intent = parse::parse(text).map_err(|d| PlanError::new(file, vec![d]))?;
+    validate::validate(intent, platform).map_err(|d| PlanError::new(file, d))
+}
+
+/// The JSON Schema of the intent format, pretty-printed with a final newline.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(DataPathPlan);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,313 @@
+//! Network Operator `NicClusterPolicy`, SR-IOV operator objects, and
+//! NetworkAttachmentDefinitions.
+
+use serde_json::{Value, json};
+
+use super::Step;
+use crate::devices::VENDOR;
+use crate::intent::{Ipam, LinkType, Platform, RdmaMode};
+use crate::validate::{Plan, RailPlan};
+
+/// Where NVIDIA publishes the Network Operator's images.
+const NVIDIA_MELLANOX_REPOSITORY: &str = "nvcr.io/nvidia/mellanox";
+/// Pods that may share one RDMA device in shared mode.
+const RDMA_HCA_MAX: u32 = 63;
+/// The label the Network Operator sets once the DOCA driver is up.
+pub(crate) const MOFED_WAIT_LABEL: &str = "network.nvidia.com/operator.mofed.wait";
+
+fn component_version(plan: &Plan) -> String {
+    format!("network-operator-{}", plan.network_operator_version)
+}
+
+/// The one `NicClusterPolicy` the operator reconciles (`nic-cluster-policy`).
+pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
+    let mut ofed = json!({
+        "image": "doca-driver",
+        "repository": NVIDIA_MELLANOX_REPOSITORY,
+        "version": plan.doca_driver_version,
+        "forcePrecompiled": false,
+        "terminationGracePeriodSeconds": 300,
+        "upgradePolicy": {
+            "autoUpgrade": true,
+            "maxParallelUpgrades": 1,
+            "drain": {"enable": true, "force": true, "deleteEmptyDir": true, "timeoutSeconds": 300},
+        },
+        "startupProbe": {"initialDelaySeconds": 10, "periodSeconds": 20},
+        "livenessProbe": {"initialDelaySeconds": 30, "periodSeconds": 30},
+        "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 30},
+    });
+    if plan.nfs.is_some() {
+        // The DOCA driver container loads rpcrdma only with ENABLE_NFSRDMA
+        // (doca-driver-build entrypoint); other spellings are ignored.
+        ofed["env"] = json!([{"name": "ENABLE_NFSRDMA", "value": "true"}]);
+    }
+    let mut spec = json!({"ofedDriver": ofed});
+    if plan.rdma_mode == RdmaMode::Shared {
+        spec["rdmaSharedDevicePlugin"] = json!({
+            "image": "k8s-rdma-shared-dev-plugin",
+            "repository": NVIDIA_MELLANOX_REPOSITORY,
+            "version": component_version(plan),
+            "config": rdma_shared_config(plan),
+        });
+    }
+    if plan.platform == Platform::Kubernetes {
+        // OpenShift ships Multus and the CNI plugins; Kubernetes gets them here.
+        spec["secondaryNetwork"] = json!({
+            "cniPlugins": {"image": "plugins", "repository": NVIDIA_MELLANOX_REPOSITORY, "version": component_version(plan)},
+            "multus": {"image": "multus-cni", "repository": NVIDIA_MELLANOX_REPOSITORY, "version": component_version(plan)},
+        });
+    }
+    let policy = json!({
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": "nic-cluster-policy"},
+        "spec": spec,
+    });
+    Step {
+        path: "20-nic-cluster-policy.yaml".to_owned(),
+        objects: vec![policy],
+        title: "Network Operator: DOCA driver and device plugins".to_owned(),
+        checks: vec![
+            "kubectl get nicclusterpolicy nic-cluster-policy -o jsonpath='{.status.state}'   # ready".to_owned(),
+            format!("kubectl get nodes -l {MOFED_WAIT_LABEL}=false   # every gpu node listed"),
+            format!("kubectl -n {} get pods -o wide | grep mofed   # 1/1 Running on every gpu node", plan.network_operator_namespace),
+        ],
+    }
+}
+
+/// The RDMA shared device plugin config: one resource per rail, selecting
+/// the rail's PFs by vendor and netdev name.
+pub(crate) fn rdma_shared_config(plan: &Plan) -> String {
+    let list: Vec<Value> = plan
+        .rails
+        .values()
+        .map(|rail| {
+            let mut if_names: Vec<&str> = plan
+                .pools
+                .iter()
+                .flat_map(|p| &p.nics)
+                .filter(|n| n.rail == rail.rail)
+                .map(|n| n.pf.as_str())
+                .collect();
+            if_names.sort_unstable();
+            if_names.dedup();
+            json!({
+                "resourceName": rail.resource_name,
+                "resourcePrefix": plan.resource_prefix,
+                "rdmaHcaMax": RDMA_HCA_MAX,
+                "selectors": {"vendors": [VENDOR], "ifNames": if_names},
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&json!({"configList": list})).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// SR-IOV objects (VF mode) or NADs (shared mode).
+pub(crate) fn rdma_steps(plan: &Plan) -> Vec<Step> {
+    match plan.rdma_mode {
+        RdmaMode::Sriov => sriov_steps(plan),
+        RdmaMode::Shared => vec![shared_nad_step(plan)],
+    }
+}
+
+fn sriov_steps(plan: &Plan) -> Vec<Step> {
+    let ns = &plan.sriov_namespace;
+    let mut steps = Vec::new();
+    if plan.platform == Platform::Openshift {
+        // OpenShift 4.16+ no longer creates it, and policies are not
+        // reconciled without it; wait for the DOCA driver before configuring VFs.
+        let config = json!({
+            "apiVersion": "sriovnetwork.openshift.io/v1",
+            "kind": "SriovOperatorConfig",
+            "metadata": {"name": "default", "namespace": ns},
+            "spec": {
+                "enableInjector": true,
+                "enableOperatorWebhook": true,
+                "logLevel": 2,
+                "configDaemonNodeSelector": {MOFED_WAIT_LABEL: "false"},
+            },
+        });
+        steps.push(Step {
+            path: "30-sriov-operator-config.yaml".to_owned(),
+            objects: vec![config],
+            title: "SR-IOV operator configuration (OpenShift)".to_owned(),
+            checks: vec![format!("oc -n {ns} get pods -l app=sriov-network-config-daemon   # running on the gpu nodes")],
+        });
+    }
+    let selector = merged_selector(plan);
+    let pool_config = json!({
+        "apiVersion": "sriovnetwork.openshift.io/v1",
+        "kind": "SriovNetworkPoolConfig",
+        "metadata": {"name": format!("{}-rdma-exclusive", plan.name), "namespace": ns},
+        "spec": {
+            "rdmaMode": "exclusive",
+            "maxUnavailable": 1,
+            "nodeSelector": {"matchLabels": selector},
+        },
+    });
+    steps.push(Step {
+        path: "31-sriov-network-pool-config.yaml".to_owned(),
+        objects: vec![pool_config],
+        title: "RDMA subsystem in exclusive mode, so each VF's RDMA device moves into its pod (reboots the nodes, one at a time)".to_owned(),
+        checks: vec!["# on a node: rdma system   # netns exclusive".to_owned()],
+    });
+    let mut policies = Vec::new();
+    for pool in &plan.pools {
+        for nic in &pool.nics {
+            let rail = &plan.rails[&nic.rail];
+            let mut spec = json!({
+                "resourceName": rail.resource_name,
+                "nodeSelector": pool.node_selector,
+                "priority": 90,
+                "numVfs": nic.num_vfs,
+                "mtu": rail.mtu,
+                "deviceType": "netdevice",
+                "isRdma": true,
+                "linkType": match rail.link_type { LinkType::Eth => "eth", LinkType::Ib => "ib" },
+                "nicSelector": {"vendor": VENDOR, "deviceID": nic.model.pf_device_id, "pfNames": [nic.pf]},
+            });
+            if rail.link_type == LinkType::Eth {
+                spec["eSwitchMode"] = json!("legacy");
+            }
+            policies.push(json!({
+                "apiVersion": "sriovnetwork.openshift.io/v1",
+                "kind": "SriovNetworkNodePolicy",
+                "metadata": {"name": format!("{}-rail{}", pool.name, nic.rail), "namespace": ns},
+                "spec": spec,
+            }));
+        }
+    }
+    steps.push(Step {
+        path: "32-sriov-network-node-policies.yaml".to_owned(),
+        objects: policies,
+        title: "VFs on every rail PF (one policy per PF; may reboot nodes for firmware changes)".to_owned(),
+        checks: vec![
+            format!("kubectl -n {ns} get sriovnetworknodestates -o custom-columns=NODE:.metadata.name,SYNC:.status.syncStatus   # Succeeded"),
+            format!("kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", plan.resource_prefix),
+        ],
+    });
+    let networks: Vec<Value> = plan
+        .rails
+        .values()
+        .map(|rail| sriov_network(plan, rail))
+        .collect();
+    steps.push(Step {
+        path: "40-sriov-networks.yaml".to_owned(),
+        objects: networks,
+        title: "Rail networks; the SR-IOV operator renders one NetworkAttachmentDefinition each"
+            .to_owned(),
+        checks: vec![format!(
+            "kubectl -n {} get network-attachment-definitions",
+            plan.workload.namespace
+        )],
+    });
+    steps
+}
+
+fn merged_selector(plan: &Plan) -> Value {
+    // A pool config selects every pool; pools share the labels they have in common.
+    let mut common = plan
+        .pools
+        .first()
+        .map(|p| p.node_selector.clone())
+        .unwrap_or_default();
+    for pool in &plan.pools[1.min(plan.pools.len())..] {
+        common.retain(|k, v| pool.node_selector.get(k) == Some(v));
+    }
+    if common.is_empty() {
+        common.insert(
+            "feature.node.kubernetes.io/pci-15b3.present".to_owned(),
+            "true".to_owned(),
+        );
+    }
+    json!(common)
+}
+
+fn ipam(plan: &Plan, rail: &RailPlan) -> String {
+    let ipam = match plan.ipam {
+        Ipam::Whereabouts => json!({"type": "whereabouts", "range": rail.subnet}),
+        Ipam::HostLocal => json!({"type": "host-local", "subnet": rail.subnet}),
+    };
+    ipam.to_string()
+}
+
+fn network_name(rail: &RailPlan) -> String {
+    format!("rail{}", rail.rail)
+}
+
+fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
+    let name = network_name(rail);
+    let metadata = json!({"name": name, "namespace": plan.sriov_namespace});
+    match rail.link_type {
+        LinkType::Ib => json!({
+            "apiVersion": "sriovnetwork.openshift.io/v1",
+            "kind": "SriovIBNetwork",
+            "metadata": metadata,
+            "spec": {
+                "resourceName": rail.resource_name,
+                "networkNamespace": plan.workload.namespace,
+                "linkState": "auto",
+                "ipam": ipam(plan, rail),
+            },
+        }),
+        LinkType::Eth => {
+            let mut spec = json!({
+                "resourceName": rail.resource_name,
+                "networkNamespace": plan.workload.namespace,
+                "linkState": "auto",
+                "spoofChk": "off",
+                "trust": "on",
+                "ipam": ipam(plan, rail),
+                "metaPlugins": json!({"type": "tuning", "mtu": rail.mtu}).to_string(),
+            });
+            if let Some(vlan) = rail.vlan {
+                spec["vlan"] = json!(vlan);
+            }
+            json!({
+                "apiVersion": "sriovnetwork.openshift.io/v1",
+                "kind": "SriovNetwork",
+                "metadata": metadata,
+                "spec": spec,
+            })
+        }
+    }
+}
+
+/// Shared mode: one NAD per rail, macvlan (Ethernet) or ipoib (InfiniBand)
+/// over the PF, with the shared device plugin's resource.
+fn shared_nad_step(plan: &Plan) -> Step {
+    let nads = plan
+        .rails
+        .values()
+        .map(|rail| {
+            let master = plan.pools.iter().flat_map(|p| &p.nics).find(|n| n.rail == rail.rail).map(|n| n.pf.clone()).unwrap_or_default();
+            let ipam: Value = serde_json::from_str(&ipam(plan, rail)).unwrap_or(Value::Null);
+            let plugin = match rail.link_type {
+                LinkType::Eth => json!({"type": "macvlan", "master": master, "mode": "bridge", "mtu": rail.mtu, "ipam": ipam}),
+                LinkType::Ib => json!({"type": "ipoib", "master": master, "ipam": ipam}),
+            };
+            let config = json!({"cniVersion": "1.0.0", "name": network_name(rail), "plugins": [plugin]});
+            json!({
+                "apiVersion": "k8s.cni.cncf.io/v1",
+                "kind": "NetworkAttachmentDefinition",
+                "metadata": {
+                    "name": network_name(rail),
+                    "namespace": plan.workload.namespace,
+                    "annotations": {"k8s.v1.cni.cncf.io/resourceName": format!("{}/{}", plan.resource_prefix, rail.resource_name)},
+                },
+                "spec": {"config": serde_json::to_string_pretty(&config).unwrap_or_default()},
+            })
+        })
+        .collect();
+    Step {
+        path: "40-network-attachment-definitions.yaml".to_owned(),
+        objects: nads,
+        title: "Rail networks over the shared RDMA devices".to_owned(),
+        checks: vec![format!(
+            "kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
+            plan.resource_prefix
+        )],
+    }
+}

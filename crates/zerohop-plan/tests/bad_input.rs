@@ -1,0 +1,101 @@
+//! Bad intent files: a clear error with file:line:column, nothing rendered.
+
+use zerohop_plan::load;
+
+fn cluster() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/cluster.yaml");
+    std::fs::read_to_string(path).expect("example readable")
+}
+
+fn error_for(text: &str) -> String {
+    match load("cluster.yaml", text, None) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(err) => err.to_string(),
+    }
+}
+
+#[test]
+fn unknown_key_with_a_suggestion() {
+    let text = cluster().replace("    gpusPerPod: 8", "    gpusPerPd: 8");
+    insta::assert_snapshot!(error_for(&text));
+}
+
+#[test]
+fn pf_listed_twice() {
+    let text = cluster().replace("{pf: ens2f0np0", "{pf: ens1f0np0");
+    insta::assert_snapshot!(error_for(&text));
+}
+
+#[test]
+fn more_vfs_than_the_nic_supports() {
+    let text = cluster().replace("vfs: 4, rail: 8", "vfs: 200, rail: 8");
+    insta::assert_snapshot!(error_for(&text));
+}
+
+#[test]
+fn vlan_on_the_nfs_over_rdma_network() {
+    let text = cluster().replace(
+        "rail: 8, subnet: 10.10.0.0/24}",
+        "rail: 8, subnet: 10.10.0.0/24, vlan: 100}",
+    );
+    insta::assert_snapshot!(error_for(&text));
+}
+
+#[test]
+fn unknown_and_vf_device_ids() {
+    let text = cluster().replace(
+        r#"{pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: "1021""#,
+        r#"{pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: "abcd""#,
+    );
+    let text = text.replace(
+        r#"{pf: ens2f0np0, rdmaDevice: mlx5_1, deviceId: "1021""#,
+        r#"{pf: ens2f0np0, rdmaDevice: mlx5_1, deviceId: "101e""#,
+    );
+    insta::assert_snapshot!(error_for(&text));
+}
+
+#[test]
+fn webhook_rules() {
+    let text = cluster()
+        .replace(
+            "vfs: 4, rail: 8",
+            "vfs: 4, rail: 8, deviceType: vfio-pci, resourceName: rdma-storage",
+        )
+        .replace(
+            "    ipam: whereabouts",
+            "    ipam: whereabouts\n    resourcePrefix: intel.com",
+        );
+    insta::assert_snapshot!(error_for(&text));
+}
+
+#[test]
+fn yaml_syntax_and_type_errors() {
+    insta::assert_snapshot!(error_for(
+        "apiVersion: zerohop.dev/v1alpha1\nkind: [unclosed\n"
+    ));
+    insta::assert_snapshot!(error_for(&cluster().replace("gpus: 8", "gpus: eight")));
+    insta::assert_snapshot!(error_for(
+        &cluster().replace("platform: kubernetes", "platform: kubernets")
+    ));
+}
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn on_arbitrary_text(text in "\\PC{0,200}") {
+            let _ = zerohop_plan::load("x.yaml", &text, None);
+        }
+
+        #[test]
+        fn on_mutated_examples(cut in 0usize..3000, insert in "[ :\\-\\[\\]{}a-z0-9\n]{0,8}") {
+            let text = super::cluster();
+            let at = text.char_indices().map(|(i, _)| i).nth(cut % text.chars().count()).unwrap_or(0);
+            let mutated = format!("{}{}{}", &text[..at], insert, &text[at..]);
+            if let Ok(plan) = zerohop_plan::load("x.yaml", &mutated, None) {
+                let _ = zerohop_plan::render(&plan);
+            }
+        }
+    }
+}

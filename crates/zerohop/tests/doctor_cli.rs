@@ -1,0 +1,88 @@
+//! `zerohop doctor`, `checks` and `explain` as a user runs them: exit
+//! codes, usage errors, determinism of the JSON report, broken pipes.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn zerohop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zerohop")).args(args).output().expect("zerohop runs")
+}
+
+fn fixture(case: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "../zerohop-doctor/tests/fixtures", case].iter().collect();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn root_that_is_not_a_directory_is_a_usage_error() {
+    let file = fixture("KRN001/pass-intel-on-pt/proc/cmdline");
+    let out = zerohop(&["doctor", "--root", &file]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a directory"), "{stderr}");
+    let out = zerohop(&["doctor", "--root", "/no/such/dir"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn unknown_group_is_a_usage_error() {
+    let out = zerohop(&["doctor", "--only", "kernel,bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`bogus`"));
+}
+
+#[test]
+fn exit_code_follows_failures() {
+    let pass = zerohop(&["doctor", "--root", &fixture("KRN001/pass-intel-on-pt"), "--only", "KRN001"]);
+    assert_eq!(pass.status.code(), Some(0), "{}", String::from_utf8_lossy(&pass.stdout));
+    let fail = zerohop(&["doctor", "--root", &fixture("KRN001/fail-off-with-sriov"), "--only", "KRN001", "--expect-sriov", "true"]);
+    assert_eq!(fail.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&fail.stdout);
+    assert!(text.contains("what to fix first"), "{text}");
+    // Not a terminal: no ANSI escapes.
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+#[test]
+fn json_report_is_versioned_and_deterministic() {
+    let root = fixture("PCI005/warn-shared-with-vf");
+    let first = zerohop(&["doctor", "--root", &root, "--format", "json"]);
+    let second = zerohop(&["doctor", "--root", &root, "--format", "json"]);
+    assert_eq!(first.stdout, second.stdout);
+    let report: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["command"], "doctor");
+    assert!(report["findings"].as_array().is_some_and(|f| !f.is_empty()));
+}
+
+#[test]
+fn explain_and_checks_document_every_check() {
+    let out = zerohop(&["explain", "krn001"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for heading in ["## What it checks", "## Why it matters", "## How to fix"] {
+        assert!(text.contains(heading), "{text}");
+    }
+    assert_eq!(zerohop(&["explain", "NOPE999"]).status.code(), Some(2));
+    let list = zerohop(&["checks"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("URING001"));
+}
+
+#[test]
+fn broken_pipe_is_not_an_error() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args(["doctor", "--root", &fixture("PCI001/fail-nic-x8-of-x16"), "--verbose"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close our end before the report is written.
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert!(stderr.is_empty(), "{stderr}");
+    // The report has a fail, so the code is 1, not the internal-error 3.
+    assert_eq!(status.code(), Some(1));
+}
