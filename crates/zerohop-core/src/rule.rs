@@ -6,7 +6,8 @@ use serde::Serialize;
 use crate::finding::Severity;
 
 /// The headings every check's and rule's documentation must have, in order.
-pub const REQUIRED_HEADINGS: [&str; 3] = ["## What it checks", "## Why it matters", "## How to fix"];
+pub const REQUIRED_HEADINGS: [&str; 3] =
+    ["## What it checks", "## Why it matters", "## How to fix"];
 
 /// What is known about a check or lint rule without running it.
 ///
@@ -69,8 +70,9 @@ impl RuleInfo {
     /// Whether `id` has a known group prefix followed by exactly three digits.
     pub fn is_well_formed_id(id: &str, prefixes: &[&str]) -> bool {
         prefixes.iter().any(|prefix| {
-            id.strip_prefix(prefix)
-                .is_some_and(|digits| digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit()))
+            id.strip_prefix(prefix).is_some_and(|digits| {
+                digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit())
+            })
         })
     }
 
@@ -80,7 +82,9 @@ impl RuleInfo {
             && !name.starts_with('-')
             && !name.ends_with('-')
             && !name.contains("--")
-            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     }
 }
 

@@ -74,12 +74,12 @@ pub enum GpuDirect {
 impl Profile {
     /// Whether SR-IOV VFs are part of the data path on this host.
     pub fn wants_sriov(&self, facts: &zerohop_host::Facts) -> bool {
+        // Only network VFs count: NVMe drives with SR-IOV (common on
+        // storage servers) say nothing about the RDMA data path.
         self.sriov.unwrap_or_else(|| {
-            facts
-                .pci
-                .list()
-                .iter()
-                .any(|device| matches!(device.sriov, Ok(Some(sriov)) if sriov.num_vfs > 0))
+            facts.pci.list().iter().any(|device| {
+                device.is_nic() && matches!(device.sriov, Ok(Some(sriov)) if sriov.num_vfs > 0)
+            })
         })
     }
 }

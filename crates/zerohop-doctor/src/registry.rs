@@ -105,7 +105,10 @@ pub struct Check {
 
 impl std::fmt::Debug for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Check").field("id", &self.info.id).field("name", &self.info.name).finish()
+        f.debug_struct("Check")
+            .field("id", &self.info.id)
+            .field("name", &self.info.name)
+            .finish()
     }
 }
 

@@ -30,7 +30,8 @@ impl Selection {
         for name in names {
             if let Some(group) = Group::parse(name) {
                 selection.groups.insert(group);
-            } else if let Some(check) = CHECKS.iter().find(|c| c.info.id.eq_ignore_ascii_case(name)) {
+            } else if let Some(check) = CHECKS.iter().find(|c| c.info.id.eq_ignore_ascii_case(name))
+            {
                 selection.ids.insert(check.info.id);
             } else {
                 return Err(name.to_owned());
@@ -57,11 +58,17 @@ pub fn run(facts: &Facts, profile: &Profile, selection: &Selection) -> Report {
     let mut failed: HashMap<&'static str, bool> = HashMap::new();
     let mut findings = Vec::new();
     for check in CHECKS.iter().filter(|check| wanted.contains(check.info.id)) {
-        let blocker = check.requires.iter().find(|req| failed.get(req.info.id).copied().unwrap_or(false));
+        let blocker = check
+            .requires
+            .iter()
+            .find(|req| failed.get(req.info.id).copied().unwrap_or(false));
         let outcomes = match blocker {
             Some(blocker) => vec![Outcome::new(
                 Status::Blocked,
-                format!("not checked because {} ({}) failed", blocker.info.name, blocker.info.id),
+                format!(
+                    "not checked because {} ({}) failed",
+                    blocker.info.name, blocker.info.id
+                ),
             )],
             None => {
                 let mut outcomes = (check.run)(&context);
@@ -77,7 +84,11 @@ pub fn run(facts: &Facts, profile: &Profile, selection: &Selection) -> Report {
         // failed, because it is the root cause of what is shown.
         if selection.selects(check) || any_fail {
             let blocked_by = blocker.map(|b| b.info.id.to_owned());
-            findings.extend(outcomes.into_iter().map(|o| finding(check, o, blocked_by.clone())));
+            findings.extend(
+                outcomes
+                    .into_iter()
+                    .map(|o| finding(check, o, blocked_by.clone())),
+            );
         }
     }
     Report::new("doctor", facts.root.clone(), findings)
@@ -85,7 +96,11 @@ pub fn run(facts: &Facts, profile: &Profile, selection: &Selection) -> Report {
 
 fn with_prerequisites(selection: &Selection) -> BTreeSet<&'static str> {
     let mut wanted = BTreeSet::new();
-    let mut stack: Vec<&Check> = CHECKS.iter().copied().filter(|c| selection.selects(c)).collect();
+    let mut stack: Vec<&Check> = CHECKS
+        .iter()
+        .copied()
+        .filter(|c| selection.selects(c))
+        .collect();
     while let Some(check) = stack.pop() {
         if wanted.insert(check.info.id) {
             stack.extend(check.requires.iter().copied());

@@ -103,7 +103,9 @@ impl Topology {
         let multi_node = facts.numa_nodes().len() > 1;
         let mut nics: Vec<(Nic, &PciDevice)> = Vec::new();
         for device in facts.rdma.list() {
-            let Some(function) = device.pci.as_deref().and_then(|a| pci.get(a)) else { continue };
+            let Some(function) = device.pci.as_deref().and_then(|a| pci.get(a)) else {
+                continue;
+            };
             if function.is_vf() || nics.iter().any(|(n, _)| n.pci == function.address) {
                 continue;
             }
@@ -126,11 +128,19 @@ impl Topology {
         nics.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut load = vec![0usize; nics.len()];
         let mut pairings = Vec::new();
-        for gpu in pci.list().iter().filter(|d| d.is_nvidia_gpu() && !d.is_vf()) {
-            let all: Vec<Option<Distance>> = nics.iter().map(|(_, nic)| distance(gpu, nic, multi_node)).collect();
+        for gpu in pci
+            .list()
+            .iter()
+            .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+        {
+            let all: Vec<Option<Distance>> = nics
+                .iter()
+                .map(|(_, nic)| distance(gpu, nic, multi_node))
+                .collect();
             // Nearest first; among equals the NIC with the fewest GPUs so
             // far, so eight GPUs spread over eight equidistant NICs.
-            let best = (0..nics.len()).min_by_key(|&i| (all[i].is_none(), all[i], load[i], nics[i].0.name.clone()));
+            let best = (0..nics.len())
+                .min_by_key(|&i| (all[i].is_none(), all[i], load[i], nics[i].0.name.clone()));
             if let Some(index) = best {
                 load[index] += 1;
             }
@@ -144,7 +154,11 @@ impl Topology {
         }
         let nics: Vec<Nic> = nics.into_iter().map(|(nic, _)| nic).collect();
         let nccl_ib_hca = nccl_ib_hca(&nics, &pairings);
-        Topology { nics, pairings, nccl_ib_hca }
+        Topology {
+            nics,
+            pairings,
+            nccl_ib_hca,
+        }
     }
 }
 
@@ -154,17 +168,33 @@ impl Topology {
 fn nccl_ib_hca(nics: &[Nic], pairings: &[Pairing]) -> String {
     let mut names: Vec<String> = Vec::new();
     for pairing in pairings {
-        let Some(nic) = pairing.nic.as_deref().and_then(|n| nics.iter().find(|x| x.name == n)) else { continue };
+        let Some(nic) = pairing
+            .nic
+            .as_deref()
+            .and_then(|n| nics.iter().find(|x| x.name == n))
+        else {
+            continue;
+        };
         let entry = format!("{}:{}", nic.name, nic.port);
         if !names.contains(&entry) {
             names.push(entry);
         }
     }
-    if names.is_empty() { String::new() } else { format!("={}", names.join(",")) }
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("={}", names.join(","))
+    }
 }
 
 fn known_node(device: &PciDevice) -> Option<i32> {
-    device.numa_node.as_ref().ok().copied().flatten().filter(|n| *n >= 0)
+    device
+        .numa_node
+        .as_ref()
+        .ok()
+        .copied()
+        .flatten()
+        .filter(|n| *n >= 0)
 }
 
 /// The host bridge a function hangs off, as the `domain:bus` of its root
@@ -178,13 +208,18 @@ fn host_bridge(device: &PciDevice) -> &str {
 /// than one NUMA node, so an unknown node leaves cross-bridge distances
 /// undecided.
 pub fn distance(a: &PciDevice, b: &PciDevice, multi_node: bool) -> Option<Distance> {
-    let common = a
-        .parents
-        .iter()
-        .enumerate()
-        .find_map(|(ia, bridge)| b.parents.iter().position(|p| p == bridge).map(|ib| (ia, ib)));
+    let common = a.parents.iter().enumerate().find_map(|(ia, bridge)| {
+        b.parents
+            .iter()
+            .position(|p| p == bridge)
+            .map(|ib| (ia, ib))
+    });
     if let Some((ia, ib)) = common {
-        return Some(if ia <= 1 && ib <= 1 { Distance::Pix } else { Distance::Pxb });
+        return Some(if ia <= 1 && ib <= 1 {
+            Distance::Pix
+        } else {
+            Distance::Pxb
+        });
     }
     if host_bridge(a) == host_bridge(b) {
         return Some(Distance::Phb);
@@ -223,8 +258,14 @@ mod tests {
     #[test]
     fn classes_from_paths() {
         // Two downstream ports of one switch (upstream port 18:00.0).
-        let gpu = function("/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1b:00.0", 0);
-        let same_switch = function("/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:04.0/0000:1c:00.0", 0);
+        let gpu = function(
+            "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1b:00.0",
+            0,
+        );
+        let same_switch = function(
+            "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:04.0/0000:1c:00.0",
+            0,
+        );
         // A second switch level below the first.
         let deeper = function(
             "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:08.0/0000:1d:00.0/0000:1e:00.0/0000:1f:00.0",
@@ -246,8 +287,18 @@ mod tests {
     #[test]
     fn nccl_list_is_exact_and_unique() {
         let nics = vec![
-            Nic { name: "mlx5_0".into(), pci: "a".into(), port: 1, numa_node: None },
-            Nic { name: "mlx5_1".into(), pci: "b".into(), port: 1, numa_node: None },
+            Nic {
+                name: "mlx5_0".into(),
+                pci: "a".into(),
+                port: 1,
+                numa_node: None,
+            },
+            Nic {
+                name: "mlx5_1".into(),
+                pci: "b".into(),
+                port: 1,
+                numa_node: None,
+            },
         ];
         let pairing = |nic: &str| Pairing {
             gpu: String::new(),
@@ -256,7 +307,13 @@ mod tests {
             distance: Some(Distance::Pix),
             all: vec![],
         };
-        assert_eq!(nccl_ib_hca(&nics, &[pairing("mlx5_1"), pairing("mlx5_0"), pairing("mlx5_1")]), "=mlx5_1:1,mlx5_0:1");
+        assert_eq!(
+            nccl_ib_hca(
+                &nics,
+                &[pairing("mlx5_1"), pairing("mlx5_0"), pairing("mlx5_1")]
+            ),
+            "=mlx5_1:1,mlx5_0:1"
+        );
         assert_eq!(nccl_ib_hca(&nics, &[]), "");
     }
 }

@@ -20,7 +20,10 @@ fn copy_mangled(from: &Path, to: &Path, mangle: &dyn Fn(&[u8]) -> Vec<u8>) {
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         let kind = entry.file_type().unwrap();
         let existing = fs::symlink_metadata(&dst).ok();
-        if existing.as_ref().is_some_and(|meta| !(kind.is_dir() && meta.is_dir())) {
+        if existing
+            .as_ref()
+            .is_some_and(|meta| !(kind.is_dir() && meta.is_dir()))
+        {
             // Merged trees: the first fixture to provide a path keeps it.
             continue;
         }
@@ -34,14 +37,20 @@ fn copy_mangled(from: &Path, to: &Path, mangle: &dyn Fn(&[u8]) -> Vec<u8>) {
     }
 }
 
-fn mangles() -> Vec<(&'static str, Box<dyn Fn(&[u8]) -> Vec<u8>>)> {
+/// A way of breaking a file's content.
+type Mangle = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+
+fn mangles() -> Vec<(&'static str, Mangle)> {
     vec![
         ("empty", Box::new(|_| Vec::new())),
         ("binary", Box::new(|_| vec![0, 0xff, 0xfe, 0x80, 0, 1, 2])),
         // Larger than the 4 MiB read cap.
         ("enormous", Box::new(|_| vec![b'7'; (4 << 20) + 1])),
         ("truncated", Box::new(|b| b[..b.len() / 2].to_vec())),
-        ("garbage", Box::new(|_| b"-1 banana [x] 0-99999999999 ::: \n\n\t".to_vec())),
+        (
+            "garbage",
+            Box::new(|_| b"-1 banana [x] 0-99999999999 ::: \n\n\t".to_vec()),
+        ),
     ]
 }
 
@@ -63,7 +72,11 @@ fn broken_files_everywhere_give_statuses_not_panics() {
         }
         let report = doctor(dir.path());
         assert_well_formed(&report);
-        for finding in report.findings.iter().filter(|f| f.status == Status::Unknown) {
+        for finding in report
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Unknown)
+        {
             assert!(
                 !finding.evidence.is_empty() || finding.message.contains('/'),
                 "{name}: {} unknown without a path: {}",
@@ -81,8 +94,16 @@ fn symlink_loops_and_dangling_links() {
     fs::create_dir_all(root.join("sys/bus/pci/devices")).unwrap();
     fs::create_dir_all(root.join("sys/devices/pci0000:00")).unwrap();
     // A device entry that loops onto itself and one that points nowhere.
-    symlink("0000:00:01.0", root.join("sys/bus/pci/devices/0000:00:01.0")).unwrap();
-    symlink("../../../devices/pci0000:00/0000:00:02.0", root.join("sys/bus/pci/devices/0000:00:02.0")).unwrap();
+    symlink(
+        "0000:00:01.0",
+        root.join("sys/bus/pci/devices/0000:00:01.0"),
+    )
+    .unwrap();
+    symlink(
+        "../../../devices/pci0000:00/0000:00:02.0",
+        root.join("sys/bus/pci/devices/0000:00:02.0"),
+    )
+    .unwrap();
     // /proc/cmdline as a loop.
     fs::create_dir_all(root.join("proc")).unwrap();
     symlink("cmdline", root.join("proc/cmdline")).unwrap();
@@ -90,5 +111,9 @@ fn symlink_loops_and_dangling_links() {
     assert_well_formed(&report);
     let krn001 = support::findings(&report, "KRN001");
     assert_eq!(krn001[0].status, Status::Unknown);
-    assert!(krn001[0].message.contains("symlink loop"), "{}", krn001[0].message);
+    assert!(
+        krn001[0].message.contains("symlink loop"),
+        "{}",
+        krn001[0].message
+    );
 }

@@ -26,15 +26,28 @@ fn root_with(corpus: &Path, files: &[(&str, &str)]) -> tempfile::TempDir {
 
 /// The single top-level directory of an unpacked hwloc snapshot.
 fn only_child(dir: &Path) -> std::path::PathBuf {
-    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(entries.len(), 1, "hwloc snapshots hold one machine directory");
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "hwloc snapshots hold one machine directory"
+    );
     entries.pop().unwrap()
 }
 
 #[test]
 fn icelake_cmdline_has_iommu_on_in_passthrough() {
     let Some(corpus) = corpus() else { return };
-    let root = root_with(&corpus, &[("proc_cmdline_icelake_intel_iommu_on_iommu_pt_hugepages_csit.txt", "/proc/cmdline")]);
+    let root = root_with(
+        &corpus,
+        &[(
+            "proc_cmdline_icelake_intel_iommu_on_iommu_pt_hugepages_csit.txt",
+            "/proc/cmdline",
+        )],
+    );
     let report = doctor(root.path());
     assert_well_formed(&report);
     // The line has `intel_iommu=on` and `iommu=pt`.
@@ -45,14 +58,23 @@ fn icelake_cmdline_has_iommu_on_in_passthrough() {
     // isolcpus, nohz_full and rcu_nocbs all read 1-31,33-63,65-95,97-127:
     // consistent, so no warning; the effective sysfs sets were not captured.
     let krn003 = statuses(&report, "KRN003");
-    assert!(!krn003.contains(&Status::Warn) && !krn003.contains(&Status::Fail), "{krn003:?}");
+    assert!(
+        !krn003.contains(&Status::Warn) && !krn003.contains(&Status::Fail),
+        "{krn003:?}"
+    );
     assert!(krn003.contains(&Status::Unknown));
 }
 
 #[test]
 fn grace_cmdline_is_arm_passthrough() {
     let Some(corpus) = corpus() else { return };
-    let root = root_with(&corpus, &[("proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt", "/proc/cmdline")]);
+    let root = root_with(
+        &corpus,
+        &[(
+            "proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt",
+            "/proc/cmdline",
+        )],
+    );
     let report = doctor(root.path());
     assert_well_formed(&report);
     // `iommu.passthrough=1` exists only on arm64: SMMU on, in passthrough.
@@ -73,7 +95,10 @@ fn dgx_spark_arm_host_translates_dma() {
     // `iommu.passthrough=0`: the SMMU is on and translates host DMA.
     assert_eq!(statuses(&report, "KRN001"), vec![Status::Warn]);
     let facts = Facts::collect(&HostRoot::at(&root).unwrap());
-    assert_eq!(facts.kernel.cpu_vendor, Ok(Some(zerohop_host::facts::CpuVendor::Arm)));
+    assert_eq!(
+        facts.kernel.cpu_vendor,
+        Ok(Some(zerohop_host::facts::CpuVendor::Arm))
+    );
     // node0 holds cpus 0-19 and `isolated` is empty: nothing isolated.
     assert_eq!(facts.numa_nodes().len(), 1);
     assert_eq!(statuses(&report, "KRN004"), vec![Status::NotApplicable]);
@@ -86,7 +111,10 @@ fn telegraf_hugepage_pools_per_node() {
     let mut files = vec![(format!("{base}/meminfo"), "/proc/meminfo".to_owned())];
     for size in ["1048576kB", "2048kB"] {
         for file in ["nr_hugepages", "free_hugepages"] {
-            files.push((format!("{base}/mm/hugepages/hugepages-{size}/{file}"), format!("/sys/kernel/mm/hugepages/hugepages-{size}/{file}")));
+            files.push((
+                format!("{base}/mm/hugepages/hugepages-{size}/{file}"),
+                format!("/sys/kernel/mm/hugepages/hugepages-{size}/{file}"),
+            ));
             for node in ["node0", "node1"] {
                 files.push((
                     format!("{base}/node/{node}/hugepages/hugepages-{size}/{file}"),
@@ -95,7 +123,10 @@ fn telegraf_hugepage_pools_per_node() {
             }
         }
     }
-    let pairs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let root = root_with(&corpus, &pairs);
     let facts = Facts::collect(&HostRoot::at(root.path()).unwrap());
     // mm/hugepages-1048576kB/nr_hugepages is 8 and free_hugepages 0;
@@ -103,11 +134,24 @@ fn telegraf_hugepage_pools_per_node() {
     let gig = facts.memory.pool(1 << 20).unwrap();
     assert_eq!((gig.total_known(), gig.free_known()), (Some(8), Some(0)));
     let two_mib = facts.memory.pool(2048).unwrap();
-    assert_eq!((two_mib.total_known(), two_mib.free_known()), (Some(2048), Some(883)));
+    assert_eq!(
+        (two_mib.total_known(), two_mib.free_known()),
+        (Some(2048), Some(883))
+    );
     // Each node holds 4 of the 1 GiB pages and 1024 of the 2 MiB pages.
     for node in facts.numa_nodes() {
-        assert_eq!(node.pool(1 << 20).unwrap().total_known(), Some(4), "node{}", node.id);
-        assert_eq!(node.pool(2048).unwrap().total_known(), Some(1024), "node{}", node.id);
+        assert_eq!(
+            node.pool(1 << 20).unwrap().total_known(),
+            Some(4),
+            "node{}",
+            node.id
+        );
+        assert_eq!(
+            node.pool(2048).unwrap().total_known(),
+            Some(1024),
+            "node{}",
+            node.id
+        );
     }
     assert_eq!(facts.numa_nodes().len(), 2);
     // meminfo's HugePages_Total is 2048 (the default 2 MiB size).
@@ -122,7 +166,10 @@ fn telegraf_hugepage_pools_per_node() {
     let small = mem002.iter().find(|f| f.subject == "2 MiB pool").unwrap();
     assert_eq!(small.status, Status::Pass);
     // Both nodes have 1 GiB pages (no GPU or NIC in the capture, so every node counts).
-    assert_eq!(statuses(&report, "MEM001"), vec![Status::Pass, Status::Pass]);
+    assert_eq!(
+        statuses(&report, "MEM001"),
+        vec![Status::Pass, Status::Pass]
+    );
 }
 
 #[test]
@@ -136,8 +183,16 @@ fn hwloc_four_node_host_has_nics_without_locality() {
     // Four nodes have cpus (0,4,8…; 1,5,9…; 2,6,…; 3,7,…). The Broadcom NIC
     // functions 02:00.0/.1 and 03:00.0/.1 (class 0x020000) report
     // numa_node -1; the QLogic HCA 43:00.0 (class 0x0c0600) reports node 2.
-    for nic in ["0000:02:00.0", "0000:02:00.1", "0000:03:00.0", "0000:03:00.1"] {
-        let finding = pci002.iter().find(|f| f.subject == nic).unwrap_or_else(|| panic!("{nic} missing"));
+    for nic in [
+        "0000:02:00.0",
+        "0000:02:00.1",
+        "0000:03:00.0",
+        "0000:03:00.1",
+    ] {
+        let finding = pci002
+            .iter()
+            .find(|f| f.subject == nic)
+            .unwrap_or_else(|| panic!("{nic} missing"));
         assert_eq!(finding.status, Status::Warn, "{nic}");
     }
     let hca = pci002.iter().find(|f| f.subject == "0000:43:00.0").unwrap();
@@ -166,7 +221,10 @@ fn power9_host_with_gpu_memory_nodes() {
         .map(|n| n.id)
         .collect();
     assert_eq!(with_cpus, vec![0, 8]);
-    assert_eq!(facts.kernel.cpu_vendor, Ok(Some(zerohop_host::facts::CpuVendor::Power)));
+    assert_eq!(
+        facts.kernel.cpu_vendor,
+        Ok(Some(zerohop_host::facts::CpuVendor::Power))
+    );
     // The 1 GiB pool exists with 0 pages, and nothing asks for any.
     assert_eq!(facts.memory.pool(1 << 20).unwrap().total_known(), Some(0));
     let report = doctor(&root);
@@ -207,7 +265,8 @@ fn ghw_snapshot_with_an_nvidia_gpu() {
 #[test]
 fn ghw_laptop_groups_links_without_group_directory() {
     let Some(corpus) = corpus() else { return };
-    let dir = untar(&corpus.join("ghw_snapshot_linux-amd64-415ee03b8c4d1c4f07ae2e9d8b3d3d6d.tar.gz"));
+    let dir =
+        untar(&corpus.join("ghw_snapshot_linux-amd64-415ee03b8c4d1c4f07ae2e9d8b3d3d6d.tar.gz"));
     let facts = Facts::collect(&HostRoot::at(dir.path()).unwrap());
     // Every device has an `iommu_group` link (0000:00:02.0 → group 0,
     // 0000:04:00.0 → group 14), but /sys/kernel/iommu_groups was not captured.
@@ -225,13 +284,23 @@ fn every_archive_runs_clean() {
         .map(|e| e.unwrap().path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.ends_with(".tar.gz") || name.ends_with(".tar.bz2") || name.ends_with(".tar.xz") || name.ends_with(".ttar")
+            name.ends_with(".tar.gz")
+                || name.ends_with(".tar.bz2")
+                || name.ends_with(".tar.xz")
+                || name.ends_with(".ttar")
         })
         .collect();
     archives.sort();
-    assert!(archives.len() >= 9, "expected the corpus archives, found {archives:?}");
+    assert!(
+        archives.len() >= 9,
+        "expected the corpus archives, found {archives:?}"
+    );
     for archive in archives {
-        let dir = if archive.extension().is_some_and(|e| e == "ttar") { unttar(&archive) } else { untar(&archive) };
+        let dir = if archive.extension().is_some_and(|e| e == "ttar") {
+            unttar(&archive)
+        } else {
+            untar(&archive)
+        };
         // Archives hold the host tree at different depths; run the doctor on
         // the directory that holds `sys` or `proc`.
         let root = find_host_root(dir.path()).unwrap_or_else(|| dir.path().to_path_buf());
@@ -239,7 +308,12 @@ fn every_archive_runs_clean() {
         assert_well_formed(&report);
         let json = serde_json::to_string(&report).unwrap();
         let again = serde_json::to_string(&support::doctor(&root)).unwrap();
-        assert_eq!(json, again, "{} gives a different report on a second run", archive.display());
+        assert_eq!(
+            json,
+            again,
+            "{} gives a different report on a second run",
+            archive.display()
+        );
     }
 }
 
@@ -249,10 +323,19 @@ fn find_host_root(dir: &Path) -> Option<std::path::PathBuf> {
         if path.join("sys").is_dir() || path.join("proc").is_dir() {
             return Some(path);
         }
-        if path.strip_prefix(dir).map(|p| p.components().count()).unwrap_or(0) < 3
+        if path
+            .strip_prefix(dir)
+            .map(|p| p.components().count())
+            .unwrap_or(0)
+            < 3
             && let Ok(entries) = fs::read_dir(&path)
         {
-            queue.extend(entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir() && !p.is_symlink()));
+            queue.extend(
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir() && !p.is_symlink()),
+            );
         }
     }
     None

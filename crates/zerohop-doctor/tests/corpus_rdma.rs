@@ -36,7 +36,9 @@ fn my_groups() -> Selection {
 
 #[test]
 fn h100_infiniband_class_tree() {
-    let Some(corpus) = support::corpus() else { return };
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
     let root = tempfile::tempdir().unwrap();
     copy_tree(
         &corpus.join("sys_class_infiniband_h100_gpud/sys-class-infiniband-h100.0"),
@@ -50,7 +52,12 @@ fn h100_infiniband_class_tree() {
         let port = &device.port_list()[0];
         // Every ports/1/state reads `4: ACTIVE` and phys_state `5: LinkUp`.
         assert_eq!(port.state, Ok(Some(PortState::Active)), "{}", device.name);
-        assert_eq!(port.phys_state, Ok(Some(PhysState::LinkUp)), "{}", device.name);
+        assert_eq!(
+            port.phys_state,
+            Ok(Some(PhysState::LinkUp)),
+            "{}",
+            device.name
+        );
         let rate = port.rate.clone().unwrap().unwrap();
         if device.name == "mlx5_bond_0" {
             // The BlueField bond (hca_type MT41692) is RoCE at `200 Gb/sec (2X NDR)`.
@@ -79,14 +86,21 @@ fn h100_infiniband_class_tree() {
     // The bond's port maps to no netdev (no device/net), so carrier is unknown.
     assert_eq!(support::statuses(&report, "RDMA006"), vec![Status::Unknown]);
     // No DCQCN or MTU to judge without a RoCE netdev.
-    assert_eq!(support::statuses(&report, "QOS003"), vec![Status::NotApplicable]);
+    assert_eq!(
+        support::statuses(&report, "QOS003"),
+        vec![Status::NotApplicable]
+    );
 
     // Expecting 400 Gb/s everywhere, the 200 Gb/s bond fails and nothing else.
     let profile = Profile {
         rdma_rate_gbps: Some(400),
         ..Profile::default()
     };
-    let report = support::doctor_with(root.path(), &profile, &Selection::parse(["RDMA005"]).unwrap());
+    let report = support::doctor_with(
+        root.path(),
+        &profile,
+        &Selection::parse(["RDMA005"]).unwrap(),
+    );
     let fails: Vec<&str> = support::findings(&report, "RDMA005")
         .iter()
         .filter(|f| f.status == Status::Fail)
@@ -98,7 +112,9 @@ fn h100_infiniband_class_tree() {
 
 #[test]
 fn procfs_fixtures() {
-    let Some(corpus) = support::corpus() else { return };
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
     let dir = support::unttar(&corpus.join("procfs_fixtures.ttar"));
     let root = dir.path().join("fixtures");
     let facts = facts(&root);
@@ -113,12 +129,17 @@ fn procfs_fixtures() {
     let rp = eth0.ecn.rp.clone().unwrap().unwrap();
     assert_eq!((np[&3], np[&2], np[&7], rp[&7]), (true, false, true, false));
     // eth0 has mtu 1500 and carrier 1.
-    assert_eq!((eth0.mtu.clone(), eth0.carrier.clone()), (Ok(Some(1500)), Ok(Some(true))));
+    assert_eq!(
+        (eth0.mtu.clone(), eth0.carrier.clone()),
+        (Ok(Some(1500)), Ok(Some(true)))
+    );
 
     let report = support::doctor(&root);
     support::assert_well_formed(&report);
-    let ports: Vec<(String, Status)> =
-        support::findings(&report, "RDMA004").iter().map(|f| (f.subject.clone(), f.status)).collect();
+    let ports: Vec<(String, Status)> = support::findings(&report, "RDMA004")
+        .iter()
+        .map(|f| (f.subject.clone(), f.status))
+        .collect();
     assert_eq!(
         ports,
         vec![
@@ -132,18 +153,27 @@ fn procfs_fixtures() {
         ]
     );
     let unknown = &support::findings(&report, "RDMA004")[3];
-    assert!(unknown.message.contains("PortConfigurationTraining"), "{}", unknown.message);
+    assert!(
+        unknown.message.contains("PortConfigurationTraining"),
+        "{}",
+        unknown.message
+    );
     // Rates 100 (hfi1), 40+40 (mlx4, MT4099) and 25 (mlx5, MT4118): each the
     // fastest of its own family.
     assert_eq!(support::statuses(&report, "RDMA005"), vec![Status::Pass; 4]);
     // eth0 backs no RDMA device (no infiniband link to it), so its ECN bits
     // are not a RoCE netdev's: the DCQCN check does not apply.
-    assert_eq!(support::statuses(&report, "QOS003"), vec![Status::NotApplicable]);
+    assert_eq!(
+        support::statuses(&report, "QOS003"),
+        vec![Status::NotApplicable]
+    );
 }
 
 #[test]
 fn node_exporter_sys() {
-    let Some(corpus) = support::corpus() else { return };
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
     let dir = support::unttar(&corpus.join("node_exporter_sys.ttar"));
     let root = dir.path();
     let facts = facts(root);
@@ -151,7 +181,13 @@ fn node_exporter_sys() {
     // sys/class/infiniband holds i40iw0 and mlx4_0.
     assert_eq!(names, vec!["i40iw0", "mlx4_0"]);
     // No interface in sys/class/net has an ecn directory: an inbox-style tree.
-    assert!(facts.net.list().iter().all(|n| n.ecn.np == Ok(None) && n.ecn.rp == Ok(None)));
+    assert!(
+        facts
+            .net
+            .list()
+            .iter()
+            .all(|n| n.ecn.np == Ok(None) && n.ecn.rp == Ok(None))
+    );
     // bonding_masters is a file in sys/class/net, not an interface.
     assert!(facts.net.get("bonding_masters").is_none());
 
@@ -160,7 +196,10 @@ fn node_exporter_sys() {
     // i40iw0/1 and mlx4_0/1-2 read `4: ACTIVE` / `5: LinkUp`.
     assert_eq!(support::statuses(&report, "RDMA004"), vec![Status::Pass; 3]);
     // The igb NIC 0000:45:00.0 has sriov_numvfs 0: SR-IOV is not in use.
-    assert_eq!(support::statuses(&report, "SRIOV001"), vec![Status::NotApplicable]);
+    assert_eq!(
+        support::statuses(&report, "SRIOV001"),
+        vec![Status::NotApplicable]
+    );
 
     // Asked for SR-IOV: the igb function allows 7 VFs (sriov_totalvfs 7) but
     // has none enabled (sriov_numvfs 0). The NVMe function's 4 VFs do not
@@ -172,14 +211,19 @@ fn node_exporter_sys() {
     let report = support::doctor_with(root, &profile, &my_groups());
     let capable = support::findings(&report, "SRIOV001");
     assert_eq!(capable.len(), 1);
-    assert_eq!((capable[0].subject.as_str(), capable[0].status), ("0000:45:00.0", Status::Pass));
+    assert_eq!(
+        (capable[0].subject.as_str(), capable[0].status),
+        ("0000:45:00.0", Status::Pass)
+    );
     assert!(capable[0].message.contains("up to 7 vfs"));
     assert_eq!(support::statuses(&report, "SRIOV002"), vec![Status::Fail]);
 }
 
 #[test]
 fn hwloc_snapshots() {
-    let Some(corpus) = support::corpus() else { return };
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
     let snapshots = [
         "hwloc_linux_snapshot_2i386-2t-hugepagesizecount.tar.bz2",
         "hwloc_linux_snapshot_32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
@@ -189,7 +233,10 @@ fn hwloc_snapshots() {
     ];
     for name in snapshots {
         let dir = support::untar(&corpus.join(name));
-        let top: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        let top: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         assert_eq!(top.len(), 1, "{name} has one top-level directory");
         let root = &top[0];
         let report = support::doctor(root);
@@ -207,14 +254,21 @@ fn hwloc_snapshots() {
                 assert_eq!(mlx4.port_list()[0].netdev.as_deref(), Some("ib0"));
                 // ports/1: `4: ACTIVE`, `5: LinkUp`, `56 Gb/sec (4X FDR)`, InfiniBand.
                 assert_eq!(support::statuses(&report, "RDMA004"), vec![Status::Pass]);
-                assert!(support::findings(&report, "RDMA005")[0].message.contains("56 Gb/sec"));
+                assert!(
+                    support::findings(&report, "RDMA005")[0]
+                        .message
+                        .contains("56 Gb/sec")
+                );
                 // ib0 reads carrier 1.
                 assert_eq!(support::statuses(&report, "RDMA006"), vec![Status::Pass]);
             }
             n if n.contains("40intel64") => {
                 // qib0 (QLogic) on 0000:43:00.0 with IPoIB ib0, ACTIVE at 40 Gb/s.
                 let qib = &facts.rdma.list()[0];
-                assert_eq!((qib.name.as_str(), qib.pci.as_deref()), ("qib0", Some("0000:43:00.0")));
+                assert_eq!(
+                    (qib.name.as_str(), qib.pci.as_deref()),
+                    ("qib0", Some("0000:43:00.0"))
+                );
                 assert_eq!(support::statuses(&report, "RDMA004"), vec![Status::Pass]);
                 // dev/ holds only a cpuset mount (no dev/null): device nodes unknown, not failed.
                 assert_eq!(support::statuses(&report, "RDMA003"), vec![Status::Unknown]);
@@ -227,7 +281,10 @@ fn hwloc_snapshots() {
                 // No taint file and no version line: open or proprietary cannot be told.
                 assert_eq!(support::statuses(&report, "GPU002"), vec![Status::Unknown]);
                 // No RDMA device in the snapshot: the RDMA checks do not apply.
-                assert_eq!(support::statuses(&report, "RDMA001"), vec![Status::NotApplicable]);
+                assert_eq!(
+                    support::statuses(&report, "RDMA001"),
+                    vec![Status::NotApplicable]
+                );
             }
             _ => {
                 // The 2i386 and GB10 snapshots have no class/infiniband at all.

@@ -40,11 +40,19 @@ fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for check_dir in fs::read_dir(fixtures_dir()).expect("tests/fixtures exists") {
         let check_dir = check_dir.unwrap().path();
-        let id = check_dir.file_name().unwrap().to_string_lossy().into_owned();
+        let id = check_dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         for case_dir in fs::read_dir(&check_dir).unwrap() {
             let dir = case_dir.unwrap().path();
             let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            cases.push(Case { id: id.clone(), name, dir });
+            cases.push(Case {
+                id: id.clone(),
+                name,
+                dir,
+            });
         }
     }
     cases.sort_by(|a, b| (&a.id, &a.name).cmp(&(&b.id, &b.name)));
@@ -56,7 +64,10 @@ fn every_fixture_gives_its_status() {
     let mut failures = Vec::new();
     for case in cases() {
         let Some(expected) = expected_status(&case.name) else {
-            failures.push(format!("{}/{}: name must start with a status", case.id, case.name));
+            failures.push(format!(
+                "{}/{}: name must start with a status",
+                case.id, case.name
+            ));
             continue;
         };
         let Ok(selection) = Selection::parse([case.id.as_str()]) else {
@@ -65,7 +76,8 @@ fn every_fixture_gives_its_status() {
         };
         let profile_path = case.dir.join("profile.json");
         let profile: Profile = match fs::read_to_string(&profile_path) {
-            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", profile_path.display())),
+            Ok(text) => serde_json::from_str(&text)
+                .unwrap_or_else(|err| panic!("{}: {err}", profile_path.display())),
             Err(_) => Profile::default(),
         };
         let root = HostRoot::at(&case.dir).unwrap();
@@ -74,14 +86,24 @@ fn every_fixture_gives_its_status() {
         let findings: Vec<_> = report.findings.iter().filter(|f| f.id == case.id).collect();
         let statuses: Vec<Status> = findings.iter().map(|f| f.status).collect();
         if !statuses.contains(&expected) {
-            failures.push(format!("{}/{}: expected {expected}, got {statuses:?}", case.id, case.name));
+            failures.push(format!(
+                "{}/{}: expected {expected}, got {statuses:?}",
+                case.id, case.name
+            ));
         }
         if expected == Status::Pass && statuses.iter().any(|s| s.is_problem()) {
-            failures.push(format!("{}/{}: a pass case reported {statuses:?}", case.id, case.name));
+            failures.push(format!(
+                "{}/{}: a pass case reported {statuses:?}",
+                case.id, case.name
+            ));
         }
         insta::assert_json_snapshot!(format!("{}__{}", case.id, case.name), findings);
     }
-    assert!(failures.is_empty(), "fixture cases failed:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "fixture cases failed:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -90,10 +112,16 @@ fn every_check_has_a_passing_and_a_problem_fixture() {
     let mut missing = Vec::new();
     for check in CHECKS {
         let id = check.info.id;
-        let has = |status: Status| cases.iter().any(|c| c.id == id && expected_status(&c.name) == Some(status));
+        let has = |status: Status| {
+            cases
+                .iter()
+                .any(|c| c.id == id && expected_status(&c.name) == Some(status))
+        };
         if LIVE_ONLY.contains(&id) {
             if !has(Status::NotApplicable) {
-                missing.push(format!("{id}: live-only checks need a not-applicable fixture"));
+                missing.push(format!(
+                    "{id}: live-only checks need a not-applicable fixture"
+                ));
             }
             continue;
         }
@@ -106,7 +134,10 @@ fn every_check_has_a_passing_and_a_problem_fixture() {
             Severity::Error => has(Status::Fail),
         };
         if !problem {
-            missing.push(format!("{id}: no fixture showing its problem at severity {}", check.info.severity));
+            missing.push(format!(
+                "{id}: no fixture showing its problem at severity {}",
+                check.info.severity
+            ));
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));

@@ -16,7 +16,16 @@ fn render() -> String {
     out.push_str("| ID | name | group | severity | summary |\n|---|---|---|---|---|\n");
     for check in CHECKS {
         let info = &check.info;
-        let _ = writeln!(out, "| [{}](#{}) | `{}` | {} | {} | {} |", info.id, info.id.to_lowercase(), info.name, info.group, info.severity, info.summary());
+        let _ = writeln!(
+            out,
+            "| [{}](#{}) | `{}` | {} | {} | {} |",
+            info.id,
+            info.id.to_lowercase(),
+            info.name,
+            info.group,
+            info.severity,
+            info.summary()
+        );
     }
     for group in Group::ALL {
         let checks: Vec<_> = CHECKS.iter().filter(|c| c.group == group).collect();

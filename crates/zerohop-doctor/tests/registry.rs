@@ -13,16 +13,27 @@ fn ids_are_unique_well_formed_and_match_their_group() {
     for check in CHECKS {
         let info = &check.info;
         assert!(seen.insert(info.id), "duplicate id {}", info.id);
-        assert!(RuleInfo::is_well_formed_id(info.id, &prefixes), "malformed id {}", info.id);
+        assert!(
+            RuleInfo::is_well_formed_id(info.id, &prefixes),
+            "malformed id {}",
+            info.id
+        );
         assert!(
             info.id.starts_with(check.group.prefix())
-                && info.id[check.group.prefix().len()..].bytes().all(|b| b.is_ascii_digit()),
+                && info.id[check.group.prefix().len()..]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()),
             "{} is in group {} whose prefix is {}",
             info.id,
             check.group.name(),
             check.group.prefix()
         );
-        assert!(RuleInfo::is_kebab_case(info.name), "{} name `{}` is not kebab-case", info.id, info.name);
+        assert!(
+            RuleInfo::is_kebab_case(info.name),
+            "{} name `{}` is not kebab-case",
+            info.id,
+            info.name
+        );
         assert_eq!(info.group, check.group.name());
     }
     let names: HashSet<&str> = CHECKS.iter().map(|c| c.info.name).collect();
@@ -34,8 +45,16 @@ fn every_check_documents_what_why_and_how() {
     for check in CHECKS {
         let missing = check.info.missing_headings();
         assert!(missing.is_empty(), "{} lacks {:?}", check.info.id, missing);
-        assert!(!check.info.summary().is_empty(), "{} has no summary line", check.info.id);
-        assert!(check.info.summary().ends_with('.'), "{} summary should be a sentence", check.info.id);
+        assert!(
+            !check.info.summary().is_empty(),
+            "{} has no summary line",
+            check.info.id
+        );
+        assert!(
+            check.info.summary().ends_with('.'),
+            "{} summary should be a sentence",
+            check.info.id
+        );
     }
 }
 

@@ -7,12 +7,12 @@
 //! [`Facts`] is the model the doctor's checks judge.
 
 pub mod facts;
+mod in_root;
 pub mod parse;
 pub mod probe;
 mod resolve;
 pub mod root;
 mod watchdog;
-
 
 pub use facts::{Fact, Facts, Gap};
 pub use root::{HostRoot, ReadError, RootError};

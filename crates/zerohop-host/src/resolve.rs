@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The most symlinks one resolution may follow (the kernel allows 40).
 const MAX_LINKS: usize = 40;
@@ -36,8 +36,14 @@ enum Entry {
 /// same switch and bridge directories for thousands of functions.
 pub(crate) struct Resolver {
     base: PathBuf,
-    dirs: Mutex<HashMap<String, Vec<String>>>,
+    dirs: Mutex<HashMap<String, Arc<Dir>>>,
     entries: Mutex<HashMap<PathBuf, Entry>>,
+}
+
+/// A resolved directory: its components below the base and its real path.
+struct Dir {
+    components: Vec<String>,
+    real: PathBuf,
 }
 
 impl Resolver {
@@ -50,7 +56,12 @@ impl Resolver {
     }
 
     fn entry(&self, real: PathBuf) -> Entry {
-        if let Some(hit) = self.entries.lock().unwrap_or_else(|p| p.into_inner()).get(&real) {
+        if let Some(hit) = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&real)
+        {
             return hit.clone();
         }
         let entry = match fs::symlink_metadata(&real) {
@@ -61,16 +72,32 @@ impl Resolver {
             },
             Ok(_) => Entry::Plain,
         };
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(real, entry.clone());
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(real, entry.clone());
         entry
     }
 
     /// The real path of `host_path` under the base, with every symlink on the
     /// way resolved inside the base. A component that does not exist ends the
     /// resolution; the rest is appended as is, so opening it finds nothing.
-    pub(crate) fn resolve(&self, host_path: &str, follow_last: bool) -> Result<PathBuf, ResolveError> {
+    pub(crate) fn resolve(
+        &self,
+        host_path: &str,
+        follow_last: bool,
+    ) -> Result<PathBuf, ResolveError> {
         let (parent, last) = split_last(host_path);
-        let mut components = self.resolve_dir(parent)?;
+        let dir = self.resolve_dir(parent)?;
+        if !follow_last {
+            // The common case of a read: the parent is cached and the last
+            // component is opened without following it.
+            return Ok(match last {
+                Some(last) => dir.real.join(last),
+                None => dir.real.clone(),
+            });
+        }
+        let mut components = dir.components.clone();
         if let Some(last) = last {
             let mut links = 0;
             self.walk(&mut components, &[last], follow_last, &mut links)?;
@@ -81,7 +108,7 @@ impl Resolver {
     /// The host path (`/sys/devices/...`) that `host_path` really names.
     pub(crate) fn canonical(&self, host_path: &str) -> Result<String, ResolveError> {
         let (parent, last) = split_last(host_path);
-        let mut components = self.resolve_dir(parent)?;
+        let mut components = self.resolve_dir(parent)?.components.clone();
         if let Some(last) = last {
             let mut links = 0;
             self.walk(&mut components, &[last], true, &mut links)?;
@@ -89,22 +116,32 @@ impl Resolver {
         Ok(format!("/{}", components.join("/")))
     }
 
-    fn resolve_dir(&self, dir: &str) -> Result<Vec<String>, ResolveError> {
+    fn resolve_dir(&self, dir: &str) -> Result<Arc<Dir>, ResolveError> {
         if let Some(hit) = self.dirs.lock().unwrap_or_else(|p| p.into_inner()).get(dir) {
-            return Ok(hit.clone());
+            return Ok(Arc::clone(hit));
         }
         let mut components = Vec::new();
         let mut links = 0;
         let parts: Vec<&str> = dir.split('/').collect();
         self.walk(&mut components, &parts, true, &mut links)?;
+        let resolved = Arc::new(Dir {
+            real: self.join(&components),
+            components,
+        });
         self.dirs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(dir.to_owned(), components.clone());
-        Ok(components)
+            .insert(dir.to_owned(), Arc::clone(&resolved));
+        Ok(resolved)
     }
 
-    fn walk(&self, resolved: &mut Vec<String>, parts: &[&str], follow_last: bool, links: &mut usize) -> Result<(), ResolveError> {
+    fn walk(
+        &self,
+        resolved: &mut Vec<String>,
+        parts: &[&str],
+        follow_last: bool,
+        links: &mut usize,
+    ) -> Result<(), ResolveError> {
         for (index, part) in parts.iter().enumerate() {
             match *part {
                 "" | "." => continue,
@@ -154,7 +191,9 @@ impl Resolver {
 fn split_last(path: &str) -> (&str, Option<&str>) {
     let trimmed = path.trim_end_matches('/');
     match trimmed.rsplit_once('/') {
-        Some((parent, last)) if !last.is_empty() && last != "." && last != ".." => (parent, Some(last)),
+        Some((parent, last)) if !last.is_empty() && last != "." && last != ".." => {
+            (parent, Some(last))
+        }
         _ => (trimmed, None),
     }
 }
@@ -187,7 +226,9 @@ mod tests {
         symlink("../../../../../../etc", base.join("sys/up")).unwrap();
         let resolver = Resolver::new(base.to_path_buf());
 
-        let canonical = resolver.canonical("/sys/bus/pci/devices/0000:00:01.0").unwrap();
+        let canonical = resolver
+            .canonical("/sys/bus/pci/devices/0000:00:01.0")
+            .unwrap();
         assert_eq!(canonical, "/sys/devices/pci0000:00/0000:00:01.0");
         let absolute = resolver.resolve("/sys/abs/pci0000:00", true).unwrap();
         assert_eq!(absolute, base.join("sys/devices/pci0000:00"));
@@ -202,6 +243,9 @@ mod tests {
         symlink("b", dir.path().join("a")).unwrap();
         symlink("a", dir.path().join("b")).unwrap();
         let resolver = Resolver::new(dir.path().to_path_buf());
-        assert_eq!(resolver.resolve("/a/x", true), Err(ResolveError::TooManyLinks));
+        assert_eq!(
+            resolver.resolve("/a/x", true),
+            Err(ResolveError::TooManyLinks)
+        );
     }
 }

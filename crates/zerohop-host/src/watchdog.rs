@@ -32,10 +32,18 @@ impl Watchdog {
     }
 
     /// Reads at most `cap` bytes of `path`, or fails with a timeout.
-    pub(crate) fn read(&self, path: PathBuf, cap: usize, shown: &str) -> Result<Option<Vec<u8>>, ReadError> {
+    pub(crate) fn read(
+        &self,
+        path: PathBuf,
+        cap: usize,
+        shown: &str,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
         let (reply, answer) = mpsc::channel();
         {
-            let mut worker = self.worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut worker = self
+                .worker
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             let sender = worker.get_or_insert_with(spawn_worker);
             if sender.send((path.clone(), cap, reply.clone())).is_err() {
                 // The worker died (it cannot panic, but be safe): start another.
@@ -47,12 +55,19 @@ impl Watchdog {
         self.wait(answer, shown)
     }
 
-    fn wait(&self, answer: Receiver<Result<Option<Vec<u8>>, ReadError>>, shown: &str) -> Result<Option<Vec<u8>>, ReadError> {
+    fn wait(
+        &self,
+        answer: Receiver<Result<Option<Vec<u8>>, ReadError>>,
+        shown: &str,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
         match answer.recv_timeout(self.timeout) {
             Ok(result) => result,
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
                 // Abandon the blocked worker; the next read gets a new one.
-                *self.worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+                *self
+                    .worker
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
                 Err(ReadError::Timeout {
                     path: shown.to_owned(),
                     seconds: self.timeout.as_secs_f64(),

@@ -28,7 +28,11 @@ fn main() {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version requests are not errors; clap knows which is which.
-            let code = if err.use_stderr() { ExitCode::USAGE } else { ExitCode::OK };
+            let code = if err.use_stderr() {
+                ExitCode::USAGE
+            } else {
+                ExitCode::OK
+            };
             let _ = err.print();
             process::exit(code);
         }

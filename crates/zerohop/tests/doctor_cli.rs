@@ -6,11 +6,20 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn zerohop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zerohop")).args(args).output().expect("zerohop runs")
+    Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args(args)
+        .output()
+        .expect("zerohop runs")
 }
 
 fn fixture(case: &str) -> String {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "../zerohop-doctor/tests/fixtures", case].iter().collect();
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "../zerohop-doctor/tests/fixtures",
+        case,
+    ]
+    .iter()
+    .collect();
     path.to_string_lossy().into_owned()
 }
 
@@ -34,9 +43,28 @@ fn unknown_group_is_a_usage_error() {
 
 #[test]
 fn exit_code_follows_failures() {
-    let pass = zerohop(&["doctor", "--root", &fixture("KRN001/pass-intel-on-pt"), "--only", "KRN001"]);
-    assert_eq!(pass.status.code(), Some(0), "{}", String::from_utf8_lossy(&pass.stdout));
-    let fail = zerohop(&["doctor", "--root", &fixture("KRN001/fail-off-with-sriov"), "--only", "KRN001", "--expect-sriov", "true"]);
+    let pass = zerohop(&[
+        "doctor",
+        "--root",
+        &fixture("KRN001/pass-intel-on-pt"),
+        "--only",
+        "KRN001",
+    ]);
+    assert_eq!(
+        pass.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&pass.stdout)
+    );
+    let fail = zerohop(&[
+        "doctor",
+        "--root",
+        &fixture("KRN001/fail-off-with-sriov"),
+        "--only",
+        "KRN001",
+        "--expect-sriov",
+        "true",
+    ]);
     assert_eq!(fail.status.code(), Some(1));
     let text = String::from_utf8_lossy(&fail.stdout);
     assert!(text.contains("what to fix first"), "{text}");
@@ -72,7 +100,12 @@ fn explain_and_checks_document_every_check() {
 #[test]
 fn broken_pipe_is_not_an_error() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zerohop"))
-        .args(["doctor", "--root", &fixture("PCI001/fail-nic-x8-of-x16"), "--verbose"])
+        .args([
+            "doctor",
+            "--root",
+            &fixture("PCI001/fail-nic-x8-of-x16"),
+            "--verbose",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -80,7 +113,12 @@ fn broken_pipe_is_not_an_error() {
     // Close our end before the report is written.
     drop(child.stdout.take());
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     let status = child.wait().unwrap();
     assert!(stderr.is_empty(), "{stderr}");
     // The report has a fail, so the code is 1, not the internal-error 3.

@@ -26,7 +26,11 @@ fn rendered_plans_lint_clean() {
                 .arg(&out)
                 .output()
                 .unwrap();
-            assert!(plan.status.success(), "{example} {platform}: {}", String::from_utf8_lossy(&plan.stderr));
+            assert!(
+                plan.status.success(),
+                "{example} {platform}: {}",
+                String::from_utf8_lossy(&plan.stderr)
+            );
             let lint = Command::new(env!("CARGO_BIN_EXE_zerohop"))
                 .arg("lint")
                 .arg(&out)
@@ -42,7 +46,10 @@ fn rendered_plans_lint_clean() {
                 .iter()
                 .filter(|f| matches!(f["status"].as_str(), Some("fail" | "warn")))
                 .collect();
-            assert!(problems.is_empty(), "{example} on {platform}: lint found {problems:#?}");
+            assert!(
+                problems.is_empty(),
+                "{example} on {platform}: lint found {problems:#?}"
+            );
             assert_eq!(lint.status.code(), Some(0));
         }
     }

@@ -54,7 +54,12 @@ pub fn write(report: &Report, options: HumanOptions, out: &mut dyn Write) -> io:
     write_summary(report, out)
 }
 
-fn write_line(finding: &Finding, id_width: usize, name_width: usize, out: &mut dyn Write) -> io::Result<()> {
+fn write_line(
+    finding: &Finding,
+    id_width: usize,
+    name_width: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let status = style::status(finding.status);
     let label = finding.status.as_str();
     let subject = if finding.subject.is_empty() {
@@ -73,7 +78,11 @@ fn write_line(finding: &Finding, id_width: usize, name_width: usize, out: &mut d
     }
     if finding.status.is_problem() || finding.status == Status::Unknown {
         for evidence in &finding.evidence {
-            writeln!(out, "  {:<14} {dim}{} = {}{dim:#}", "", evidence.source, evidence.value)?;
+            writeln!(
+                out,
+                "  {:<14} {dim}{} = {}{dim:#}",
+                "", evidence.source, evidence.value
+            )?;
         }
     }
     Ok(())

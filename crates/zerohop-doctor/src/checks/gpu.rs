@@ -17,7 +17,12 @@ const TAINT: &str = "/sys/module/nvidia/taint";
 
 /// The NVIDIA GPUs on the PCI bus (physical functions).
 fn gpus<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
-    ctx.facts.pci.list().iter().filter(|d| d.is_nvidia_gpu() && !d.is_vf()).collect()
+    ctx.facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+        .collect()
 }
 
 /// Whether the host has NVIDIA GPUs, on the bus or in the driver's list.
@@ -67,9 +72,13 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
         Ok(Some(list)) => list.iter().map(|g| g.address.as_str()).collect(),
         _ => Vec::new(),
     };
-    let loaded = matches!(nvidia.version, Ok(Some(_))) || matches!(nvidia.gpus, Ok(Some(_))) || module;
+    let loaded =
+        matches!(nvidia.version, Ok(Some(_))) || matches!(nvidia.gpus, Ok(Some(_))) || module;
     let version = match &nvidia.version {
-        Ok(Some(v)) => v.version.clone().unwrap_or_else(|| "of unknown version".to_owned()),
+        Ok(Some(v)) => v
+            .version
+            .clone()
+            .unwrap_or_else(|| "of unknown version".to_owned()),
         _ => "of unknown version".to_owned(),
     };
     if !loaded {
@@ -82,7 +91,10 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     let on_bus = gpus(ctx);
     if on_bus.is_empty() {
-        return vec![Outcome::pass(format!("driver {version} lists {} gpu(s)", listed.len())).evidence(GPUS_DIR, listed.join(" "))];
+        return vec![
+            Outcome::pass(format!("driver {version} lists {} gpu(s)", listed.len()))
+                .evidence(GPUS_DIR, listed.join(" ")),
+        ];
     }
     on_bus
         .into_iter()
@@ -90,16 +102,25 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
             let link = format!("{}/driver", gpu.sysfs());
             let in_list = listed.contains(&gpu.address.as_str());
             match gpu.driver.as_deref() {
-                Some("nvidia") => Outcome::pass(format!("bound to nvidia, driver {version}")).evidence(link, "nvidia"),
+                Some("nvidia") => Outcome::pass(format!("bound to nvidia, driver {version}"))
+                    .evidence(link, "nvidia"),
                 None if in_list => Outcome::pass(format!("listed by driver {version}"))
                     .evidence(format!("{GPUS_DIR}/{}", gpu.address), "<present>"),
                 other => {
                     let bound = other.unwrap_or("<none>");
                     Outcome::fail(format!("gpu bound to {bound}, not nvidia"))
                         .evidence(link, bound)
-                        .fix(Remediation::new("bind the gpu to the nvidia driver")
-                            .command(format!("echo {} > /sys/bus/pci/drivers/{bound}/unbind   # if bound", gpu.address))
-                            .command(format!("echo {} > /sys/bus/pci/drivers/nvidia/bind", gpu.address)))
+                        .fix(
+                            Remediation::new("bind the gpu to the nvidia driver")
+                                .command(format!(
+                                    "echo {} > /sys/bus/pci/drivers/{bound}/unbind   # if bound",
+                                    gpu.address
+                                ))
+                                .command(format!(
+                                    "echo {} > /sys/bus/pci/drivers/nvidia/bind",
+                                    gpu.address
+                                )),
+                        )
                 }
             }
             .subject(&gpu.address)
@@ -186,7 +207,9 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
         .evidence(TAINT, "<missing>")];
     };
     let corroborated = match &ctx.facts.nvidia.version {
-        Ok(Some(line)) if line.open != (flavour == Flavour::Open) => " (the version line says otherwise; the taint flag decides)",
+        Ok(Some(line)) if line.open != (flavour == Flavour::Open) => {
+            " (the version line says otherwise; the taint flag decides)"
+        }
         _ => "",
     };
     let fix = || {
@@ -207,14 +230,20 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
         ))
         .fix(fix()),
     };
-    vec![evidence.into_iter().fold(outcome, |o, (source, value)| o.evidence(source, value))]
+    vec![
+        evidence
+            .into_iter()
+            .fold(outcome, |o, (source, value)| o.evidence(source, value)),
+    ]
 }
 
 /// Whether DMA-BUF GPUDirect RDMA is possible, with the reason when not.
 fn dma_buf(ctx: &Context<'_>) -> Result<String, String> {
     let open = match flavour(ctx) {
         Some((Flavour::Open, _)) => true,
-        Some((Flavour::Proprietary, _)) => return Err("the proprietary nvidia module has no dma-buf export".to_owned()),
+        Some((Flavour::Proprietary, _)) => {
+            return Err("the proprietary nvidia module has no dma-buf export".to_owned());
+        }
         None => false,
     };
     let release = match &ctx.facts.nvidia.kernel_release {
@@ -222,9 +251,15 @@ fn dma_buf(ctx: &Context<'_>) -> Result<String, String> {
         _ => return Err(format!("kernel release unknown ({OSRELEASE} unreadable)")),
     };
     match kernel_version(release) {
-        Some(version) if version >= (5, 12) && open => Ok(format!("open nvidia module on kernel {release}")),
-        Some(version) if version >= (5, 12) => Err("the nvidia module flavour is unknown".to_owned()),
-        Some(_) => Err(format!("kernel {release} predates rdma dma-buf support (5.12)")),
+        Some(version) if version >= (5, 12) && open => {
+            Ok(format!("open nvidia module on kernel {release}"))
+        }
+        Some(version) if version >= (5, 12) => {
+            Err("the nvidia module flavour is unknown".to_owned())
+        }
+        Some(_) => Err(format!(
+            "kernel {release} predates rdma dma-buf support (5.12)"
+        )),
         None => Err(format!("kernel release `{release}` not understood")),
     }
 }
@@ -267,7 +302,9 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
         return vec![Outcome::not_applicable("no nvidia gpu")];
     }
     if !wants_rdma(ctx) || ctx.profile.gpudirect == Some(GpuDirect::None) {
-        return vec![Outcome::not_applicable("gpudirect rdma not wanted (no rdma on this host, or the profile says so)")];
+        return vec![Outcome::not_applicable(
+            "gpudirect rdma not wanted (no rdma on this host, or the profile says so)",
+        )];
     }
     let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
         "/proc/modules and /sys/module are absent: cannot tell whether nvidia_peermem is loaded"
@@ -276,42 +313,81 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
     let peermem = peermem_state(modules);
     let legacy = modules.present("nv_peer_mem");
     let peermem_fix = || {
-        Remediation::new("load nvidia_peermem after the rdma modules (gpu operator: driver.rdma.enabled: true)")
-            .command("modprobe -r nv_peer_mem 2>/dev/null; modprobe nvidia_peermem")
-            .command("grep -w nvidia_peermem /proc/modules && grep '^ib_core ' /proc/modules")
+        Remediation::new(
+            "load nvidia_peermem after the rdma modules (gpu operator: driver.rdma.enabled: true)",
+        )
+        .command("modprobe -r nv_peer_mem 2>/dev/null; modprobe nvidia_peermem")
+        .command("grep -w nvidia_peermem /proc/modules && grep '^ib_core ' /proc/modules")
     };
     let outcome = match (ctx.profile.gpudirect, &dma_buf, peermem) {
         (Some(GpuDirect::DmaBuf), Ok(why), _) => Outcome::pass(format!("dma-buf possible: {why}")),
-        (Some(GpuDirect::DmaBuf), Err(why), _) => Outcome::fail(format!("dma-buf wanted but not possible: {why}")).fix(
-            Remediation::new("install the open kernel module on a 5.12+ kernel, or use nvidia_peermem")
+        (Some(GpuDirect::DmaBuf), Err(why), _) => {
+            Outcome::fail(format!("dma-buf wanted but not possible: {why}")).fix(
+                Remediation::new(
+                    "install the open kernel module on a 5.12+ kernel, or use nvidia_peermem",
+                )
                 .command("# GPU Operator: spec.driver.kernelModuleType: open"),
-        ),
+            )
+        }
         (None, Ok(why), _) => Outcome::pass(format!("dma-buf possible: {why}")),
         (_, _, Peermem::Registered) if legacy => {
-            Outcome::warn("nvidia_peermem registered, but the legacy nv_peer_mem is loaded too").fix(peermem_fix())
+            Outcome::warn("nvidia_peermem registered, but the legacy nv_peer_mem is loaded too")
+                .fix(peermem_fix())
         }
-        (_, _, Peermem::Registered) => Outcome::pass("nvidia_peermem loaded and registered with ib_core"),
-        (_, _, Peermem::Unregistered) => {
-            Outcome::fail("nvidia_peermem loaded but not among ib_core's users: it did not register").fix(peermem_fix())
+        (_, _, Peermem::Registered) => {
+            Outcome::pass("nvidia_peermem loaded and registered with ib_core")
         }
-        (_, _, Peermem::Unknown) => Outcome::unknown("nvidia_peermem present, but /proc/modules is absent: cannot tell whether it registered"),
+        (_, _, Peermem::Unregistered) => Outcome::fail(
+            "nvidia_peermem loaded but not among ib_core's users: it did not register",
+        )
+        .fix(peermem_fix()),
+        (_, _, Peermem::Unknown) => Outcome::unknown(
+            "nvidia_peermem present, but /proc/modules is absent: cannot tell whether it registered",
+        ),
         (_, why, Peermem::Missing) if legacy => Outcome::fail(format!(
             "only the legacy nv_peer_mem is loaded{}: it does not work with drivers 470 and later",
-            why.as_ref().err().map(|w| format!(" and dma-buf is not possible ({w})")).unwrap_or_default()
+            why.as_ref()
+                .err()
+                .map(|w| format!(" and dma-buf is not possible ({w})"))
+                .unwrap_or_default()
         ))
         .fix(peermem_fix()),
         (_, why, Peermem::Missing) => Outcome::fail(format!(
             "no gpudirect rdma path: nvidia_peermem not loaded{}",
-            why.as_ref().err().map(|w| format!(" and dma-buf not possible ({w})")).unwrap_or_default()
+            why.as_ref()
+                .err()
+                .map(|w| format!(" and dma-buf not possible ({w})"))
+                .unwrap_or_default()
         ))
         .fix(peermem_fix()),
     };
-    let ib_core_users = modules.get("ib_core").map(|m| m.used_by.join(",")).unwrap_or_else(|| "<no ib_core>".to_owned());
-    let release = ctx.facts.nvidia.kernel_release.as_ref().ok().cloned().flatten().unwrap_or_else(|| "<missing>".to_owned());
-    vec![outcome
-        .evidence("/proc/modules", format!("ib_core used by: {ib_core_users}"))
-        .evidence("/sys/module/nvidia_peermem", if modules.present("nvidia_peermem") { "<present>" } else { "<missing>" })
-        .evidence(OSRELEASE, release)]
+    let ib_core_users = match modules.get("ib_core") {
+        None => "<no ib_core>".to_owned(),
+        Some(ib) if ib.used_by.is_empty() => "<none>".to_owned(),
+        Some(ib) => ib.used_by.join(","),
+    };
+    let release = ctx
+        .facts
+        .nvidia
+        .kernel_release
+        .as_ref()
+        .ok()
+        .cloned()
+        .flatten()
+        .unwrap_or_else(|| "<missing>".to_owned());
+    vec![
+        outcome
+            .evidence("/proc/modules", format!("ib_core used by: {ib_core_users}"))
+            .evidence(
+                "/sys/module/nvidia_peermem",
+                if modules.present("nvidia_peermem") {
+                    "<present>"
+                } else {
+                    "<missing>"
+                },
+            )
+            .evidence(OSRELEASE, release),
+    ]
 }
 
 /// `nvidia_peermem` as `/proc/modules` shows it.
@@ -325,12 +401,20 @@ enum Peermem {
 }
 
 fn peermem_state(modules: &Modules) -> Peermem {
-    let Some(peermem) = modules.get("nvidia_peermem") else { return Peermem::Missing };
+    let Some(peermem) = modules.get("nvidia_peermem") else {
+        return Peermem::Missing;
+    };
     if !peermem.loadable {
         return Peermem::Unknown;
     }
-    let registered = modules.get("ib_core").is_some_and(|ib| ib.used_by.iter().any(|u| u == "nvidia_peermem"));
-    if registered { Peermem::Registered } else { Peermem::Unregistered }
+    let registered = modules
+        .get("ib_core")
+        .is_some_and(|ib| ib.used_by.iter().any(|u| u == "nvidia_peermem"));
+    if registered {
+        Peermem::Registered
+    } else {
+        Peermem::Unregistered
+    }
 }
 
 declare_check! {
@@ -366,9 +450,16 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
     if !has_gpus(ctx) {
         return vec![Outcome::not_applicable("no nvidia gpu")];
     }
-    let wanted = [("nvidia_fs", "gpudirect storage", ctx.profile.gds), ("gdrdrv", "gdrcopy", ctx.profile.gdrcopy)];
-    if wanted.iter().all(|(_, _, want)| *want != Some(true)) && !matches!(ctx.facts.modules, Ok(Some(_))) {
-        return vec![Outcome::not_applicable("neither gpudirect storage nor gdrcopy expected")];
+    let wanted = [
+        ("nvidia_fs", "gpudirect storage", ctx.profile.gds),
+        ("gdrdrv", "gdrcopy", ctx.profile.gdrcopy),
+    ];
+    if wanted.iter().all(|(_, _, want)| *want != Some(true))
+        && !matches!(ctx.facts.modules, Ok(Some(_)))
+    {
+        return vec![Outcome::not_applicable(
+            "neither gpudirect storage nor gdrcopy expected",
+        )];
     }
     let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
         "/proc/modules and /sys/module are absent: cannot tell which modules are loaded"
@@ -377,23 +468,48 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
         .iter()
         .filter_map(|(module, feature, want)| {
             let present = modules.get(module);
-            let version = present.and_then(|m| m.version.clone()).map(|v| format!(" {v}")).unwrap_or_default();
+            let version = present
+                .and_then(|m| m.version.clone())
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
             let path = format!("/sys/module/{module}");
             let outcome = match (want, present) {
-                (Some(true), Some(_)) => Outcome::pass(format!("{module}{version} loaded for {feature}")),
-                (Some(true), None) => Outcome::fail(format!("{feature} expected, but {module} is not loaded")).fix(
-                    Remediation::new(format!("install and load {module}"))
-                        .command(format!("modprobe {module}"))
-                        .command(format!("# GPU Operator: ClusterPolicy spec.{}.enabled: true", if *module == "gdrdrv" { "gdrcopy" } else { "gds" })),
-                ),
-                (_, Some(_)) => Outcome::info(format!("{module}{version} loaded ({feature} not expected)")),
+                (Some(true), Some(_)) => {
+                    Outcome::pass(format!("{module}{version} loaded for {feature}"))
+                }
+                (Some(true), None) => {
+                    Outcome::fail(format!("{feature} expected, but {module} is not loaded")).fix(
+                        Remediation::new(format!("install and load {module}"))
+                            .command(format!("modprobe {module}"))
+                            .command(format!(
+                                "# GPU Operator: ClusterPolicy spec.{}.enabled: true",
+                                if *module == "gdrdrv" {
+                                    "gdrcopy"
+                                } else {
+                                    "gds"
+                                }
+                            )),
+                    )
+                }
+                (_, Some(_)) => {
+                    Outcome::info(format!("{module}{version} loaded ({feature} not expected)"))
+                }
                 (_, None) => return None,
             };
-            Some(outcome.subject(*module).evidence(path, if present.is_some() { "<present>" } else { "<missing>" }))
+            Some(outcome.subject(*module).evidence(
+                path,
+                if present.is_some() {
+                    "<present>"
+                } else {
+                    "<missing>"
+                },
+            ))
         })
         .collect();
     if outcomes.is_empty() {
-        return vec![Outcome::not_applicable("neither gpudirect storage nor gdrcopy expected or loaded")];
+        return vec![Outcome::not_applicable(
+            "neither gpudirect storage nor gdrcopy expected or loaded",
+        )];
     }
     outcomes
 }
@@ -436,7 +552,9 @@ fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
         return vec![Outcome::not_applicable("no nvidia gpu on the pci bus")];
     }
     if topology.nics.is_empty() {
-        return vec![Outcome::not_applicable("no rdma device backed by a pci physical function")];
+        return vec![Outcome::not_applicable(
+            "no rdma device backed by a pci physical function",
+        )];
     }
     topology
         .pairings

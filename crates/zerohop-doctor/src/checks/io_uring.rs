@@ -47,18 +47,24 @@ fn io_uring_disabled(ctx: &Context<'_>) -> Vec<Outcome> {
     };
     let outcome = match &io_uring.disabled {
         Err(gap) => Outcome::gap(gap),
-        Ok(None) => Outcome::info("kernel predates io_uring_disabled (linux 6.6): io_uring allowed when built in")
-            .evidence(DISABLED, "<missing>"),
+        Ok(None) => Outcome::info(
+            "kernel predates io_uring_disabled (linux 6.6): io_uring allowed when built in",
+        )
+        .evidence(DISABLED, "<missing>"),
         Ok(Some(0)) => Outcome::pass("io_uring allowed").evidence(DISABLED, "0"),
         Ok(Some(1)) => match &io_uring.group {
-            Ok(Some(group)) if *group >= 0 => Outcome::pass(format!("io_uring allowed for group {group} and root"))
-                .evidence(DISABLED, "1")
-                .evidence(GROUP, group.to_string()),
+            Ok(Some(group)) if *group >= 0 => {
+                Outcome::pass(format!("io_uring allowed for group {group} and root"))
+                    .evidence(DISABLED, "1")
+                    .evidence(GROUP, group.to_string())
+            }
             _ => Outcome::fail("io_uring allowed for root only: workloads fall back to slower i/o")
                 .evidence(DISABLED, "1")
                 .fix(fix()),
         },
-        Ok(Some(value)) => Outcome::fail("io_uring disabled for every process").evidence(DISABLED, value.to_string()).fix(fix()),
+        Ok(Some(value)) => Outcome::fail("io_uring disabled for every process")
+            .evidence(DISABLED, value.to_string())
+            .fix(fix()),
     };
     vec![outcome]
 }

@@ -52,7 +52,9 @@ declare_check! {
 
 fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
-    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown("/proc/cmdline is absent")));
+    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown(
+        "/proc/cmdline is absent"
+    )));
     let vendor = facts.kernel.cpu_vendor.as_ref().ok().cloned().flatten();
     // An absent /sys/class/iommu (a capture that left it out, a kernel
     // without IOMMU support) proves nothing either way.
@@ -67,7 +69,11 @@ fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
             .iter()
             .filter_map(|key| cmdline.show(key))
             .collect();
-        let shown = if shown.is_empty() { "<no iommu parameters>".to_owned() } else { shown.join(" ") };
+        let shown = if shown.is_empty() {
+            "<no iommu parameters>".to_owned()
+        } else {
+            shown.join(" ")
+        };
         outcome = outcome.evidence(CMDLINE, shown);
         if let Some(vendor) = &vendor {
             outcome = outcome.evidence("/proc/cpuinfo", format!("{vendor:?}").to_lowercase());
@@ -103,7 +109,10 @@ fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>)
     }
     let from_sysfs = units.map(|n| n > 0);
     match vendor {
-        Some(CpuVendor::Intel) => match cmdline.value("intel_iommu").map(|v| v.split(',').next().unwrap_or("")) {
+        Some(CpuVendor::Intel) => match cmdline
+            .value("intel_iommu")
+            .map(|v| v.split(',').next().unwrap_or(""))
+        {
             Some("on") => Some(true),
             Some("off") => Some(false),
             // The default depends on CONFIG_INTEL_IOMMU_DEFAULT_ON; sysfs tells.
@@ -121,9 +130,14 @@ fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>)
             if cmdline.has("iommu.passthrough") {
                 // Only arm64 kernels take `iommu.passthrough=`.
                 from_sysfs.or(Some(true))
-            } else if cmdline.value("intel_iommu").is_some_and(|v| v.starts_with("on")) {
+            } else if cmdline
+                .value("intel_iommu")
+                .is_some_and(|v| v.starts_with("on"))
+            {
                 Some(true)
-            } else if cmdline.value("amd_iommu") == Some("off") || cmdline.value("intel_iommu") == Some("off") {
+            } else if cmdline.value("amd_iommu") == Some("off")
+                || cmdline.value("intel_iommu") == Some("off")
+            {
                 Some(false)
             } else {
                 from_sysfs
@@ -135,7 +149,10 @@ fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>)
 fn passthrough(cmdline: &Cmdline) -> bool {
     cmdline.value("iommu") == Some("pt")
         || cmdline.value("amd_iommu") == Some("pt")
-        || matches!(cmdline.value("iommu.passthrough"), Some("1" | "on" | "y" | "Y"))
+        || matches!(
+            cmdline.value("iommu.passthrough"),
+            Some("1" | "on" | "y" | "Y")
+        )
 }
 
 fn iommu_args(vendor: Option<&CpuVendor>) -> String {
@@ -182,8 +199,12 @@ declare_check! {
 
 fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
-    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown("/proc/cmdline is absent")));
-    let requested = hugepage_requests(cmdline).into_iter().find(|r| r.size_kib == GIB_KIB);
+    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown(
+        "/proc/cmdline is absent"
+    )));
+    let requested = hugepage_requests(cmdline)
+        .into_iter()
+        .find(|r| r.size_kib == GIB_KIB);
     let pool = facts.memory.pool(GIB_KIB);
     let pool_path = "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
     let shown = ["default_hugepagesz", "hugepagesz", "hugepages"]
@@ -240,7 +261,14 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
             None => Outcome::info("no 1 GiB hugepages requested").fix(boot_fix(32)),
         },
     };
-    let mut outcome = outcome.evidence(CMDLINE, if shown.is_empty() { "<no hugepage parameters>".to_owned() } else { shown });
+    let mut outcome = outcome.evidence(
+        CMDLINE,
+        if shown.is_empty() {
+            "<no hugepage parameters>".to_owned()
+        } else {
+            shown
+        },
+    );
     if let Some(got) = reserved {
         outcome = outcome.evidence(pool_path, got.to_string());
     }
@@ -256,7 +284,10 @@ struct Requested {
 
 fn requested(cmdline: &Cmdline) -> Result<Requested, Box<Outcome>> {
     let malformed = |key: &str, value: &str, err: &dyn std::fmt::Display| {
-        Box::new(Outcome::unknown(format!("cannot parse {key}=: {err}")).evidence(CMDLINE, format!("{key}={value}")))
+        Box::new(
+            Outcome::unknown(format!("cannot parse {key}=: {err}"))
+                .evidence(CMDLINE, format!("{key}={value}")),
+        )
     };
     let parse_set = |key: &str| -> Result<Option<CpuSet>, Box<Outcome>> {
         cmdline
@@ -306,7 +337,9 @@ declare_check! {
 
 fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
-    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown("/proc/cmdline is absent")));
+    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown(
+        "/proc/cmdline is absent"
+    )));
     let req = need!(requested(cmdline));
     if req.isolcpus.is_none() && req.nohz_full.is_none() && req.rcu_nocbs.is_none() {
         return vec![Outcome::not_applicable("no cpu isolation requested")];
@@ -321,7 +354,11 @@ fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
     .filter_map(|(key, set)| set.map(|set| (key, set)))
     .collect();
     let distinct: BTreeSet<String> = lists.iter().map(|(_, set)| set.to_string()).collect();
-    let shown = lists.iter().map(|(k, s)| format!("{k}={s}")).collect::<Vec<_>>().join(" ");
+    let shown = lists
+        .iter()
+        .map(|(k, s)| format!("{k}={s}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     if distinct.len() > 1 {
         outcomes.push(
             Outcome::warn("isolation lists disagree: some isolated cpus still get timer ticks or rcu callbacks")
@@ -330,27 +367,56 @@ fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
         );
     }
     if let Some(iso) = req.isolcpus.as_ref().filter(|i| i.isolates_domains()) {
-        outcomes.push(compare_effective("isolcpus", &iso.cpus, &facts.kernel.isolation.isolated, "/sys/devices/system/cpu/isolated"));
+        outcomes.push(compare_effective(
+            "isolcpus",
+            &iso.cpus,
+            &facts.kernel.isolation.isolated,
+            "/sys/devices/system/cpu/isolated",
+        ));
     }
     if let Some(nohz) = &req.nohz_full {
-        outcomes.push(compare_effective("nohz_full", nohz, &facts.kernel.isolation.nohz_full, "/sys/devices/system/cpu/nohz_full"));
+        outcomes.push(compare_effective(
+            "nohz_full",
+            nohz,
+            &facts.kernel.isolation.nohz_full,
+            "/sys/devices/system/cpu/nohz_full",
+        ));
     }
-    if outcomes.iter().all(|o| o.status == zerohop_core::Status::Pass) {
-        return vec![Outcome::pass(format!("isolation consistent and in effect: {shown}")).evidence(CMDLINE, shown)];
+    if outcomes
+        .iter()
+        .all(|o| o.status == zerohop_core::Status::Pass)
+    {
+        return vec![
+            Outcome::pass(format!("isolation consistent and in effect: {shown}"))
+                .evidence(CMDLINE, shown),
+        ];
     }
     outcomes
 }
 
-fn compare_effective(key: &str, wanted: &CpuSet, effective: &zerohop_host::Fact<CpuSet>, path: &str) -> Outcome {
+fn compare_effective(
+    key: &str,
+    wanted: &CpuSet,
+    effective: &zerohop_host::Fact<CpuSet>,
+    path: &str,
+) -> Outcome {
     match effective {
         Err(gap) => Outcome::gap(gap),
-        Ok(None) => Outcome::unknown(format!("{path} is absent: cannot confirm {key}= took effect")),
+        Ok(None) => Outcome::unknown(format!(
+            "{path} is absent: cannot confirm {key}= took effect"
+        )),
         Ok(Some(got)) if got == wanted => Outcome::pass(format!("{key} in effect")),
-        Ok(Some(got)) => Outcome::fail(format!("{key}={wanted} requested but the kernel applied `{got}`"))
-            .evidence(CMDLINE, format!("{key}={wanted}"))
-            .evidence(path, got.to_string())
-            .fix(Remediation::new(format!("check the kernel log for a rejected {key}= value and the kernel config"))
-                .command("dmesg | grep -i -e isol -e nohz")),
+        Ok(Some(got)) => Outcome::fail(format!(
+            "{key}={wanted} requested but the kernel applied `{got}`"
+        ))
+        .evidence(CMDLINE, format!("{key}={wanted}"))
+        .evidence(path, got.to_string())
+        .fix(
+            Remediation::new(format!(
+                "check the kernel log for a rejected {key}= value and the kernel config"
+            ))
+            .command("dmesg | grep -i -e isol -e nohz"),
+        ),
     }
 }
 
@@ -383,13 +449,21 @@ declare_check! {
 
 fn housekeeping(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
-    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown("/proc/cmdline is absent")));
+    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown(
+        "/proc/cmdline is absent"
+    )));
     let req = need!(requested(cmdline));
     let effective = |fact: &zerohop_host::Fact<CpuSet>, fallback: Option<&CpuSet>| match fact {
         Ok(Some(set)) if !set.is_empty() => Some(set.clone()),
         _ => fallback.cloned(),
     };
-    let isolated = effective(&facts.kernel.isolation.isolated, req.isolcpus.as_ref().filter(|i| i.isolates_domains()).map(|i| &i.cpus));
+    let isolated = effective(
+        &facts.kernel.isolation.isolated,
+        req.isolcpus
+            .as_ref()
+            .filter(|i| i.isolates_domains())
+            .map(|i| &i.cpus),
+    );
     let nohz = effective(&facts.kernel.isolation.nohz_full, req.nohz_full.as_ref());
     let mut all = CpuSet::default();
     for set in [isolated, nohz].into_iter().flatten() {
@@ -398,7 +472,9 @@ fn housekeeping(ctx: &Context<'_>) -> Vec<Outcome> {
     if all.is_empty() {
         return vec![Outcome::not_applicable("no cpus isolated")];
     }
-    let nodes = need!(require(&facts.numa, || Outcome::unknown("/sys/devices/system/node is absent: numa layout unknown")));
+    let nodes = need!(require(&facts.numa, || Outcome::unknown(
+        "/sys/devices/system/node is absent: numa layout unknown"
+    )));
     let mut outcomes = Vec::new();
     for node in nodes {
         let cpus = match &node.cpus {

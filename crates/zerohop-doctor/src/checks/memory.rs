@@ -45,12 +45,20 @@ declare_check! {
 
 fn hugepages_on_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
-    let total = facts.memory.pool(GIB_KIB).and_then(|p| p.total_known()).unwrap_or(0);
+    let total = facts
+        .memory
+        .pool(GIB_KIB)
+        .and_then(|p| p.total_known())
+        .unwrap_or(0);
     let expected = ctx.profile.hugepages_1g_per_node;
     if total == 0 && expected.is_none() {
-        return vec![Outcome::not_applicable("no 1 GiB hugepages reserved (see KRN002)")];
+        return vec![Outcome::not_applicable(
+            "no 1 GiB hugepages reserved (see KRN002)",
+        )];
     }
-    let nodes = need!(require(&facts.numa, || Outcome::unknown("/sys/devices/system/node is absent: numa layout unknown")));
+    let nodes = need!(require(&facts.numa, || Outcome::unknown(
+        "/sys/devices/system/node is absent: numa layout unknown"
+    )));
     let device_nodes: BTreeSet<u32> = facts
         .pci
         .list()
@@ -66,7 +74,10 @@ fn hugepages_on_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
     judged
         .into_iter()
         .map(|node| {
-            let path = format!("/sys/devices/system/node/node{}/hugepages/hugepages-1048576kB/nr_hugepages", node.id);
+            let path = format!(
+                "/sys/devices/system/node/node{}/hugepages/hugepages-1048576kB/nr_hugepages",
+                node.id
+            );
             let subject = format!("node{}", node.id);
             let got = match node.pool(GIB_KIB).map(|p| &p.total) {
                 Some(Err(gap)) => return Outcome::gap(gap).subject(subject),
@@ -77,12 +88,21 @@ fn hugepages_on_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
             if got >= need {
                 Outcome::pass(format!("{got} 1 GiB hugepages on node {}", node.id))
             } else {
-                let message = format!("{got} 1 GiB hugepages on node {} that hosts gpus or nics, {need} needed", node.id);
-                let outcome = if expected.is_some() { Outcome::fail(message) } else { Outcome::warn(message) };
-                outcome
-                    .evidence(&path, got.to_string())
-                    .fix(Remediation::new("reserve 1 GiB hugepages on every node that hosts a gpu or nic")
-                        .command(format!("echo {need} > {path}")))
+                let message = format!(
+                    "{got} 1 GiB hugepages on node {} that hosts gpus or nics, {need} needed",
+                    node.id
+                );
+                let outcome = if expected.is_some() {
+                    Outcome::fail(message)
+                } else {
+                    Outcome::warn(message)
+                };
+                outcome.evidence(&path, got.to_string()).fix(
+                    Remediation::new(
+                        "reserve 1 GiB hugepages on every node that hosts a gpu or nic",
+                    )
+                    .command(format!("echo {need} > {path}")),
+                )
             }
             .subject(subject)
         })
@@ -115,7 +135,9 @@ declare_check! {
 }
 
 fn hugepages_exhausted(ctx: &Context<'_>) -> Vec<Outcome> {
-    let pools = need!(require(&ctx.facts.memory.hugepages, || Outcome::not_applicable("the kernel has no hugepage pools")));
+    let pools = need!(require(&ctx.facts.memory.hugepages, || {
+        Outcome::not_applicable("the kernel has no hugepage pools")
+    }));
     let outcomes: Vec<Outcome> = pools
         .iter()
         .filter(|pool| pool.total_known().unwrap_or(0) > 0 || pool.total.is_err())
@@ -124,11 +146,17 @@ fn hugepages_exhausted(ctx: &Context<'_>) -> Vec<Outcome> {
             let dir = format!("/sys/kernel/mm/hugepages/hugepages-{}kB", pool.size_kib);
             match (&pool.total, &pool.free) {
                 (Err(gap), _) | (_, Err(gap)) => Outcome::gap(gap),
-                (Ok(Some(total)), Ok(Some(0))) => Outcome::warn(format!("all {total} {size} hugepages are in use"))
-                    .evidence(format!("{dir}/free_hugepages"), "0")
-                    .fix(Remediation::new("free leaked hugepages or grow the pool")
-                        .command("grep -l huge /proc/[0-9]*/maps")),
-                (Ok(Some(total)), Ok(Some(free))) => Outcome::pass(format!("{free} of {total} {size} hugepages free")),
+                (Ok(Some(total)), Ok(Some(0))) => {
+                    Outcome::warn(format!("all {total} {size} hugepages are in use"))
+                        .evidence(format!("{dir}/free_hugepages"), "0")
+                        .fix(
+                            Remediation::new("free leaked hugepages or grow the pool")
+                                .command("grep -l huge /proc/[0-9]*/maps"),
+                        )
+                }
+                (Ok(Some(total)), Ok(Some(free))) => {
+                    Outcome::pass(format!("{free} of {total} {size} hugepages free"))
+                }
                 _ => Outcome::unknown(format!("{size} pool has no free_hugepages file")),
             }
             .subject(format!("{size} pool"))
@@ -168,17 +196,29 @@ declare_check! {
 
 fn thp_policy(ctx: &Context<'_>) -> Vec<Outcome> {
     const PATH: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
-    let enabled = need!(require(&ctx.facts.memory.thp_enabled, || Outcome::not_applicable("the kernel has no transparent hugepages")));
-    let defrag = ctx.facts.memory.thp_defrag.as_ref().ok().cloned().flatten().unwrap_or_else(|| "<unknown>".to_owned());
+    let enabled = need!(require(&ctx.facts.memory.thp_enabled, || {
+        Outcome::not_applicable("the kernel has no transparent hugepages")
+    }));
+    let defrag = ctx
+        .facts
+        .memory
+        .thp_defrag
+        .as_ref()
+        .ok()
+        .cloned()
+        .flatten()
+        .unwrap_or_else(|| "<unknown>".to_owned());
     let outcome = if enabled == "always" {
         Outcome::info("transparent hugepages always on: compaction can stall data-path threads")
             .fix(Remediation::new("prefer madvise").command(format!("echo madvise > {PATH}")))
     } else {
         Outcome::pass(format!("transparent hugepages {enabled}"))
     };
-    vec![outcome
-        .evidence(PATH, enabled.as_str())
-        .evidence("/sys/kernel/mm/transparent_hugepage/defrag", defrag)]
+    vec![
+        outcome
+            .evidence(PATH, enabled.as_str())
+            .evidence("/sys/kernel/mm/transparent_hugepage/defrag", defrag),
+    ]
 }
 
 declare_check! {
@@ -211,9 +251,13 @@ declare_check! {
 fn memlock(ctx: &Context<'_>) -> Vec<Outcome> {
     const PATH: &str = "/proc/self/limits";
     let Some(fact) = &ctx.facts.kernel.memlock else {
-        return vec![Outcome::not_applicable("memlock is a property of the running process: only checked on the live host")];
+        return vec![Outcome::not_applicable(
+            "memlock is a property of the running process: only checked on the live host",
+        )];
     };
-    let limit = need!(require(fact, || Outcome::unknown("/proc/self/limits is absent")));
+    let limit = need!(require(fact, || Outcome::unknown(
+        "/proc/self/limits is absent"
+    )));
     vec![match limit {
         Memlock::Unlimited => Outcome::pass("memlock unlimited").evidence(PATH, "unlimited"),
         Memlock::Bytes(n) if *n >= MEMLOCK_MIN => Outcome::pass(format!("memlock {}", bytes(*n))).evidence(PATH, n.to_string()),
@@ -240,7 +284,10 @@ mod tests {
         let mut facts = Facts::collect(&HostRoot::at(dir.path()).unwrap());
         facts.kernel.memlock = Some(Ok(Some(limit)));
         let profile = Profile::default();
-        let outcomes = memlock(&Context { facts: &facts, profile: &profile });
+        let outcomes = memlock(&Context {
+            facts: &facts,
+            profile: &profile,
+        });
         assert_eq!(outcomes.len(), 1);
         outcomes[0].status
     }

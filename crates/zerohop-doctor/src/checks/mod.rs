@@ -81,7 +81,10 @@ pub static CHECKS: &[&Check] = &[
 /// The value of a fact, or the outcome that ends the check: `unknown` with
 /// the path and reason for a gap, `absent()` when the host lacks the fact.
 /// (Boxed: an outcome is large and most calls succeed.)
-pub(crate) fn require<T>(fact: &Fact<T>, absent: impl FnOnce() -> Outcome) -> Result<&T, Box<Outcome>> {
+pub(crate) fn require<T>(
+    fact: &Fact<T>,
+    absent: impl FnOnce() -> Outcome,
+) -> Result<&T, Box<Outcome>> {
     match fact {
         Ok(Some(value)) => Ok(value),
         Ok(None) => Err(Box::new(absent())),

@@ -426,7 +426,9 @@ declare_check! {
         name: "rpcrdma-missing",
         group: Nfs,
         severity: Error,
-        requires: [],
+        // rpcrdma needs ib_core and rdma_cm: a broken RDMA module chain is
+        // the root cause, reported once.
+        requires: [crate::checks::rdma::MODULE_CHAIN],
         run: rpcrdma_missing,
     };
 }

@@ -11,7 +11,11 @@ const NO_PCI: &str = "/sys/bus/pci/devices is absent: no pci devices to check";
 
 /// The GPUs and NICs (physical functions) of the data path.
 fn data_path_devices<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a PciDevice> {
-    ctx.facts.pci.list().iter().filter(|d| (d.is_nvidia_gpu() || d.is_nic()) && !d.is_vf())
+    ctx.facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| (d.is_nvidia_gpu() || d.is_nic()) && !d.is_vf())
 }
 
 declare_check! {
@@ -46,7 +50,9 @@ declare_check! {
 }
 
 fn link_downtrained(ctx: &Context<'_>) -> Vec<Outcome> {
-    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(NO_PCI)));
+    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
+        NO_PCI
+    )));
     data_path_devices(ctx)
         .map(|device| {
             let link = match &device.link {
@@ -127,7 +133,9 @@ declare_check! {
 }
 
 fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
-    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(NO_PCI)));
+    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
+        NO_PCI
+    )));
     let cpu_nodes = ctx
         .facts
         .numa_nodes()
@@ -135,7 +143,9 @@ fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
         .filter(|n| matches!(&n.cpus, Ok(Some(cpus)) if !cpus.is_empty()))
         .count();
     if cpu_nodes < 2 {
-        return vec![Outcome::not_applicable(format!("{cpu_nodes} numa node(s) with cpus: locality does not matter"))];
+        return vec![Outcome::not_applicable(format!(
+            "{cpu_nodes} numa node(s) with cpus: locality does not matter"
+        ))];
     }
     data_path_devices(ctx)
         .map(|device| {
@@ -143,9 +153,14 @@ fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
             match &device.numa_node {
                 Err(gap) => Outcome::gap(gap),
                 Ok(None) => Outcome::unknown(format!("{} has no numa_node file", device.label())),
-                Ok(Some(-1)) => Outcome::warn(format!("{} numa node unknown on a {cpu_nodes}-node host", device.label()))
-                    .evidence(&path, "-1")
-                    .fix(Remediation::new("enable acpi srat / numa reporting in the bios and update it")),
+                Ok(Some(-1)) => Outcome::warn(format!(
+                    "{} numa node unknown on a {cpu_nodes}-node host",
+                    device.label()
+                ))
+                .evidence(&path, "-1")
+                .fix(Remediation::new(
+                    "enable acpi srat / numa reporting in the bios and update it",
+                )),
                 Ok(Some(node)) => Outcome::pass(format!("{} on numa node {node}", device.label())),
             }
             .subject(&device.address)
@@ -179,8 +194,16 @@ declare_check! {
 }
 
 fn nouveau_bound(ctx: &Context<'_>) -> Vec<Outcome> {
-    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(NO_PCI)));
-    let gpus: Vec<&PciDevice> = ctx.facts.pci.list().iter().filter(|d| d.is_nvidia_gpu()).collect();
+    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
+        NO_PCI
+    )));
+    let gpus: Vec<&PciDevice> = ctx
+        .facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| d.is_nvidia_gpu())
+        .collect();
     if gpus.is_empty() {
         return vec![Outcome::not_applicable("no nvidia gpu")];
     }
@@ -227,14 +250,16 @@ declare_check! {
 }
 
 fn vf_iommu_group_shared(ctx: &Context<'_>) -> Vec<Outcome> {
-    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(NO_PCI)));
+    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
+        NO_PCI
+    )));
     let vfs: Vec<&PciDevice> = ctx.facts.pci.list().iter().filter(|d| d.is_vf()).collect();
     if vfs.is_empty() {
         return vec![Outcome::not_applicable("no sr-iov virtual functions")];
     }
-    let groups = need!(require(&ctx.facts.pci.iommu_groups, || Outcome::not_applicable(
-        "no iommu groups: the iommu is off (see KRN001)"
-    )));
+    let groups = need!(require(&ctx.facts.pci.iommu_groups, || {
+        Outcome::not_applicable("no iommu groups: the iommu is off (see KRN001)")
+    }));
     let mut shared = Vec::new();
     let mut alone = 0;
     for vf in vfs {
@@ -252,15 +277,25 @@ fn vf_iommu_group_shared(ctx: &Context<'_>) -> Vec<Outcome> {
             alone += 1;
         } else {
             shared.push(
-                Outcome::warn(format!("vf shares iommu group {group} with {}", join(&others)))
-                    .subject(&vf.address)
-                    .evidence(format!("/sys/kernel/iommu_groups/{group}/devices"), members.join(" "))
-                    .fix(Remediation::new("enable acs above the nic in the bios so each vf gets its own group")),
+                Outcome::warn(format!(
+                    "vf shares iommu group {group} with {}",
+                    join(&others)
+                ))
+                .subject(&vf.address)
+                .evidence(
+                    format!("/sys/kernel/iommu_groups/{group}/devices"),
+                    members.join(" "),
+                )
+                .fix(Remediation::new(
+                    "enable acs above the nic in the bios so each vf gets its own group",
+                )),
             );
         }
     }
     if alone > 0 {
-        shared.push(Outcome::pass(format!("{alone} vf(s) each in an iommu group of their own")));
+        shared.push(Outcome::pass(format!(
+            "{alone} vf(s) each in an iommu group of their own"
+        )));
     }
     shared
 }
@@ -294,31 +329,47 @@ declare_check! {
 }
 
 fn gpu_nic_shared_group(ctx: &Context<'_>) -> Vec<Outcome> {
-    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(NO_PCI)));
-    let groups = need!(require(&ctx.facts.pci.iommu_groups, || Outcome::not_applicable("no iommu groups: the iommu is off")));
+    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
+        NO_PCI
+    )));
+    let groups = need!(require(&ctx.facts.pci.iommu_groups, || {
+        Outcome::not_applicable("no iommu groups: the iommu is off")
+    }));
     let pci = &ctx.facts.pci;
     let mut outcomes = Vec::new();
     for (group, members) in groups {
         let devices: Vec<&PciDevice> = members.iter().filter_map(|m| pci.get(m)).collect();
-        let gpus: Vec<&String> = devices.iter().filter(|d| d.is_nvidia_gpu()).map(|d| &d.address).collect();
+        let gpus: Vec<&String> = devices
+            .iter()
+            .filter(|d| d.is_nvidia_gpu())
+            .map(|d| &d.address)
+            .collect();
         let nics: Vec<&PciDevice> = devices.iter().copied().filter(|d| d.is_nic()).collect();
         if gpus.is_empty() || nics.is_empty() {
             continue;
         }
         let nic_names: Vec<&String> = nics.iter().map(|d| &d.address).collect();
         let has_vfs = nics.iter().any(|d| d.is_vf());
-        let message = format!("gpu {} and nic {} share iommu group {group}: no acs between them", join(&gpus), join(&nic_names));
-        let outcome = if has_vfs {
-            Outcome::warn(format!("{message}, and vfs in it cannot be isolated"))
-                .fix(Remediation::new("enable acs on the switch for isolation, or keep these vfs on the host"))
-        } else {
-            Outcome::info(format!("{message}: peer-to-peer dma goes through the switch"))
-        };
-        outcomes.push(
-            outcome
-                .subject(format!("group {group}"))
-                .evidence(format!("/sys/kernel/iommu_groups/{group}/devices"), members.join(" ")),
+        let message = format!(
+            "gpu {} and nic {} share iommu group {group}: no acs between them",
+            join(&gpus),
+            join(&nic_names)
         );
+        let outcome = if has_vfs {
+            Outcome::warn(format!("{message}, and vfs in it cannot be isolated")).fix(
+                Remediation::new(
+                    "enable acs on the switch for isolation, or keep these vfs on the host",
+                ),
+            )
+        } else {
+            Outcome::info(format!(
+                "{message}: peer-to-peer dma goes through the switch"
+            ))
+        };
+        outcomes.push(outcome.subject(format!("group {group}")).evidence(
+            format!("/sys/kernel/iommu_groups/{group}/devices"),
+            members.join(" "),
+        ));
     }
     if outcomes.is_empty() {
         outcomes.push(Outcome::pass("no gpu shares an iommu group with a nic"));
@@ -327,5 +378,9 @@ fn gpu_nic_shared_group(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 fn join(items: &[&String]) -> String {
-    items.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -31,12 +31,18 @@ fn roce_netdevs<'a>(ctx: &Context<'a>) -> Vec<RoceNetdev<'a>> {
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
     for (device, port) in ports(ctx).filter(|(_, p)| p.is_ethernet()) {
-        let Some(name) = port.netdev.as_deref() else { continue };
+        let Some(name) = port.netdev.as_deref() else {
+            continue;
+        };
         if seen.contains(&name) {
             continue;
         }
         seen.push(name);
-        let vf = device.pci.as_deref().and_then(|a| ctx.facts.pci.get(a)).is_some_and(|d| d.is_vf());
+        let vf = device
+            .pci
+            .as_deref()
+            .and_then(|a| ctx.facts.pci.get(a))
+            .is_some_and(|d| d.is_vf());
         out.push(RoceNetdev {
             device,
             port,
@@ -53,7 +59,9 @@ fn no_roce(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.facts.rdma.list().is_empty() {
         return vec![no_devices(ctx)];
     }
-    vec![Outcome::not_applicable("no roce (ethernet) rdma port with a netdev")]
+    vec![Outcome::not_applicable(
+        "no roce (ethernet) rdma port with a netdev",
+    )]
 }
 
 declare_check! {
@@ -95,19 +103,29 @@ fn mtu_too_small(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|roce| {
             let subject = format!("{} ({})", roce.name, port_name(roce.device, roce.port));
             let Some(net) = roce.net else {
-                return Outcome::unknown(format!("netdev {} is not in /sys/class/net", roce.name)).subject(subject);
+                return Outcome::unknown(format!("netdev {} is not in /sys/class/net", roce.name))
+                    .subject(subject);
             };
             let path = format!("{}/mtu", net.sysfs());
             let mtu = match &net.mtu {
                 Err(gap) => return Outcome::gap(gap).subject(subject),
-                Ok(None) => return Outcome::unknown("netdev has no mtu file").subject(subject).evidence(path, "<missing>"),
+                Ok(None) => {
+                    return Outcome::unknown("netdev has no mtu file")
+                        .subject(subject)
+                        .evidence(path, "<missing>");
+                }
                 Ok(Some(mtu)) => *mtu,
             };
             let want = expected.unwrap_or(9000).max(ROCE_MIN_MTU);
-            let fix = Remediation::new("raise the mtu on the host or in the sr-iov network, and on the switch ports")
-                .command(format!("ip link set {} mtu {want}", roce.name));
+            let fix = Remediation::new(
+                "raise the mtu on the host or in the sr-iov network, and on the switch ports",
+            )
+            .command(format!("ip link set {} mtu {want}", roce.name));
             let outcome = if mtu < ROCE_MIN_MTU {
-                Outcome::fail(format!("mtu {mtu} below {ROCE_MIN_MTU}: roce runs with a path mtu under 4096")).fix(fix)
+                Outcome::fail(format!(
+                    "mtu {mtu} below {ROCE_MIN_MTU}: roce runs with a path mtu under 4096"
+                ))
+                .fix(fix)
             } else if expected.is_some_and(|e| e != mtu) {
                 Outcome::fail(format!("mtu {mtu}, expected {want}")).fix(fix)
             } else {
@@ -152,8 +170,14 @@ fn mtu_inconsistent(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     let mut roles: BTreeMap<String, Vec<(&str, u32)>> = BTreeMap::new();
     for roce in &netdevs {
-        let Some(Ok(Some(mtu))) = roce.net.map(|n| &n.mtu) else { continue };
-        let role = format!("{} {}", roce.device.family(), if roce.vf { "vf" } else { "pf" });
+        let Some(Ok(Some(mtu))) = roce.net.map(|n| &n.mtu) else {
+            continue;
+        };
+        let role = format!(
+            "{} {}",
+            roce.device.family(),
+            if roce.vf { "vf" } else { "pf" }
+        );
         roles.entry(role).or_default().push((roce.name, *mtu));
     }
     if roles.is_empty() {
@@ -166,18 +190,43 @@ fn mtu_inconsistent(ctx: &Context<'_>) -> Vec<Outcome> {
             for (_, mtu) in &members {
                 *counts.entry(*mtu).or_default() += 1;
             }
-            let shown = members.iter().map(|(n, m)| format!("{n}={m}")).collect::<Vec<_>>().join(" ");
+            let shown = members
+                .iter()
+                .map(|(n, m)| format!("{n}={m}"))
+                .collect::<Vec<_>>()
+                .join(" ");
             let outcome = if counts.len() == 1 {
-                Outcome::pass(format!("{} netdev(s), all mtu {}", members.len(), members[0].1))
+                Outcome::pass(format!(
+                    "{} netdev(s), all mtu {}",
+                    members.len(),
+                    members[0].1
+                ))
             } else {
-                let common = counts.iter().max_by_key(|(mtu, count)| (**count, **mtu)).map_or(0, |(mtu, _)| *mtu);
-                let odd: Vec<&str> = members.iter().filter(|(_, m)| *m != common).map(|(n, _)| *n).collect();
-                Outcome::warn(format!("mtu differs within the role: {} not at {common}", odd.join(", "))).fix(
-                    Remediation::new("set the same mtu on every interface of the role")
-                        .command(format!("for i in {}; do ip link set $i mtu {common}; done", odd.join(" "))),
+                let common = counts
+                    .iter()
+                    .max_by_key(|(mtu, count)| (**count, **mtu))
+                    .map_or(0, |(mtu, _)| *mtu);
+                let odd: Vec<&str> = members
+                    .iter()
+                    .filter(|(_, m)| *m != common)
+                    .map(|(n, _)| *n)
+                    .collect();
+                Outcome::warn(format!(
+                    "mtu differs within the role: {} not at {common}",
+                    odd.join(", ")
+                ))
+                .fix(
+                    Remediation::new("set the same mtu on every interface of the role").command(
+                        format!(
+                            "for i in {}; do ip link set $i mtu {common}; done",
+                            odd.join(" ")
+                        ),
+                    ),
                 )
             };
-            outcome.subject(role).evidence("/sys/class/net/*/mtu", shown)
+            outcome
+                .subject(role)
+                .evidence("/sys/class/net/*/mtu", shown)
         })
         .collect()
 }
@@ -295,7 +344,8 @@ declare_check! {
 }
 
 fn roce_mode(ctx: &Context<'_>) -> Vec<Outcome> {
-    let ethernet: Vec<(&RdmaDevice, &RdmaPort)> = ports(ctx).filter(|(_, p)| p.is_ethernet()).collect();
+    let ethernet: Vec<(&RdmaDevice, &RdmaPort)> =
+        ports(ctx).filter(|(_, p)| p.is_ethernet()).collect();
     if ethernet.is_empty() {
         return no_roce(ctx);
     }

@@ -19,21 +19,33 @@ const MLX4_DEVICE_IDS: [u16; 4] = [0x1003, 0x1004, 0x1007, 0x6750];
 /// Whether RDMA is part of the data path: as the profile says, else when
 /// the host has an RDMA device or a Mellanox/NVIDIA network controller.
 pub(crate) fn wants_rdma(ctx: &Context<'_>) -> bool {
-    ctx.profile.rdma.unwrap_or_else(|| !ctx.facts.rdma.list().is_empty() || needs_mlx5(ctx))
+    ctx.profile
+        .rdma
+        .unwrap_or_else(|| !ctx.facts.rdma.list().is_empty() || needs_mlx5(ctx))
 }
 
 /// Whether the host has ConnectX-4 or later functions (or `mlx5` RDMA
 /// devices), which need the `mlx5` modules.
 fn needs_mlx5(ctx: &Context<'_>) -> bool {
-    ctx.facts.rdma.list().iter().any(|d| d.name.starts_with("mlx5"))
+    ctx.facts
+        .rdma
+        .list()
+        .iter()
+        .any(|d| d.name.starts_with("mlx5"))
         || ctx.facts.pci.list().iter().any(|d| {
-            d.is_nic() && d.vendor == Some(vendor::MELLANOX) && !d.device.is_some_and(|id| MLX4_DEVICE_IDS.contains(&id))
+            d.is_nic()
+                && d.vendor == Some(vendor::MELLANOX)
+                && !d.device.is_some_and(|id| MLX4_DEVICE_IDS.contains(&id))
         })
 }
 
 /// Every port of every RDMA device, with its device.
 pub(crate) fn ports<'a>(ctx: &Context<'a>) -> impl Iterator<Item = (&'a RdmaDevice, &'a RdmaPort)> {
-    ctx.facts.rdma.list().iter().flat_map(|d| d.port_list().iter().map(move |p| (d, p)))
+    ctx.facts
+        .rdma
+        .list()
+        .iter()
+        .flat_map(|d| d.port_list().iter().map(move |p| (d, p)))
 }
 
 /// `mlx5_0/1`: how findings name a port.
@@ -47,8 +59,12 @@ pub(crate) fn no_devices(ctx: &Context<'_>) -> Outcome {
     if ctx.profile.rdma == Some(true) {
         Outcome::fail("rdma expected, but /sys/class/infiniband lists no device")
             .evidence(CLASS_DIR, "<missing>")
-            .fix(Remediation::new("install and load the nic's rdma driver (doca-ofed or the inbox mlx5_ib)")
-                .command("modprobe mlx5_ib && ls /sys/class/infiniband"))
+            .fix(
+                Remediation::new(
+                    "install and load the nic's rdma driver (doca-ofed or the inbox mlx5_ib)",
+                )
+                .command("modprobe mlx5_ib && ls /sys/class/infiniband"),
+            )
     } else {
         Outcome::not_applicable("no rdma device on this host")
     }
@@ -104,7 +120,9 @@ declare_check! {
 
 fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
     if !wants_rdma(ctx) {
-        return vec![Outcome::not_applicable("no rdma device or mellanox nic, and rdma not expected")];
+        return vec![Outcome::not_applicable(
+            "no rdma device or mellanox nic, and rdma not expected",
+        )];
     }
     let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
         "/proc/modules and /sys/module are absent: cannot tell which modules are loaded"
@@ -115,10 +133,17 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
         .copied()
         .filter(|(name, _)| mlx5 || !name.starts_with("mlx5"))
         .collect();
-    let missing: Vec<&str> = required.iter().map(|(n, _)| *n).filter(|n| !modules.present(n)).collect();
+    let missing: Vec<&str> = required
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !modules.present(n))
+        .collect();
     if missing.is_empty() {
         let loaded: Vec<String> = required.iter().map(|(n, _)| describe(modules, n)).collect();
-        return vec![Outcome::pass(format!("{} loaded", loaded.join(", "))).evidence("/proc/modules", loaded.join(" "))];
+        return vec![
+            Outcome::pass(format!("{} loaded", loaded.join(", ")))
+                .evidence("/proc/modules", loaded.join(" ")),
+        ];
     }
     let roots: Vec<&str> = required
         .iter()
@@ -203,32 +228,42 @@ fn abi(ctx: &Context<'_>) -> Vec<Outcome> {
         Ok(Some(0)) => Outcome::fail("verbs abi version is 0: user space cannot use the devices")
             .evidence(VERBS_ABI, "0")
             .fix(abi_fix()),
-        Ok(Some(version)) => Outcome::pass(format!("verbs abi version {version}")).evidence(VERBS_ABI, version.to_string()),
-        Ok(None) if !modules_known => Outcome::unknown("verbs abi file absent and the module list unknown: a partial capture")
-            .evidence(VERBS_ABI, "<missing>"),
+        Ok(Some(version)) => Outcome::pass(format!("verbs abi version {version}"))
+            .evidence(VERBS_ABI, version.to_string()),
+        Ok(None) if !modules_known => {
+            Outcome::unknown("verbs abi file absent and the module list unknown: a partial capture")
+                .evidence(VERBS_ABI, "<missing>")
+        }
         Ok(None) => Outcome::fail("no verbs abi: ib_uverbs exposes no device to user space")
             .evidence(VERBS_ABI, "<missing>")
             .fix(abi_fix()),
     };
     let mad = match &rdma.mad_abi {
         Err(gap) => Outcome::gap(gap),
-        Ok(Some(version)) if *version > 0 => Outcome::pass(format!("mad abi version {version}")).evidence(MAD_ABI, version.to_string()),
+        Ok(Some(version)) if *version > 0 => Outcome::pass(format!("mad abi version {version}"))
+            .evidence(MAD_ABI, version.to_string()),
         Ok(Some(_)) => Outcome::warn("mad abi version is 0: ibstat and subnet manager tools fail")
             .evidence(MAD_ABI, "0")
             .fix(Remediation::new("load ib_umad").command("modprobe ib_umad")),
-        Ok(None) if !modules_known => Outcome::unknown("mad abi file absent and the module list unknown: a partial capture")
-            .evidence(MAD_ABI, "<missing>"),
-        Ok(None) => Outcome::warn("no mad abi: ib_umad is not loaded, ibstat and subnet manager tools fail")
-            .evidence(MAD_ABI, "<missing>")
-            .fix(Remediation::new("load ib_umad").command("modprobe ib_umad")),
+        Ok(None) if !modules_known => {
+            Outcome::unknown("mad abi file absent and the module list unknown: a partial capture")
+                .evidence(MAD_ABI, "<missing>")
+        }
+        Ok(None) => {
+            Outcome::warn("no mad abi: ib_umad is not loaded, ibstat and subnet manager tools fail")
+                .evidence(MAD_ABI, "<missing>")
+                .fix(Remediation::new("load ib_umad").command("modprobe ib_umad"))
+        }
     };
     vec![verbs.subject("verbs"), mad.subject("mad")]
 }
 
 fn abi_fix() -> Remediation {
-    Remediation::new("load ib_uverbs and install user space from the same release as the kernel modules")
-        .command("modprobe ib_uverbs")
-        .command("ibv_devinfo   # must list the devices")
+    Remediation::new(
+        "load ib_uverbs and install user space from the same release as the kernel modules",
+    )
+    .command("modprobe ib_uverbs")
+    .command("ibv_devinfo   # must list the devices")
 }
 
 declare_check! {
@@ -266,7 +301,9 @@ fn device_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
         return vec![no_devices(ctx)];
     }
     if !rdma.has_dev {
-        return vec![Outcome::unknown("the root has no populated /dev (no /dev/null, as in most captures): device nodes cannot be checked")];
+        return vec![Outcome::unknown(
+            "the root has no populated /dev (no /dev/null, as in most captures): device nodes cannot be checked",
+        )];
     }
     let fix = || {
         Remediation::new("load ib_uverbs and rdma_ucm on the host; give pods the rdma resource of a device plugin")
@@ -275,9 +312,11 @@ fn device_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
     let nodes = match &rdma.device_nodes {
         Err(gap) => return vec![Outcome::gap(gap)],
         Ok(None) => {
-            return vec![Outcome::fail("/dev/infiniband is absent: user space cannot open any rdma device")
-                .evidence(DEV_DIR, "<missing>")
-                .fix(fix())];
+            return vec![
+                Outcome::fail("/dev/infiniband is absent: user space cannot open any rdma device")
+                    .evidence(DEV_DIR, "<missing>")
+                    .fix(fix()),
+            ];
         }
         Ok(Some(nodes)) => nodes,
     };
@@ -287,7 +326,9 @@ fn device_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
     let shown = nodes.join(" ");
     let mut problems = Vec::new();
     if uverbs < devices {
-        problems.push(format!("{uverbs} uverbs node(s) for {devices} rdma device(s)"));
+        problems.push(format!(
+            "{uverbs} uverbs node(s) for {devices} rdma device(s)"
+        ));
     }
     if !rdma_cm {
         problems.push("no rdma_cm node".to_owned());
@@ -295,7 +336,9 @@ fn device_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
     vec![if problems.is_empty() {
         Outcome::pass(format!("{uverbs} uverbs node(s) and rdma_cm")).evidence(DEV_DIR, shown)
     } else {
-        Outcome::fail(problems.join(", ")).evidence(DEV_DIR, shown).fix(fix())
+        Outcome::fail(problems.join(", "))
+            .evidence(DEV_DIR, shown)
+            .fix(fix())
     }]
 }
 
@@ -341,7 +384,9 @@ fn port_down(ctx: &Context<'_>) -> Vec<Outcome> {
         match &device.ports {
             Err(gap) => outcomes.push(Outcome::gap(gap).subject(&device.name)),
             Ok(None) => outcomes.push(
-                Outcome::unknown("device has no ports directory").subject(&device.name).evidence(format!("{dir}/ports"), "<missing>"),
+                Outcome::unknown("device has no ports directory")
+                    .subject(&device.name)
+                    .evidence(format!("{dir}/ports"), "<missing>"),
             ),
             Ok(Some(ports)) => outcomes.extend(ports.iter().map(|port| port_state(device, port))),
         }
@@ -355,12 +400,18 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
     let state = match &port.state {
         Err(gap) => return Outcome::gap(gap).subject(name),
         Ok(None) => {
-            return Outcome::unknown("port directory has no state file").subject(name).evidence(format!("{dir}/state"), "<missing>");
+            return Outcome::unknown("port directory has no state file")
+                .subject(name)
+                .evidence(format!("{dir}/state"), "<missing>");
         }
         Ok(Some(state)) => *state,
     };
     let phys = match &port.phys_state {
-        Err(gap) => return Outcome::gap(gap).subject(name).evidence(format!("{dir}/state"), state.as_str()),
+        Err(gap) => {
+            return Outcome::gap(gap)
+                .subject(name)
+                .evidence(format!("{dir}/state"), state.as_str());
+        }
         Ok(phys) => *phys,
     };
     let phys_text = phys.map_or("<missing>", PhysState::as_str);
@@ -376,15 +427,25 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
             .command(format!("ip link set {netdev} up   # RoCE ports"))
     };
     match (state, phys) {
-        (PortState::Active, Some(PhysState::LinkUp) | None) => evidence(Outcome::pass("active, link up")),
-        (_, Some(PhysState::Polling)) => {
-            evidence(Outcome::fail(format!("port {} with the physical link polling: no cable or no peer", state.as_str())))
-                .fix(fix("check the cable, the transceiver and the switch port"))
+        (PortState::Active, Some(PhysState::LinkUp) | None) => {
+            evidence(Outcome::pass("active, link up"))
         }
-        (_, Some(PhysState::Disabled)) => evidence(Outcome::fail(format!("port {} and physically disabled", state.as_str())))
-            .fix(fix("enable the port: bring the netdev up, or enable the switch port")),
-        (PortState::Init, _) => evidence(Outcome::fail("port in 2: INIT: the link is up but no subnet manager configured it"))
-            .fix(fix("start a subnet manager (opensm) or fix the fabric's")),
+        (_, Some(PhysState::Polling)) => evidence(Outcome::fail(format!(
+            "port {} with the physical link polling: no cable or no peer",
+            state.as_str()
+        )))
+        .fix(fix("check the cable, the transceiver and the switch port")),
+        (_, Some(PhysState::Disabled)) => evidence(Outcome::fail(format!(
+            "port {} and physically disabled",
+            state.as_str()
+        )))
+        .fix(fix(
+            "enable the port: bring the netdev up, or enable the switch port",
+        )),
+        (PortState::Init, _) => evidence(Outcome::fail(
+            "port in 2: INIT: the link is up but no subnet manager configured it",
+        ))
+        .fix(fix("start a subnet manager (opensm) or fix the fabric's")),
         (state, phys) => evidence(Outcome::fail(format!(
             "port {} with physical state {}",
             state.as_str(),
@@ -442,13 +503,22 @@ fn port_rate(ctx: &Context<'_>) -> Vec<Outcome> {
             let name = port_name(device, port);
             let rate = match &port.rate {
                 Err(gap) => return Outcome::gap(gap).subject(name),
-                Ok(None) => return Outcome::unknown("active port has no rate file").subject(name).evidence(path, "<missing>"),
+                Ok(None) => {
+                    return Outcome::unknown("active port has no rate file")
+                        .subject(name)
+                        .evidence(path, "<missing>");
+                }
                 Ok(Some(rate)) => rate,
             };
             let key = family_key(device, port);
             let best = fastest.get(&key).copied().unwrap_or(rate.gbps);
-            let fix = Remediation::new("check the cable and transceiver, the switch port speed and the nic firmware")
-                .command(format!("mlxlink -d {} -m   # negotiated speed, lanes and cable", device.pci.as_deref().unwrap_or(&device.name)));
+            let fix = Remediation::new(
+                "check the cable and transceiver, the switch port speed and the nic firmware",
+            )
+            .command(format!(
+                "mlxlink -d {} -m   # negotiated speed, lanes and cable",
+                device.pci.as_deref().unwrap_or(&device.name)
+            ));
             let outcome = match expected {
                 Some(want) if rate.gbps < want => {
                     Outcome::fail(format!("{} below the expected {want} Gb/s", rate.text)).fix(fix)
@@ -515,9 +585,11 @@ fn netdev_carrier(ctx: &Context<'_>) -> Vec<Outcome> {
         let Some(netdev) = &port.netdev else {
             if port.is_ethernet() {
                 outcomes.push(
-                    Outcome::unknown("roce port with no netdev mapped (no gid_attrs/ndevs, no device/net)")
-                        .subject(name)
-                        .evidence(format!("{}/device/net", device.sysfs()), "<missing>"),
+                    Outcome::unknown(
+                        "roce port with no netdev mapped (no gid_attrs/ndevs, no device/net)",
+                    )
+                    .subject(name)
+                    .evidence(format!("{}/device/net", device.sysfs()), "<missing>"),
                 );
             }
             continue;
@@ -530,26 +602,39 @@ fn netdev_carrier(ctx: &Context<'_>) -> Vec<Outcome> {
             );
             continue;
         };
-        let operstate = net.operstate.clone().unwrap_or_else(|| "<missing>".to_owned());
+        let operstate = net
+            .operstate
+            .clone()
+            .unwrap_or_else(|| "<missing>".to_owned());
         let fix = || {
-            Remediation::new("bring the interface up; check the cable and switch port if it stays down")
-                .command(format!("ip link set {netdev} up"))
-                .command(format!("ethtool {netdev}"))
+            Remediation::new(
+                "bring the interface up; check the cable and switch port if it stays down",
+            )
+            .command(format!("ip link set {netdev} up"))
+            .command(format!("ethtool {netdev}"))
         };
         let carrier_path = format!("{}/carrier", net.sysfs());
         let operstate_path = format!("{}/operstate", net.sysfs());
         let outcome = match &net.carrier {
-            Ok(Some(true)) => Outcome::pass(format!("{netdev} has carrier, operstate {operstate}")).evidence(&carrier_path, "1"),
-            Ok(Some(false)) => Outcome::fail(format!("{netdev} has no carrier")).evidence(&carrier_path, "0").fix(fix()),
+            Ok(Some(true)) => Outcome::pass(format!("{netdev} has carrier, operstate {operstate}"))
+                .evidence(&carrier_path, "1"),
+            Ok(Some(false)) => Outcome::fail(format!("{netdev} has no carrier"))
+                .evidence(&carrier_path, "0")
+                .fix(fix()),
             // The kernel refuses to read carrier on a downed interface.
-            _ if operstate == "down" => Outcome::fail(format!("{netdev} is down")).evidence(&carrier_path, "<unreadable>").fix(fix()),
+            _ if operstate == "down" => Outcome::fail(format!("{netdev} is down"))
+                .evidence(&carrier_path, "<unreadable>")
+                .fix(fix()),
             Err(gap) => Outcome::gap(gap),
-            Ok(None) => Outcome::unknown(format!("{netdev} has no carrier file")).evidence(&carrier_path, "<missing>"),
+            Ok(None) => Outcome::unknown(format!("{netdev} has no carrier file"))
+                .evidence(&carrier_path, "<missing>"),
         };
         outcomes.push(outcome.subject(name).evidence(operstate_path, operstate));
     }
     if outcomes.is_empty() {
-        return vec![Outcome::not_applicable("no rdma port has a netdev (infiniband without ipoib)")];
+        return vec![Outcome::not_applicable(
+            "no rdma port has a netdev (infiniband without ipoib)",
+        )];
     }
     outcomes
 }

@@ -15,9 +15,25 @@ use crate::declare_check;
 /// device, or every NIC's when no RDMA device maps to a PCI function (a
 /// host whose RDMA stack is not loaded yet).
 fn scoped_pfs<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
-    let pfs: Vec<&PciDevice> = ctx.facts.pci.list().iter().filter(|d| d.is_nic() && !d.is_vf()).collect();
-    let rdma: HashSet<&str> = ctx.facts.rdma.list().iter().filter_map(|d| d.pci.as_deref()).collect();
-    let backing: Vec<&PciDevice> = pfs.iter().copied().filter(|d| rdma.contains(d.address.as_str())).collect();
+    let pfs: Vec<&PciDevice> = ctx
+        .facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| d.is_nic() && !d.is_vf())
+        .collect();
+    let rdma: HashSet<&str> = ctx
+        .facts
+        .rdma
+        .list()
+        .iter()
+        .filter_map(|d| d.pci.as_deref())
+        .collect();
+    let backing: Vec<&PciDevice> = pfs
+        .iter()
+        .copied()
+        .filter(|d| rdma.contains(d.address.as_str()))
+        .collect();
     if backing.is_empty() { pfs } else { backing }
 }
 
@@ -25,7 +41,10 @@ fn scoped_pfs<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
 /// expected VF count), else when a scoped PF has VFs enabled.
 fn wants_sriov(ctx: &Context<'_>, pfs: &[&PciDevice]) -> bool {
     ctx.profile.sriov.unwrap_or_else(|| {
-        ctx.profile.vfs_per_pf.is_some() || pfs.iter().any(|d| matches!(d.sriov, Ok(Some(s)) if s.num_vfs > 0))
+        ctx.profile.vfs_per_pf.is_some()
+            || pfs
+                .iter()
+                .any(|d| matches!(d.sriov, Ok(Some(s)) if s.num_vfs > 0))
     })
 }
 
@@ -35,13 +54,16 @@ fn vfs_by_pf<'a>(ctx: &Context<'a>, pfs: &[&PciDevice]) -> BTreeMap<&'a str, Vec
     let mut map: BTreeMap<&str, Vec<&PciDevice>> = BTreeMap::new();
     for device in ctx.facts.pci.list() {
         if let Some(pf) = device.physfn.as_deref().filter(|pf| scoped.contains(pf)) {
-            map.entry(ctx.facts.pci.get(pf).map_or(pf, |d| d.address.as_str())).or_default().push(device);
+            map.entry(ctx.facts.pci.get(pf).map_or(pf, |d| d.address.as_str()))
+                .or_default()
+                .push(device);
         }
     }
     map
 }
 
-const NOT_WANTED: &str = "sr-iov not wanted: no rdma nic has vfs enabled and the profile does not ask for them";
+const NOT_WANTED: &str =
+    "sr-iov not wanted: no rdma nic has vfs enabled and the profile does not ask for them";
 
 declare_check! {
     /// The RDMA NICs can create SR-IOV virtual functions.
@@ -72,7 +94,9 @@ declare_check! {
 }
 
 fn not_capable(ctx: &Context<'_>) -> Vec<Outcome> {
-    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable("/sys/bus/pci/devices is absent")));
+    need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
+        "/sys/bus/pci/devices is absent"
+    )));
     let pfs = scoped_pfs(ctx);
     if pfs.is_empty() {
         return vec![Outcome::not_applicable("no network controller")];
@@ -86,17 +110,27 @@ fn not_capable(ctx: &Context<'_>) -> Vec<Outcome> {
             let path = format!("{}/sriov_totalvfs", pf.sysfs());
             let fix = || {
                 Remediation::new("enable sr-iov in the nic firmware and the bios, then reboot")
-                    .command(format!("mlxconfig -d {} set SRIOV_EN=1 NUM_OF_VFS={vfs}", pf.address))
+                    .command(format!(
+                        "mlxconfig -d {} set SRIOV_EN=1 NUM_OF_VFS={vfs}",
+                        pf.address
+                    ))
             };
             match &pf.sriov {
                 Err(gap) => Outcome::gap(gap),
-                Ok(None) => Outcome::fail(format!("{} has no sr-iov capability: sr-iov off in firmware or bios", pf.label()))
-                    .evidence(path, "<missing>")
-                    .fix(fix()),
-                Ok(Some(s)) if s.total_vfs == 0 => Outcome::fail(format!("{} allows 0 vfs: sr-iov off in firmware", pf.label()))
-                    .evidence(path, "0")
-                    .fix(fix()),
-                Ok(Some(s)) => Outcome::pass(format!("up to {} vfs", s.total_vfs)).evidence(path, s.total_vfs.to_string()),
+                Ok(None) => Outcome::fail(format!(
+                    "{} has no sr-iov capability: sr-iov off in firmware or bios",
+                    pf.label()
+                ))
+                .evidence(path, "<missing>")
+                .fix(fix()),
+                Ok(Some(s)) if s.total_vfs == 0 => Outcome::fail(format!(
+                    "{} allows 0 vfs: sr-iov off in firmware",
+                    pf.label()
+                ))
+                .evidence(path, "0")
+                .fix(fix()),
+                Ok(Some(s)) => Outcome::pass(format!("up to {} vfs", s.total_vfs))
+                    .evidence(path, s.total_vfs.to_string()),
             }
             .subject(&pf.address)
         })
@@ -144,12 +178,19 @@ fn vf_count(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|(pf, s)| {
             let path = format!("{}/sriov_numvfs", pf.sysfs());
             let want = expected.unwrap_or(s.total_vfs.min(8));
-            let fix = Remediation::new("set the vf count and persist it (sr-iov network operator policy numVfs)")
-                .command(format!("echo 0 > {path} && echo {want} > {path}"));
+            let fix = Remediation::new(
+                "set the vf count and persist it (sr-iov network operator policy numVfs)",
+            )
+            .command(format!("echo 0 > {path} && echo {want} > {path}"));
             let outcome = if s.num_vfs == 0 {
-                Outcome::fail("no vfs enabled (they do not survive a reboot unless recreated)").fix(fix)
+                Outcome::fail("no vfs enabled (they do not survive a reboot unless recreated)")
+                    .fix(fix)
             } else if s.num_vfs > s.total_vfs {
-                Outcome::fail(format!("{} vfs enabled, more than the {} allowed", s.num_vfs, s.total_vfs)).fix(fix)
+                Outcome::fail(format!(
+                    "{} vfs enabled, more than the {} allowed",
+                    s.num_vfs, s.total_vfs
+                ))
+                .fix(fix)
             } else if expected.is_some_and(|e| e != s.num_vfs) {
                 Outcome::fail(format!("{} vfs enabled, {want} expected", s.num_vfs)).fix(fix)
             } else {
@@ -158,7 +199,10 @@ fn vf_count(ctx: &Context<'_>) -> Vec<Outcome> {
             outcome
                 .subject(&pf.address)
                 .evidence(path, s.num_vfs.to_string())
-                .evidence(format!("{}/sriov_totalvfs", pf.sysfs()), s.total_vfs.to_string())
+                .evidence(
+                    format!("{}/sriov_totalvfs", pf.sysfs()),
+                    s.total_vfs.to_string(),
+                )
         })
         .collect()
 }
@@ -201,7 +245,13 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
         return vec![Outcome::not_applicable("no vfs on an rdma nic")];
     }
     let rdma_wanted = wants_rdma(ctx);
-    let with_rdma: HashSet<&str> = ctx.facts.rdma.list().iter().filter_map(|d| d.pci.as_deref()).collect();
+    let with_rdma: HashSet<&str> = ctx
+        .facts
+        .rdma
+        .list()
+        .iter()
+        .filter_map(|d| d.pci.as_deref())
+        .collect();
     let mut outcomes = Vec::new();
     for (pf, vfs) in by_pf {
         // Reason → VFs, so thousands of VFs make a handful of findings.
@@ -209,10 +259,15 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
         for vf in &vfs {
             let driver = vf.driver.as_deref().unwrap_or("<none>");
             let key = match driver {
-                "mlx5_core" if with_rdma.contains(vf.address.as_str()) => (0, "bound to mlx5_core with an rdma device".to_owned()),
+                "mlx5_core" if with_rdma.contains(vf.address.as_str()) => {
+                    (0, "bound to mlx5_core with an rdma device".to_owned())
+                }
                 "mlx5_core" if rdma_wanted => (3, "on mlx5_core without an rdma device".to_owned()),
                 "mlx5_core" => (0, "bound to mlx5_core".to_owned()),
-                "vfio-pci" if rdma_wanted => (3, "bound to vfio-pci: no rdma for pods on this host".to_owned()),
+                "vfio-pci" if rdma_wanted => (
+                    3,
+                    "bound to vfio-pci: no rdma for pods on this host".to_owned(),
+                ),
                 "<none>" if rdma_wanted => (3, "bound to no driver".to_owned()),
                 other => (1, format!("bound to {other}")),
             };
@@ -231,12 +286,19 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
                 1 => Outcome::info(message),
                 _ => Outcome::fail(message).fix(fix()),
             };
-            let driver = vfs.iter().find(|v| v.address == members[0]).and_then(|v| v.driver.as_deref()).unwrap_or("<none>");
+            let driver = vfs
+                .iter()
+                .find(|v| v.address == members[0])
+                .and_then(|v| v.driver.as_deref())
+                .unwrap_or("<none>");
             outcomes.push(
                 outcome
                     .subject(pf)
                     .evidence(format!("/sys/bus/pci/devices/{pf}/virtfn*"), shown)
-                    .evidence(format!("/sys/bus/pci/devices/{}/driver", members[0]), driver),
+                    .evidence(
+                        format!("/sys/bus/pci/devices/{}/driver", members[0]),
+                        driver,
+                    ),
             );
         }
     }
@@ -246,7 +308,12 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
 /// The first few addresses, and how many more.
 fn shorten(addresses: &[&str]) -> String {
     const SHOWN: usize = 4;
-    let mut text = addresses.iter().take(SHOWN).copied().collect::<Vec<_>>().join(" ");
+    let mut text = addresses
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
     if addresses.len() > SHOWN {
         text.push_str(&format!(" … and {} more", addresses.len() - SHOWN));
     }
@@ -285,14 +352,31 @@ fn vf_pool_small(ctx: &Context<'_>) -> Vec<Outcome> {
     if pfs.is_empty() || !wants_sriov(ctx, &pfs) {
         return vec![Outcome::not_applicable(NOT_WANTED)];
     }
-    let gpus = ctx.facts.pci.list().iter().filter(|d| d.is_nvidia_gpu() && !d.is_vf()).count();
+    let gpus = ctx
+        .facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+        .count();
     if gpus == 0 {
         return vec![Outcome::not_applicable("no nvidia gpu to pair vfs with")];
     }
-    let vfs: u32 = pfs.iter().filter_map(|pf| pf.sriov.as_ref().ok().copied().flatten()).map(|s| s.num_vfs).sum();
+    let vfs: u32 = pfs
+        .iter()
+        .filter_map(|pf| pf.sriov.as_ref().ok().copied().flatten())
+        .map(|s| s.num_vfs)
+        .sum();
     let evidence = pfs
         .iter()
-        .filter_map(|pf| pf.sriov.as_ref().ok().copied().flatten().map(|s| format!("{}={}", pf.address, s.num_vfs)))
+        .filter_map(|pf| {
+            pf.sriov
+                .as_ref()
+                .ok()
+                .copied()
+                .flatten()
+                .map(|s| format!("{}={}", pf.address, s.num_vfs))
+        })
         .collect::<Vec<_>>()
         .join(" ");
     let outcome = if usize::try_from(vfs).unwrap_or(usize::MAX) >= gpus {
@@ -345,15 +429,24 @@ fn netns_mode(ctx: &Context<'_>) -> Vec<Outcome> {
         .rdma
         .list()
         .iter()
-        .filter(|d| d.pci.as_deref().and_then(|a| ctx.facts.pci.get(a)).is_some_and(PciDevice::is_vf))
+        .filter(|d| {
+            d.pci
+                .as_deref()
+                .and_then(|a| ctx.facts.pci.get(a))
+                .is_some_and(PciDevice::is_vf)
+        })
         .count();
     if vf_rdma == 0 {
-        return vec![Outcome::not_applicable("no rdma device on a vf: the netns mode does not matter")];
+        return vec![Outcome::not_applicable(
+            "no rdma device on a vf: the netns mode does not matter",
+        )];
     }
     let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
         "/proc/modules and /sys/module are absent: ib_core's netns_mode unknown"
     )));
-    let value = modules.get("ib_core").and_then(|m| m.parameters.get("netns_mode"));
+    let value = modules
+        .get("ib_core")
+        .and_then(|m| m.parameters.get("netns_mode"));
     vec![match value.map(String::as_str) {
         Some("N" | "n" | "0") => Outcome::pass(format!("exclusive netns mode for {vf_rdma} vf rdma device(s)")),
         Some("Y" | "y" | "1") => Outcome::warn(format!(

@@ -43,13 +43,12 @@ pub fn corpus() -> Option<PathBuf> {
 /// milliseconds.
 pub fn scratch() -> TempDir {
     let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(dir) = tempfile::Builder::new()
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::Builder::new()
             .prefix("zerohop-test")
             .tempdir_in(shm)
-        {
-            return dir;
-        }
+    {
+        return dir;
     }
     tempfile::tempdir().expect("temporary directory")
 }

@@ -73,7 +73,11 @@ impl KernelFacts {
         // Kernels print `(null)` for an empty nohz_full mask.
         let cpuset = |path| {
             read_parsed(root, path, |text: &str| {
-                if text == "(null)" { Ok(CpuSet::default()) } else { CpuSet::parse(text) }
+                if text == "(null)" {
+                    Ok(CpuSet::default())
+                } else {
+                    CpuSet::parse(text)
+                }
             })
         };
         KernelFacts {
@@ -107,9 +111,13 @@ fn empty_is_none(fact: Fact<CpuSet>) -> Fact<CpuSet> {
 }
 
 fn cpu_vendor(root: &HostRoot) -> Fact<CpuVendor> {
-    let Some(text) = root.read("/proc/cpuinfo")? else { return Ok(None) };
+    let Some(text) = root.read("/proc/cpuinfo")? else {
+        return Ok(None);
+    };
     for line in text.lines() {
-        let Some((key, value)) = line.split_once(':') else { continue };
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
         let (key, value) = (key.trim(), value.trim());
         match key {
             "vendor_id" => {
@@ -124,12 +132,17 @@ fn cpu_vendor(root: &HostRoot) -> Fact<CpuVendor> {
             _ => {}
         }
     }
-    Err(Gap::malformed("/proc/cpuinfo", "no vendor_id, CPU implementer or POWER cpu line"))
+    Err(Gap::malformed(
+        "/proc/cpuinfo",
+        "no vendor_id, CPU implementer or POWER cpu line",
+    ))
 }
 
 fn memlock(root: &HostRoot) -> Fact<Memlock> {
     const PATH: &str = "/proc/self/limits";
-    let Some(text) = root.read(PATH)? else { return Ok(None) };
+    let Some(text) = root.read(PATH)? else {
+        return Ok(None);
+    };
     let line = text
         .lines()
         .find(|line| line.starts_with("Max locked memory"))

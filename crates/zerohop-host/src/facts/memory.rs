@@ -66,12 +66,19 @@ impl MemoryFacts {
 
 /// Reads the `hugepages-<size>kB` pools under `dir`.
 pub(crate) fn pools(root: &HostRoot, dir: &str) -> Fact<Vec<HugepagePool>> {
-    let Some(names) = root.list(dir)? else { return Ok(None) };
+    let Some(names) = root.list(dir)? else {
+        return Ok(None);
+    };
     let mut pools: Vec<HugepagePool> = names
         .iter()
         .filter_map(|name| {
-            let size_kib = name.strip_prefix("hugepages-")?.strip_suffix("kB")?.parse().ok()?;
-            let count = |file: &str| read_parsed(root, &format!("{dir}/{name}/{file}"), str::parse::<u64>);
+            let size_kib = name
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
+            let count =
+                |file: &str| read_parsed(root, &format!("{dir}/{name}/{file}"), str::parse::<u64>);
             Some(HugepagePool {
                 size_kib,
                 total: count("nr_hugepages"),

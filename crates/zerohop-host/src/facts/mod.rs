@@ -13,8 +13,8 @@ pub mod memory;
 pub mod modules;
 pub mod mounts;
 pub mod net;
-pub mod nvidia;
 pub mod numa;
+pub mod nvidia;
 pub mod nvme;
 pub mod pci;
 pub mod rdma;
@@ -29,8 +29,8 @@ pub use memory::{HugepagePool, MemoryFacts};
 pub use modules::{Module, Modules};
 pub use mounts::{MountFacts, MountTable, NfsMount};
 pub use net::{NetDevice, NetFacts};
-pub use nvidia::NvidiaFacts;
 pub use numa::NumaNode;
+pub use nvidia::NvidiaFacts;
 pub use nvme::{DmDevice, NvmeController, NvmeFacts, NvmePath, NvmeSubsystem};
 pub use pci::{PciDevice, PciFacts, PciLink, Sriov};
 pub use rdma::{RdmaDevice, RdmaFacts, RdmaPort};
@@ -151,6 +151,36 @@ pub(crate) fn read_parsed<T, E: fmt::Display>(
             .map(Some)
             .map_err(|err| Gap::malformed(path, format!("cannot parse `{}`: {err}", clip(&text)))),
     }
+}
+
+/// Maps `read` over `items` on up to four threads, keeping the order.
+///
+/// Collecting a device is a dozen small reads and hosts have thousands of
+/// PCI functions, RDMA devices and netdevs: the reads are spread over the
+/// cores. Each read still goes through the same bounded [`HostRoot`].
+pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4);
+    if threads == 1 || items.len() < 64 {
+        return items.iter().map(read).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let read = &read;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<R>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
 
 /// Shortens a value for an error message.

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::facts::{Fact, Gap, clip, read_parsed};
 use crate::facts::pci::is_address;
+use crate::facts::{Fact, Gap, clip, parallel_map, read_parsed};
 use crate::root::HostRoot;
 
 /// Where the kernel lists network interfaces.
@@ -57,7 +57,9 @@ pub struct NetFacts {
 impl NetFacts {
     /// Reads `/sys/class/net/*` from `root`.
     pub fn collect(root: &HostRoot) -> NetFacts {
-        NetFacts { devices: devices(root) }
+        NetFacts {
+            devices: devices(root),
+        }
     }
 
     /// The interfaces, or none when unknown.
@@ -71,15 +73,19 @@ impl NetFacts {
     /// The interface named `name`.
     pub fn get(&self, name: &str) -> Option<&NetDevice> {
         let devices = self.list();
-        devices.binary_search_by(|d| d.name.as_str().cmp(name)).ok().map(|index| &devices[index])
+        devices
+            .binary_search_by(|d| d.name.as_str().cmp(name))
+            .ok()
+            .map(|index| &devices[index])
     }
 }
 
 fn devices(root: &HostRoot) -> Fact<Vec<NetDevice>> {
-    let Some(names) = root.list(NET_DIR)? else { return Ok(None) };
-    let mut devices: Vec<NetDevice> = names
-        .iter()
-        .map(|name| device(root, name))
+    let Some(names) = root.list(NET_DIR)? else {
+        return Ok(None);
+    };
+    let mut devices: Vec<NetDevice> = parallel_map(&names, |name| device(root, name))
+        .into_iter()
         // `bonding_masters` is a file in the same directory: nothing under it.
         .filter(|d| d.pci.is_some() || d.operstate.is_some() || !matches!(d.mtu, Ok(None)))
         .collect();
@@ -93,7 +99,11 @@ fn device(root: &HostRoot, name: &str) -> NetDevice {
         .canonical(&format!("{dir}/device"))
         .ok()
         .flatten()
-        .and_then(|real| real.rsplit('/').find(|part| !part.is_empty()).map(str::to_owned))
+        .and_then(|real| {
+            real.rsplit('/')
+                .find(|part| !part.is_empty())
+                .map(str::to_owned)
+        })
         .filter(|last| is_address(last));
     NetDevice {
         name: name.to_owned(),
@@ -117,15 +127,15 @@ fn parse_flag(text: &str) -> Result<bool, String> {
 }
 
 fn enable_bits(root: &HostRoot, dir: &str) -> Fact<BTreeMap<u8, bool>> {
-    let Some(names) = root.list(dir)? else { return Ok(None) };
+    let Some(names) = root.list(dir)? else {
+        return Ok(None);
+    };
     let mut bits = BTreeMap::new();
     for name in names {
         let path = format!("{dir}/{name}");
-        let priority: u8 = name
-            .parse()
-            .ok()
-            .filter(|p| *p < 8)
-            .ok_or_else(|| Gap::malformed(&path, format!("`{}` is not a priority 0-7", clip(&name))))?;
+        let priority: u8 = name.parse().ok().filter(|p| *p < 8).ok_or_else(|| {
+            Gap::malformed(&path, format!("`{}` is not a priority 0-7", clip(&name)))
+        })?;
         if let Some(bit) = read_parsed(root, &path, parse_flag)? {
             bits.insert(priority, bit);
         }

@@ -29,7 +29,9 @@ impl NumaNode {
 /// Reads `/sys/devices/system/node/node*`.
 pub(crate) fn collect(root: &HostRoot) -> Fact<Vec<NumaNode>> {
     const DIR: &str = "/sys/devices/system/node";
-    let Some(names) = root.list(DIR)? else { return Ok(None) };
+    let Some(names) = root.list(DIR)? else {
+        return Ok(None);
+    };
     let mut nodes: Vec<NumaNode> = names
         .iter()
         .filter_map(|name| {
@@ -37,8 +39,16 @@ pub(crate) fn collect(root: &HostRoot) -> Fact<Vec<NumaNode>> {
             let dir = format!("{DIR}/{name}");
             Some(NumaNode {
                 id,
-                cpus: read_parsed(root, &format!("{dir}/cpulist"), |text: &str| CpuSet::parse(text))
-                    .or_else(|gap| if gap.reason == "file is empty" { Ok(Some(CpuSet::default())) } else { Err(gap) }),
+                cpus: read_parsed(root, &format!("{dir}/cpulist"), |text: &str| {
+                    CpuSet::parse(text)
+                })
+                .or_else(|gap| {
+                    if gap.reason == "file is empty" {
+                        Ok(Some(CpuSet::default()))
+                    } else {
+                        Err(gap)
+                    }
+                }),
                 hugepages: pools(root, &format!("{dir}/hugepages")),
             })
         })

@@ -58,15 +58,22 @@ impl NvidiaFacts {
 }
 
 fn version(root: &HostRoot) -> Fact<DriverVersion> {
-    let Some(text) = root.read(VERSION_FILE)? else { return Ok(None) };
+    let Some(text) = root.read(VERSION_FILE)? else {
+        return Ok(None);
+    };
     parse_version(&text).map(Some).ok_or_else(|| {
         let first = text.lines().next().unwrap_or("");
-        Gap::malformed(VERSION_FILE, format!("no `NVRM version:` line (starts with `{}`)", clip(first)))
+        Gap::malformed(
+            VERSION_FILE,
+            format!("no `NVRM version:` line (starts with `{}`)", clip(first)),
+        )
     })
 }
 
 fn gpus(root: &HostRoot) -> Fact<Vec<DriverGpu>> {
-    let Some(names) = root.list(GPUS_DIR)? else { return Ok(None) };
+    let Some(names) = root.list(GPUS_DIR)? else {
+        return Ok(None);
+    };
     let mut gpus = Vec::new();
     for address in names.into_iter().take(MAX_GPUS) {
         // An unreadable information file leaves the GPU listed: the
@@ -77,7 +84,10 @@ fn gpus(root: &HostRoot) -> Fact<Vec<DriverGpu>> {
             .flatten()
             .map(|text| parse_information(&text))
             .unwrap_or_default();
-        gpus.push(DriverGpu { address, information });
+        gpus.push(DriverGpu {
+            address,
+            information,
+        });
     }
     Ok(Some(gpus))
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::facts::{Fact, Gap, clip, read_parsed};
+use crate::facts::{Fact, Gap, clip, parallel_map, read_parsed};
 use crate::root::HostRoot;
 
 const DEVICES: &str = "/sys/bus/pci/devices";
@@ -60,7 +60,11 @@ impl PciLink {
 }
 
 fn gts(text: &str) -> Option<f64> {
-    text.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v > 0.0)
+    text.split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v > 0.0)
 }
 
 /// SR-IOV capability of a physical function.
@@ -102,7 +106,8 @@ pub struct PciDevice {
 impl PciDevice {
     /// Whether this is an NVIDIA GPU.
     pub fn is_nvidia_gpu(&self) -> bool {
-        self.vendor == Some(vendor::NVIDIA) && matches!(self.class, Some(class::DISPLAY_3D | class::DISPLAY_VGA))
+        self.vendor == Some(vendor::NVIDIA)
+            && matches!(self.class, Some(class::DISPLAY_3D | class::DISPLAY_VGA))
     }
 
     /// Whether this is an Ethernet or InfiniBand controller.
@@ -156,7 +161,10 @@ impl PciFacts {
     pub fn collect(root: &HostRoot) -> PciFacts {
         let devices = devices(root);
         let iommu_groups = iommu_groups(root, &devices);
-        PciFacts { devices, iommu_groups }
+        PciFacts {
+            devices,
+            iommu_groups,
+        }
     }
 
     /// The functions, or none when unknown.
@@ -178,19 +186,11 @@ impl PciFacts {
 }
 
 fn devices(root: &HostRoot) -> Fact<Vec<PciDevice>> {
-    let Some(names) = root.list(DEVICES)? else { return Ok(None) };
+    let Some(names) = root.list(DEVICES)? else {
+        return Ok(None);
+    };
     let names: Vec<&String> = names.iter().filter(|n| is_address(n)).collect();
-    // Reading a function is a dozen small syscalls and hosts have thousands
-    // of functions: spread them over the cores.
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
-    let chunk = names.len().div_ceil(threads).max(1);
-    let mut devices: Vec<PciDevice> = std::thread::scope(|scope| {
-        let workers: Vec<_> = names
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|n| device(root, n)).collect::<Vec<_>>()))
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
-    });
+    let mut devices = parallel_map(&names, |name| device(root, name));
     devices.sort_by(|a, b| a.address.cmp(&b.address));
     Ok(Some(devices))
 }
@@ -212,10 +212,17 @@ fn uevent(root: &HostRoot, dir: &str) -> Option<Uevent> {
     let mut driver = None;
     for line in text.lines() {
         match line.split_once('=') {
-            Some(("PCI_CLASS", value)) => class = u32::from_str_radix(value, 16).ok().and_then(|c| u16::try_from(c >> 8).ok()),
+            Some(("PCI_CLASS", value)) => {
+                class = u32::from_str_radix(value, 16)
+                    .ok()
+                    .and_then(|c| u16::try_from(c >> 8).ok())
+            }
             Some(("PCI_ID", value)) => {
                 let (vendor, device) = value.split_once(':')?;
-                ids = Some((u16::from_str_radix(vendor, 16).ok()?, u16::from_str_radix(device, 16).ok()?));
+                ids = Some((
+                    u16::from_str_radix(vendor, 16).ok()?,
+                    u16::from_str_radix(device, 16).ok()?,
+                ));
             }
             Some(("DRIVER", value)) => driver = Some(value.to_owned()),
             _ => {}
@@ -237,7 +244,12 @@ fn device(root: &HostRoot, address: &str) -> PciDevice {
         u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
     };
     let (class, vendor, device, driver) = match uevent(root, &dir) {
-        Some(event) => (Some(event.class), Some(event.vendor), Some(event.device), event.driver),
+        Some(event) => (
+            Some(event.class),
+            Some(event.vendor),
+            Some(event.device),
+            event.driver,
+        ),
         None => (
             hex("class").and_then(|c| u16::try_from(c >> 8).ok()),
             hex("vendor").and_then(|v| u16::try_from(v).ok()),
@@ -260,7 +272,11 @@ fn device(root: &HostRoot, address: &str) -> PciDevice {
         device,
         driver,
         // A VF sits on its PF's node; its own attribute repeats the PF's.
-        numa_node: if is_vf { Ok(None) } else { read_parsed(root, &format!("{dir}/numa_node"), str::parse::<i32>) },
+        numa_node: if is_vf {
+            Ok(None)
+        } else {
+            read_parsed(root, &format!("{dir}/numa_node"), str::parse::<i32>)
+        },
         iommu_group: root
             .link_name(&format!("{dir}/iommu_group"))
             .ok()
@@ -279,16 +295,22 @@ fn link(root: &HostRoot, dir: &str) -> Fact<PciLink> {
     let value = |file: &str| root.read_value(&format!("{dir}/{file}"));
     let current_speed = value("current_link_speed")?;
     let max_speed = value("max_link_speed")?;
-    let current_width = read_parsed(root, &format!("{dir}/current_link_width"), str::parse::<u32>)?;
+    let current_width = read_parsed(
+        root,
+        &format!("{dir}/current_link_width"),
+        str::parse::<u32>,
+    )?;
     let max_width = read_parsed(root, &format!("{dir}/max_link_width"), str::parse::<u32>)?;
     match (current_speed, max_speed, current_width, max_width) {
         (None, None, None, None) => Ok(None),
-        (Some(current_speed), Some(max_speed), Some(current_width), Some(max_width)) => Ok(Some(PciLink {
-            current_speed,
-            max_speed,
-            current_width,
-            max_width,
-        })),
+        (Some(current_speed), Some(max_speed), Some(current_width), Some(max_width)) => {
+            Ok(Some(PciLink {
+                current_speed,
+                max_speed,
+                current_width,
+                max_width,
+            }))
+        }
         _ => Err(Gap::malformed(
             &format!("{dir}/current_link_speed"),
             "only some of the link speed and width files exist",
@@ -305,7 +327,10 @@ fn sriov(root: &HostRoot, dir: &str) -> Fact<Sriov> {
             total_vfs,
             num_vfs: num.unwrap_or(0),
         })),
-        (None, Some(_)) => Err(Gap::malformed(&format!("{dir}/sriov_totalvfs"), "sriov_numvfs exists without it")),
+        (None, Some(_)) => Err(Gap::malformed(
+            &format!("{dir}/sriov_totalvfs"),
+            "sriov_numvfs exists without it",
+        )),
     }
 }
 
@@ -314,14 +339,22 @@ fn sriov(root: &HostRoot, dir: &str) -> Fact<Sriov> {
 /// `iommu_group` to it; the links were read with the devices, so the groups
 /// are built from them, and the directory is listed only to tell whether
 /// the kernel has groups at all (it has none with the IOMMU off).
-fn iommu_groups(root: &HostRoot, devices: &Fact<Vec<PciDevice>>) -> Fact<BTreeMap<u32, Vec<String>>> {
+fn iommu_groups(
+    root: &HostRoot,
+    devices: &Fact<Vec<PciDevice>>,
+) -> Fact<BTreeMap<u32, Vec<String>>> {
     const DIR: &str = "/sys/kernel/iommu_groups";
-    let Some(names) = root.list(DIR)? else { return Ok(None) };
+    let Some(names) = root.list(DIR)? else {
+        return Ok(None);
+    };
     let mut groups: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for name in names {
-        let group: u32 = name
-            .parse()
-            .map_err(|_| Gap::malformed(&format!("{DIR}/{name}"), format!("`{}` is not a group number", clip(&name))))?;
+        let group: u32 = name.parse().map_err(|_| {
+            Gap::malformed(
+                &format!("{DIR}/{name}"),
+                format!("`{}` is not a group number", clip(&name)),
+            )
+        })?;
         groups.insert(group, Vec::new());
     }
     if groups.is_empty() {
@@ -343,7 +376,9 @@ pub fn is_address(name: &str) -> bool {
     bytes.len() >= 12
         && name.split(':').count() == 3
         && name.contains('.')
-        && bytes.iter().all(|b| b.is_ascii_hexdigit() || *b == b':' || *b == b'.')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() || *b == b':' || *b == b'.')
 }
 
 /// The PCI addresses above `address` in its real sysfs path, nearest first:
@@ -366,7 +401,10 @@ mod tests {
     #[test]
     fn parents_are_nearest_first() {
         let real = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0";
-        assert_eq!(parents_of(real, "0000:02:00.0"), vec!["0000:01:00.0", "0000:00:01.0"]);
+        assert_eq!(
+            parents_of(real, "0000:02:00.0"),
+            vec!["0000:01:00.0", "0000:00:01.0"]
+        );
         assert!(is_address("0000:3b:00.1"));
         assert!(!is_address("pci0000:00"));
         assert!(!is_address("0000:3b:00.1:x"));

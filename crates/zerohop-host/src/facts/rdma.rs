@@ -3,7 +3,7 @@
 //! device nodes in `/dev/infiniband` and RDMA-CM's configfs defaults.
 
 use crate::facts::pci::is_address;
-use crate::facts::{Fact, Gap, clip, read_parsed};
+use crate::facts::{Fact, Gap, clip, parallel_map, read_parsed};
 use crate::parse::rdma::{Gid, GidType, LinkLayer, PhysState, PortState, Rate};
 use crate::root::HostRoot;
 
@@ -186,28 +186,40 @@ impl RdmaFacts {
 
     /// The devices backed by PCI function `address`.
     pub fn on_pci<'a>(&'a self, address: &'a str) -> impl Iterator<Item = &'a RdmaDevice> + 'a {
-        self.list().iter().filter(move |d| d.pci.as_deref() == Some(address))
+        self.list()
+            .iter()
+            .filter(move |d| d.pci.as_deref() == Some(address))
     }
 }
 
 fn devices(root: &HostRoot, configfs: &[String]) -> Fact<Vec<RdmaDevice>> {
-    let Some(names) = root.list(CLASS_DIR)? else { return Ok(None) };
-    let mut devices: Vec<RdmaDevice> = names
-        .iter()
+    let Some(names) = root.list(CLASS_DIR)? else {
+        return Ok(None);
+    };
+    let mut devices: Vec<RdmaDevice> = parallel_map(&names, |name| {
         // A dangling class link (the device's directory was not captured,
         // or the device is going away) is not a device to judge.
-        .filter_map(|name| {
-            let real = root.canonical(&format!("{CLASS_DIR}/{name}")).ok().flatten()?;
-            Some(device(root, name, &real, configfs.contains(name)))
-        })
-        .collect();
+        let real = root
+            .canonical(&format!("{CLASS_DIR}/{name}"))
+            .ok()
+            .flatten()?;
+        Some(device(root, name, &real, configfs.contains(name)))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     devices.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Some(devices))
 }
 
 fn device(root: &HostRoot, name: &str, real: &str, in_configfs: bool) -> RdmaDevice {
     let dir = format!("{CLASS_DIR}/{name}");
-    let value = |file: &str| root.read_value(&format!("{dir}/{file}")).ok().flatten().filter(|v| !v.is_empty());
+    let value = |file: &str| {
+        root.read_value(&format!("{dir}/{file}"))
+            .ok()
+            .flatten()
+            .filter(|v| !v.is_empty())
+    };
     // The real directory is `<pci function>/infiniband/<name>`: the function
     // is the component before `infiniband` (what the `device` link names).
     let pci = real
@@ -217,7 +229,10 @@ fn device(root: &HostRoot, name: &str, real: &str, in_configfs: bool) -> RdmaDev
         .filter(|part| is_address(part))
         .map(str::to_owned);
     let netdevs = if pci.is_some() {
-        root.list(&format!("{dir}/device/net")).ok().flatten().unwrap_or_default()
+        root.list(&format!("{dir}/device/net"))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
     } else {
         Vec::new()
     };
@@ -234,13 +249,23 @@ fn device(root: &HostRoot, name: &str, real: &str, in_configfs: bool) -> RdmaDev
     }
 }
 
-fn ports(root: &HostRoot, device: &str, netdevs: &[String], in_configfs: bool) -> Fact<Vec<RdmaPort>> {
+fn ports(
+    root: &HostRoot,
+    device: &str,
+    netdevs: &[String],
+    in_configfs: bool,
+) -> Fact<Vec<RdmaPort>> {
     let dir = format!("{CLASS_DIR}/{device}/ports");
-    let Some(names) = root.list(&dir)? else { return Ok(None) };
+    let Some(names) = root.list(&dir)? else {
+        return Ok(None);
+    };
     let mut ports = Vec::new();
     for name in names {
         let Ok(number) = name.parse::<u32>() else {
-            return Err(Gap::malformed(&format!("{dir}/{name}"), format!("`{}` is not a port number", clip(&name))));
+            return Err(Gap::malformed(
+                &format!("{dir}/{name}"),
+                format!("`{}` is not a port number", clip(&name)),
+            ));
         };
         ports.push(port(root, device, number, netdevs, in_configfs));
     }
@@ -248,20 +273,34 @@ fn ports(root: &HostRoot, device: &str, netdevs: &[String], in_configfs: bool) -
     Ok(Some(ports))
 }
 
-fn port(root: &HostRoot, device: &str, number: u32, netdevs: &[String], in_configfs: bool) -> RdmaPort {
+fn port(
+    root: &HostRoot,
+    device: &str,
+    number: u32,
+    netdevs: &[String],
+    in_configfs: bool,
+) -> RdmaPort {
     let dir = format!("{CLASS_DIR}/{device}/ports/{number}");
-    let link_layer = read_parsed(root, &format!("{dir}/link_layer"), |t| Ok::<_, String>(LinkLayer::parse(t)));
+    let link_layer = read_parsed(root, &format!("{dir}/link_layer"), |t| {
+        Ok::<_, String>(LinkLayer::parse(t))
+    });
     let ethernet = matches!(link_layer, Ok(Some(LinkLayer::Ethernet)));
-    let gids = if ethernet { gid_table(root, &dir) } else { Ok(None) };
+    let gids = if ethernet {
+        gid_table(root, &dir)
+    } else {
+        Ok(None)
+    };
     let gid_netdev = match &gids {
         Ok(Some(table)) => table.entries.iter().find_map(|e| e.ndev.clone()),
         _ => None,
     };
     let netdev = gid_netdev.or_else(|| port_netdev(root, netdevs, number));
     let roce_mode = if in_configfs {
-        read_parsed(root, &format!("{CONFIGFS_DIR}/{device}/ports/{number}/default_roce_mode"), |t| {
-            Ok::<_, String>(GidType::parse(t))
-        })
+        read_parsed(
+            root,
+            &format!("{CONFIGFS_DIR}/{device}/ports/{number}/default_roce_mode"),
+            |t| Ok::<_, String>(GidType::parse(t)),
+        )
     } else {
         Ok(None)
     };
@@ -313,7 +352,9 @@ fn gid_table(root: &HostRoot, port_dir: &str) -> Fact<GidTable> {
         let path = format!("{gids_dir}/{index}");
         // Unused entries read as zeros; some drivers refuse the read instead.
         let gid = match root.read_value(&path) {
-            Ok(Some(text)) => Gid::parse(&text).map_err(|err| Gap::malformed(&path, format!("cannot parse `{}`: {err}", clip(&text))))?,
+            Ok(Some(text)) => Gid::parse(&text).map_err(|err| {
+                Gap::malformed(&path, format!("cannot parse `{}`: {err}", clip(&text)))
+            })?,
             Ok(None) if index == 0 => return Ok(None),
             Ok(None) => break,
             Err(_) => Gid([0; 8]),
@@ -332,7 +373,10 @@ fn gid_table(root: &HostRoot, port_dir: &str) -> Fact<GidTable> {
         });
     }
     let attr = |kind: &str, index: u32| {
-        root.read_value(&format!("{port_dir}/gid_attrs/{kind}/{index}")).ok().flatten().filter(|v| !v.is_empty())
+        root.read_value(&format!("{port_dir}/gid_attrs/{kind}/{index}"))
+            .ok()
+            .flatten()
+            .filter(|v| !v.is_empty())
     };
     // The types of routable entries decide; link-local ones only matter
     // when no routable entry is RoCE v2. One netdev names the port.
@@ -350,4 +394,116 @@ fn gid_table(root: &HostRoot, port_dir: &str) -> Fact<GidTable> {
         first.ndev = attr("ndevs", first.index);
     }
     Ok(Some(table))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn write(base: &Path, path: &str, text: &str) {
+        let path = base.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn bad_trees_become_gaps_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        fs::create_dir_all(base.join("sys/class/infiniband")).unwrap();
+        // A dangling class link and a link loop are not devices.
+        symlink(
+            "../../devices/gone/infiniband/ghost0",
+            base.join("sys/class/infiniband/ghost0"),
+        )
+        .unwrap();
+        symlink("loop1", base.join("sys/class/infiniband/loop0")).unwrap();
+        symlink("loop0", base.join("sys/class/infiniband/loop1")).unwrap();
+        // A port without `state`, a rate that is not a number, a GID that is not one.
+        write(base, "sys/class/infiniband/mlx5_0/ports/1/rate", "fast\n");
+        write(
+            base,
+            "sys/class/infiniband/mlx5_0/ports/1/link_layer",
+            "Ethernet\n",
+        );
+        write(
+            base,
+            "sys/class/infiniband/mlx5_0/ports/1/gids/0",
+            "not a gid\n",
+        );
+        write(
+            base,
+            "sys/class/infiniband/mlx5_0/ports/x/state",
+            "4: ACTIVE\n",
+        );
+        write(
+            base,
+            "sys/class/infiniband/mlx5_1/ports/1/state",
+            "4: ACTIVE\n",
+        );
+        write(
+            base,
+            "sys/class/infiniband/mlx5_1/ports/1/link_layer",
+            "Ethernet\n",
+        );
+        for index in 0..20 {
+            write(
+                base,
+                &format!("sys/class/infiniband/mlx5_1/ports/1/gids/{index}"),
+                "0000:0000:0000:0000:0000:0000:0000:0000\n",
+            );
+        }
+        let root = HostRoot::at(base).unwrap();
+        let facts = RdmaFacts::collect(&root);
+        let names: Vec<&str> = facts.list().iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, vec!["mlx5_0", "mlx5_1"]);
+        // `ports/x` is not a port number: the device's ports are a gap.
+        assert!(facts.list()[0].ports.is_err());
+        let port = &facts.list()[1].port_list()[0];
+        let table = port.gids.clone().unwrap().unwrap();
+        assert!(table.entries.is_empty());
+        assert_eq!(table.scanned, GID_SCAN_GAP);
+
+        fs::remove_dir_all(base.join("sys/class/infiniband/mlx5_0/ports/x")).unwrap();
+        let facts = RdmaFacts::collect(&root);
+        let port = &facts.list()[0].port_list()[0];
+        assert_eq!(port.state, Ok(None));
+        assert!(
+            port.rate
+                .as_ref()
+                .unwrap_err()
+                .reason
+                .contains("cannot parse `fast`")
+        );
+        assert!(
+            port.gids
+                .as_ref()
+                .unwrap_err()
+                .reason
+                .contains("cannot parse `not a gid`")
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        #[test]
+        fn any_port_files_are_read_without_panic(
+            state in "(?s).{0,20}", phys in "(?s).{0,20}", rate in "(?s).{0,30}", layer in "(?s).{0,12}", gid in "(?s).{0,48}",
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let base = dir.path();
+            for (file, text) in [("state", &state), ("phys_state", &phys), ("rate", &rate), ("link_layer", &layer), ("gids/0", &gid)] {
+                write(base, &format!("sys/class/infiniband/mlx5_0/ports/1/{file}"), text);
+            }
+            write(base, "sys/class/infiniband/mlx5_0/ports/1/link_layer", if layer.len() % 2 == 0 { "Ethernet" } else { &layer });
+            let facts = RdmaFacts::collect(&HostRoot::at(base).unwrap());
+            prop_assert_eq!(facts.list().len(), 1);
+        }
+    }
 }

@@ -91,7 +91,10 @@ pub struct HugepageRequest {
 /// `hugepages=` applies to the last `hugepagesz=` before it, or to
 /// `default_hugepagesz=` (else the architecture's default, 2 MiB here).
 pub fn hugepage_requests(cmdline: &Cmdline) -> Vec<HugepageRequest> {
-    let default_size = cmdline.value("default_hugepagesz").and_then(parse_size_kib).unwrap_or(2048);
+    let default_size = cmdline
+        .value("default_hugepagesz")
+        .and_then(parse_size_kib)
+        .unwrap_or(2048);
     let mut current = default_size;
     let mut requests: Vec<HugepageRequest> = Vec::new();
     for (key, value) in &cmdline.params {
@@ -116,7 +119,10 @@ pub fn hugepage_requests(cmdline: &Cmdline) -> Vec<HugepageRequest> {
 /// Parses `1G`, `2M`, `1048576k` (and plain bytes) into KiB.
 pub fn parse_size_kib(text: &str) -> Option<u64> {
     let text = text.trim();
-    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
     let number: u64 = digits.parse().ok()?;
     let factor: u64 = match unit.to_ascii_lowercase().as_str() {
         "" => return Some(number / 1024),
@@ -139,7 +145,10 @@ fn parse_hugepage_count(value: &str) -> (u64, Vec<(u32, u64)>) {
             Some((node.trim().parse().ok()?, count.trim().parse().ok()?))
         })
         .collect();
-    let total = per_node.iter().map(|(_, n)| *n).fold(0u64, u64::saturating_add);
+    let total = per_node
+        .iter()
+        .map(|(_, n)| *n)
+        .fold(0u64, u64::saturating_add);
     (total, per_node)
 }
 
@@ -168,7 +177,9 @@ mod tests {
 
     #[test]
     fn hugepages_follow_their_size() {
-        let c = Cmdline::parse("default_hugepagesz=2M hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=1024");
+        let c = Cmdline::parse(
+            "default_hugepagesz=2M hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=1024",
+        );
         let r = hugepage_requests(&c);
         assert_eq!(r.len(), 2);
         assert_eq!((r[0].size_kib, r[0].pages), (1 << 20, 32));

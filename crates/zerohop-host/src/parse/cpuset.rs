@@ -27,7 +27,12 @@ impl CpuSet {
     /// Parses `0-3,8,10-11`, `0-15:2/4` (stride groups) or an empty string.
     pub fn parse(text: &str) -> Result<CpuSet, CpuSetError> {
         let mut cpus = BTreeSet::new();
-        for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        for part in text
+            .trim()
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             let (range, stride) = match part.split_once(':') {
                 Some((range, stride)) => (range, Some(stride)),
                 None => (part, None),
@@ -44,9 +49,15 @@ impl CpuSet {
             }
             let (used, group) = match stride {
                 Some(stride) => {
-                    let (used, group) = stride.split_once('/').ok_or_else(|| CpuSetError::Malformed(part.to_owned()))?;
-                    let used: u32 = used.parse().map_err(|_| CpuSetError::Malformed(part.to_owned()))?;
-                    let group: u32 = group.parse().map_err(|_| CpuSetError::Malformed(part.to_owned()))?;
+                    let (used, group) = stride
+                        .split_once('/')
+                        .ok_or_else(|| CpuSetError::Malformed(part.to_owned()))?;
+                    let used: u32 = used
+                        .parse()
+                        .map_err(|_| CpuSetError::Malformed(part.to_owned()))?;
+                    let group: u32 = group
+                        .parse()
+                        .map_err(|_| CpuSetError::Malformed(part.to_owned()))?;
                     if group == 0 {
                         return Err(CpuSetError::Malformed(part.to_owned()));
                     }
@@ -105,7 +116,10 @@ impl fmt::Display for CpuSet {
 }
 
 fn cpu(text: &str, part: &str) -> Result<u32, CpuSetError> {
-    let value: u64 = text.trim().parse().map_err(|_| CpuSetError::Malformed(part.to_owned()))?;
+    let value: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| CpuSetError::Malformed(part.to_owned()))?;
     if value > u64::from(MAX_CPU) {
         return Err(CpuSetError::TooLarge(value));
     }

@@ -14,8 +14,12 @@ impl Meminfo {
         let mut fields = BTreeMap::new();
         for line in text.lines() {
             let line = strip_node_prefix(line);
-            let Some((key, rest)) = line.split_once(':') else { continue };
-            let Some(number) = rest.split_whitespace().next() else { continue };
+            let Some((key, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let Some(number) = rest.split_whitespace().next() else {
+                continue;
+            };
             if let Ok(value) = number.parse::<u64>() {
                 fields.insert(key.trim().to_owned(), value);
             }
@@ -30,7 +34,9 @@ impl Meminfo {
 }
 
 fn strip_node_prefix(line: &str) -> &str {
-    let Some(rest) = line.strip_prefix("Node ") else { return line };
+    let Some(rest) = line.strip_prefix("Node ") else {
+        return line;
+    };
     let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
     rest.trim_start()
 }
@@ -43,7 +49,9 @@ mod tests {
 
     #[test]
     fn fields_and_node_prefix() {
-        let m = Meminfo::parse("MemTotal:       16 kB\nHugePages_Total:    4\nHugepagesize:    2048 kB\nbogus\n");
+        let m = Meminfo::parse(
+            "MemTotal:       16 kB\nHugePages_Total:    4\nHugepagesize:    2048 kB\nbogus\n",
+        );
         assert_eq!(m.get("MemTotal"), Some(16));
         assert_eq!(m.get("HugePages_Total"), Some(4));
         assert_eq!(m.get("Hugepagesize"), Some(2048));

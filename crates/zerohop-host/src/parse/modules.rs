@@ -51,7 +51,10 @@ mod tests {
         let mods = parse_proc_modules(text);
         assert_eq!(mods.len(), 2);
         assert!(mods[0].used_by.is_empty());
-        assert_eq!(mods[1].used_by, vec!["nvidia_peermem", "rdma_ucm", "mlx5_ib"]);
+        assert_eq!(
+            mods[1].used_by,
+            vec!["nvidia_peermem", "rdma_ucm", "mlx5_ib"]
+        );
         assert_eq!(mods[1].refcount, 8);
     }
 

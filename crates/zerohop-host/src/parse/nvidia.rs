@@ -16,7 +16,10 @@ pub struct DriverVersion {
 
 /// Parses the version file; `None` when it has no `NVRM version:` line.
 pub fn parse_version(text: &str) -> Option<DriverVersion> {
-    let line = text.lines().find(|l| l.trim_start().starts_with("NVRM version:"))?.trim();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("NVRM version:"))?
+        .trim();
     let version = line
         .split_whitespace()
         .find(|word| is_version(word))
@@ -31,7 +34,10 @@ pub fn parse_version(text: &str) -> Option<DriverVersion> {
 /// `535.104.05`, `550.90`: two or three dot-separated numbers.
 fn is_version(word: &str) -> bool {
     let parts: Vec<&str> = word.split('.').collect();
-    (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Parses `Key:   value` lines (the GPU `information` file); lines
@@ -42,7 +48,9 @@ pub fn parse_information(text: &str) -> BTreeMap<String, String> {
         if let Some((key, value)) = line.split_once(':') {
             let key = key.trim();
             if !key.is_empty() {
-                fields.entry(key.to_owned()).or_insert_with(|| value.trim().to_owned());
+                fields
+                    .entry(key.to_owned())
+                    .or_insert_with(|| value.trim().to_owned());
             }
         }
     }
@@ -55,7 +63,10 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     let mut parts = release.trim().split(['.', '-', '+', '_']);
     let major = parts.next()?.parse().ok()?;
     let minor_text = parts.next()?;
-    let digits: String = minor_text.chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = minor_text
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     Some((major, digits.parse().ok()?))
 }
 
@@ -78,9 +89,17 @@ mod tests {
 
     #[test]
     fn information_fields() {
-        let info = parse_information("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   123\nBus Location: \t 0000:1b:00.0\nnonsense\n");
-        assert_eq!(info.get("Model").map(String::as_str), Some("NVIDIA H100 80GB HBM3"));
-        assert_eq!(info.get("Bus Location").map(String::as_str), Some("0000:1b:00.0"));
+        let info = parse_information(
+            "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   123\nBus Location: \t 0000:1b:00.0\nnonsense\n",
+        );
+        assert_eq!(
+            info.get("Model").map(String::as_str),
+            Some("NVIDIA H100 80GB HBM3")
+        );
+        assert_eq!(
+            info.get("Bus Location").map(String::as_str),
+            Some("0000:1b:00.0")
+        );
         assert_eq!(info.len(), 3);
     }
 

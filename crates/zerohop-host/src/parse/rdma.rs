@@ -58,8 +58,10 @@ impl PortState {
     /// Parses `4: ACTIVE`; the number decides, the name must agree with it.
     pub fn parse(text: &str) -> Result<PortState, RdmaParseError> {
         let (code, name) = numbered(text)?;
-        let (_, expected, state) =
-            PORT_STATES.iter().find(|(c, ..)| *c == code).ok_or(RdmaParseError::UnknownCode(code))?;
+        let (_, expected, state) = PORT_STATES
+            .iter()
+            .find(|(c, ..)| *c == code)
+            .ok_or(RdmaParseError::UnknownCode(code))?;
         agree(code, expected, name)?;
         Ok(*state)
     }
@@ -109,8 +111,10 @@ impl PhysState {
     /// Parses `5: LinkUp`; the number decides, the name must agree with it.
     pub fn parse(text: &str) -> Result<PhysState, RdmaParseError> {
         let (code, name) = numbered(text)?;
-        let (_, expected, state) =
-            PHYS_STATES.iter().find(|(c, ..)| *c == code).ok_or(RdmaParseError::UnknownCode(code))?;
+        let (_, expected, state) = PHYS_STATES
+            .iter()
+            .find(|(c, ..)| *c == code)
+            .ok_or(RdmaParseError::UnknownCode(code))?;
         agree(code, expected, name)?;
         Ok(*state)
     }
@@ -130,15 +134,26 @@ impl PhysState {
 }
 
 fn numbered(text: &str) -> Result<(u8, &str), RdmaParseError> {
-    let (code, name) = text.trim().split_once(':').ok_or(RdmaParseError::NotNumbered)?;
-    let code = code.trim().parse().map_err(|_| RdmaParseError::NotNumbered)?;
+    let (code, name) = text
+        .trim()
+        .split_once(':')
+        .ok_or(RdmaParseError::NotNumbered)?;
+    let code = code
+        .trim()
+        .parse()
+        .map_err(|_| RdmaParseError::NotNumbered)?;
     Ok((code, name.trim()))
 }
 
 /// Names compare without case and spaces: kernels wrote `Phy Test` and
 /// `PhyTest` over the years.
 fn agree(code: u8, expected: &'static str, found: &str) -> Result<(), RdmaParseError> {
-    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace() && *c != '_').collect::<String>().to_ascii_lowercase();
+    let squash = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_whitespace() && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase()
+    };
     if found.is_empty() || squash(found) == squash(expected) {
         Ok(())
     } else {
@@ -164,7 +179,10 @@ impl Rate {
     pub fn parse(text: &str) -> Result<Rate, RdmaParseError> {
         let text = text.trim();
         let mut words = text.split_whitespace();
-        let gbps: f64 = words.next().and_then(|n| n.parse().ok()).ok_or(RdmaParseError::NotARate)?;
+        let gbps: f64 = words
+            .next()
+            .and_then(|n| n.parse().ok())
+            .ok_or(RdmaParseError::NotARate)?;
         let unit = words.next().ok_or(RdmaParseError::NotARate)?;
         if !gbps.is_finite() || gbps < 0.0 || !unit.eq_ignore_ascii_case("Gb/sec") {
             return Err(RdmaParseError::NotARate);
@@ -244,8 +262,14 @@ impl Gid {
     /// `::ffff:a.b.c.d`: an IPv4 address, which RDMA-CM over IPv4 needs.
     pub fn ipv4(&self) -> Option<[u8; 4]> {
         let g = &self.0;
-        (g[..5].iter().all(|x| *x == 0) && g[5] == 0xffff)
-            .then(|| [(g[6] >> 8) as u8, (g[6] & 0xff) as u8, (g[7] >> 8) as u8, (g[7] & 0xff) as u8])
+        (g[..5].iter().all(|x| *x == 0) && g[5] == 0xffff).then(|| {
+            [
+                (g[6] >> 8) as u8,
+                (g[6] & 0xff) as u8,
+                (g[7] >> 8) as u8,
+                (g[7] & 0xff) as u8,
+            ]
+        })
     }
 }
 
@@ -273,7 +297,11 @@ pub enum GidType {
 impl GidType {
     /// Parses the file's text; never fails.
     pub fn parse(text: &str) -> GidType {
-        let squashed: String = text.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+        let squashed: String = text
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
         if squashed.ends_with("rocev2") {
             GidType::RoceV2
         } else if squashed.ends_with("rocev1") {
@@ -303,8 +331,14 @@ mod tests {
         assert_eq!(PhysState::parse("5: LinkUp"), Ok(PhysState::LinkUp));
         assert_eq!(PhysState::parse("7: Phy Test"), Ok(PhysState::PhyTest));
         assert_eq!(PhysState::parse("3: Disabled"), Ok(PhysState::Disabled));
-        assert!(matches!(PhysState::parse("4: ACTIVE"), Err(RdmaParseError::Inconsistent { code: 4, .. })));
-        assert_eq!(PortState::parse("9: WEIRD"), Err(RdmaParseError::UnknownCode(9)));
+        assert!(matches!(
+            PhysState::parse("4: ACTIVE"),
+            Err(RdmaParseError::Inconsistent { code: 4, .. })
+        ));
+        assert_eq!(
+            PortState::parse("9: WEIRD"),
+            Err(RdmaParseError::UnknownCode(9))
+        );
         assert_eq!(PortState::parse("ACTIVE"), Err(RdmaParseError::NotNumbered));
     }
 
@@ -325,9 +359,16 @@ mod tests {
         assert_eq!(gid.to_string(), "::ffff:192.168.211.242");
         let ll = Gid::parse("fe80:0000:0000:0000:0002:c903:00f9:bfa1").unwrap();
         assert!(ll.is_link_local() && !ll.is_zero() && ll.ipv4().is_none());
-        assert!(Gid::parse("0000:0000:0000:0000:0000:0000:0000:0000").unwrap().is_zero());
+        assert!(
+            Gid::parse("0000:0000:0000:0000:0000:0000:0000:0000")
+                .unwrap()
+                .is_zero()
+        );
         assert_eq!(Gid::parse("fe80::1"), Err(RdmaParseError::NotAGid));
-        assert_eq!(Gid::parse("1:2:3:4:5:6:7:8:9"), Err(RdmaParseError::NotAGid));
+        assert_eq!(
+            Gid::parse("1:2:3:4:5:6:7:8:9"),
+            Err(RdmaParseError::NotAGid)
+        );
         assert_eq!(GidType::parse("RoCE v2\n"), GidType::RoceV2);
         assert_eq!(GidType::parse("IB/RoCE v1"), GidType::RoceV1);
         assert_eq!(LinkLayer::parse("Ethernet\n"), LinkLayer::Ethernet);
@@ -354,7 +395,8 @@ mod tests {
         fn numbered_states(code in 0u8..12, name in "[A-Za-z_ ]{0,20}") {
             // Whatever the text, a parsed state has the code that was written.
             if let Ok(state) = PortState::parse(&format!("{code}: {name}")) {
-                prop_assert!(state.as_str().starts_with(&format!("{code}:")));
+                let prefix = format!("{code}:");
+                prop_assert!(state.as_str().starts_with(&prefix));
             }
         }
     }

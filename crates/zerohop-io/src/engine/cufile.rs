@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::{RunError, Shared, WorkerOutcome, fallback};
-use crate::plan::{Extent, Requests};
+use crate::plan::Extent;
 use crate::stats::Stats;
 
 /// One worker and its threads.
@@ -22,16 +22,7 @@ pub(super) fn worker(
         return Err(RunError::Setup("cuFile was not opened".into()));
     };
     let clock = shared.begin(false);
-    let requests = Mutex::new(Requests::new(
-        extents,
-        cfg.block_size,
-        cfg.pattern,
-        shared.amount_for(index),
-        clock.ramp_end,
-        cfg.seed,
-        index,
-        shared.stop,
-    ));
+    let requests = Mutex::new(shared.requests(extents, index, &clock));
     let results: Vec<Result<(Stats, bool), RunError>> = std::thread::scope(|scope| {
         let handles_ref = &handles;
         let requests = &requests;

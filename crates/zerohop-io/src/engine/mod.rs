@@ -18,7 +18,7 @@ use crate::gpu::cuda::{CudaApi, CudaDevice, PinnedArena};
 use crate::gpu::cufile::{CufileApi, CufileDriver, DRIVER_OPEN_TIMEOUT, FileHandle};
 use crate::gpu::{LibraryStatus, Unavailable};
 use crate::pattern;
-use crate::plan::{self, Extent};
+use crate::plan::{self, Extent, Requests};
 use crate::report::{
     EngineReport, Fallback, FirstDone, RunReport, RunStatus, TargetReport, VerifyReport,
     WorkerReport,
@@ -133,7 +133,7 @@ pub(crate) struct Shared<'a> {
     start: OnceLock<Instant>,
 }
 
-impl Shared<'_> {
+impl<'a> Shared<'a> {
     /// Waits until every worker is set up, then starts the clock. A worker
     /// whose setup failed still comes here (so nobody waits forever) and
     /// stops the others.
@@ -149,6 +149,27 @@ impl Shared<'_> {
     }
 
     /// The byte budget of worker `index`.
+    /// The request stream of worker `index` over `extents`, timed from the
+    /// end of the clock's ramp.
+    pub(crate) fn requests(
+        &self,
+        extents: Vec<Extent>,
+        index: usize,
+        clock: &Clock,
+    ) -> Requests<'a> {
+        let cfg = self.cfg;
+        Requests::new(
+            extents,
+            cfg.block_size,
+            cfg.pattern,
+            self.amount_for(index),
+            clock.ramp_end,
+            cfg.seed,
+            index,
+            self.stop,
+        )
+    }
+
     pub(crate) fn amount_for(&self, index: usize) -> Amount {
         match self.cfg.amount {
             Amount::Bytes(total) => {

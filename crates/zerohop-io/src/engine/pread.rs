@@ -35,16 +35,7 @@ pub(super) fn worker(
     let kind = buffers.arena().kind();
     let numa_node = buffers.arena().numa_node();
     let clock = shared.begin(false);
-    let requests = Mutex::new(Requests::new(
-        extents,
-        cfg.block_size,
-        cfg.pattern,
-        shared.amount_for(index),
-        clock.ramp_end,
-        cfg.seed,
-        index,
-        shared.stop,
-    ));
+    let requests = Mutex::new(shared.requests(extents, index, &clock));
     let memory = buffers.arena_mut().as_mut_slice();
     let results: Vec<Result<Stats, RunError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = memory

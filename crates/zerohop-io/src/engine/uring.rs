@@ -18,7 +18,7 @@ use super::{Clock, RunError, Shared, WorkerOutcome, fallback};
 use crate::buffers::Arena;
 use crate::env::{Memlock, UringEnvironment};
 use crate::gpu::cuda::CopyLane;
-use crate::plan::{Extent, Request, Requests};
+use crate::plan::{Extent, Request};
 use crate::report::Fallback;
 use crate::stats::Stats;
 
@@ -460,16 +460,7 @@ fn run(
     let cfg = shared.cfg;
     let bs = cfg.block_size as usize;
     let qd = cfg.queue_depth as usize;
-    let mut requests = Requests::new(
-        extents,
-        cfg.block_size,
-        cfg.pattern,
-        shared.amount_for(index),
-        clock.ramp_end,
-        cfg.seed,
-        index,
-        shared.stop,
-    );
+    let mut requests = shared.requests(extents, index, &clock);
     let mut stats = Stats::new(clock.ramp_end);
     let mut free: Vec<usize> = (0..qd).rev().collect();
     let now = Instant::now();

@@ -1,7 +1,6 @@
 //! `zerohop checks` and `zerohop explain`: the documentation of every
 //! doctor check and lint rule, generated from their declarations.
 
-
 use anyhow::Context as _;
 use zerohop_core::RuleInfo;
 use zerohop_doctor::checks::CHECKS;
@@ -26,7 +25,10 @@ pub(crate) struct ExplainArgs {
 
 /// Every documented rule: the doctor's checks, then the lint rules.
 fn catalog() -> impl Iterator<Item = &'static RuleInfo> {
-    CHECKS.iter().map(|check| &check.info).chain(zerohop_lint::rules())
+    CHECKS
+        .iter()
+        .map(|check| &check.info)
+        .chain(zerohop_lint::rules())
 }
 
 /// Runs `zerohop checks`.
@@ -61,10 +63,18 @@ pub(crate) fn explain(args: ExplainArgs) -> Result<i32, CliError> {
     let wanted = args.id.as_str();
     let rule = catalog()
         .find(|r| r.id.eq_ignore_ascii_case(wanted) || r.name == wanted)
-        .ok_or_else(|| CliError::usage(format!("no check or rule `{wanted}`: `zerohop checks` lists them")))?;
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "no check or rule `{wanted}`: `zerohop checks` lists them"
+            ))
+        })?;
     output::to_stdout(|out| {
         writeln!(out, "# {} {}\n", rule.id, rule.name)?;
-        writeln!(out, "group: {}, default severity: {}\n", rule.group, rule.severity)?;
+        writeln!(
+            out,
+            "group: {}, default severity: {}\n",
+            rule.group, rule.severity
+        )?;
         write!(out, "{}", rule.markdown())
     })
     .context("failed to write the explanation")?;

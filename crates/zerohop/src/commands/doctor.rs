@@ -5,30 +5,17 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use zerohop_core::render::{human, json};
 use zerohop_doctor::{Profile, Selection};
-use zerohop_host::{Facts, HostRoot};
+use zerohop_host::Facts;
 
+use crate::commands::host::{Format, HostArgs};
 use crate::error::CliError;
 use crate::output;
-
-/// Output formats of the doctor.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// A table per layer and a plan of what to fix first.
-    Human,
-    /// One versioned JSON document (see docs/report-json.md).
-    Json,
-}
 
 /// Arguments of `zerohop doctor`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Check the host tree under DIR instead of this machine: a host mounted
-    /// at /host in a container, or an unpacked capture.
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    format: Format,
+    #[command(flatten)]
+    host: HostArgs,
     /// Only these groups or check IDs (comma-separated or repeated), e.g.
     /// `--only kernel,PCI001`.
     #[arg(long, value_name = "GROUP|ID", value_delimiter = ',')]
@@ -109,12 +96,11 @@ impl GpuDirectArg {
 
 /// Runs `zerohop doctor`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let root = match &args.root {
-        Some(dir) => HostRoot::at(dir).map_err(|err| CliError::usage(format!("{err}: --root takes a directory holding proc/ and sys/")))?,
-        None => HostRoot::live(),
-    };
+    let root = args.host.open()?;
     let selection = Selection::parse(args.only.iter().map(String::as_str)).map_err(|name| {
-        CliError::usage(format!("`{name}` is neither a check group nor a check id: `zerohop checks` lists both"))
+        CliError::usage(format!(
+            "`{name}` is neither a check group nor a check id: `zerohop checks` lists both"
+        ))
     })?;
     let profile = Profile {
         sriov: args.expect_sriov,
@@ -135,13 +121,22 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let mut facts = Facts::collect(&root);
     if let Some(target) = &args.probe {
         if !target.exists() {
-            return Err(CliError::usage(format!("--probe {}: no such file or directory", target.display())));
+            return Err(CliError::usage(format!(
+                "--probe {}: no such file or directory",
+                target.display()
+            )));
         }
         facts.probes = zerohop_host::probe::run(&root, target);
     }
     let report = zerohop_doctor::run(&facts, &profile, &selection);
-    output::to_stdout(|out| match args.format {
-        Format::Human => human::write(&report, human::HumanOptions { verbose: args.verbose }, out),
+    output::to_stdout(|out| match args.host.format {
+        Format::Human => human::write(
+            &report,
+            human::HumanOptions {
+                verbose: args.verbose,
+            },
+            out,
+        ),
         Format::Json => json::write(&report, out),
     })
     .context("failed to write the report")?;

@@ -3,6 +3,7 @@
 mod bench;
 mod catalog;
 mod doctor;
+mod host;
 mod lint;
 mod plan;
 mod topo;

@@ -3,48 +3,34 @@
 //! that pins NCCL to those NICs.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Context as _;
 use zerohop_doctor::topology::{Distance, Topology};
-use zerohop_host::{Facts, HostRoot};
+use zerohop_host::Facts;
 
+use crate::commands::host::{Format, HostArgs};
 use crate::error::CliError;
 use crate::output;
-
-/// Output formats of `zerohop topo`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// A GPU × NIC table and the `NCCL_IB_HCA` line.
-    Human,
-    /// One JSON document.
-    Json,
-}
 
 /// Arguments of `zerohop topo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Read the host tree under DIR instead of this machine.
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    format: Format,
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 /// Runs `zerohop topo`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let root = match &args.root {
-        Some(dir) => HostRoot::at(dir).map_err(|err| CliError::usage(format!("{err}: --root takes a directory holding proc/ and sys/")))?,
-        None => HostRoot::live(),
-    };
+    let root = args.host.open()?;
     let facts = Facts::collect(&root);
     let topology = Topology::of(&facts);
-    output::to_stdout(|out| match args.format {
+    output::to_stdout(|out| match args.host.format {
         Format::Json => {
             // Versioned, with the root it describes, then the topology's fields.
             let mut document = serde_json::json!({ "version": 1, "root": facts.root });
-            if let (Some(map), serde_json::Value::Object(fields)) = (document.as_object_mut(), serde_json::to_value(&topology)?) {
+            if let (Some(map), serde_json::Value::Object(fields)) =
+                (document.as_object_mut(), serde_json::to_value(&topology)?)
+            {
                 map.extend(fields);
             }
             serde_json::to_writer_pretty(&mut *out, &document)?;
@@ -61,12 +47,29 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
         return writeln!(out, "no nvidia gpu on the pci bus");
     }
     if topology.nics.is_empty() {
-        return writeln!(out, "{} nvidia gpu(s), no rdma device backed by a pci function", topology.pairings.len());
+        return writeln!(
+            out,
+            "{} nvidia gpu(s), no rdma device backed by a pci function",
+            topology.pairings.len()
+        );
     }
     let show = |d: Option<Distance>| d.map_or("?", Distance::as_str);
     let node = |n: Option<i32>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
-    let nic_width = topology.nics.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
-    let mut header = format!("{:<14}{:<6}{:<w$}  {:<6}", "GPU", "NUMA", "NIC", "DIST", w = nic_width);
+    let nic_width = topology
+        .nics
+        .iter()
+        .map(|n| n.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut header = format!(
+        "{:<14}{:<6}{:<w$}  {:<6}",
+        "GPU",
+        "NUMA",
+        "NIC",
+        "DIST",
+        w = nic_width
+    );
     for nic in &topology.nics {
         header.push_str(&format!("  {:<w$}", nic.name, w = nic_width));
     }
@@ -87,9 +90,20 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(out)?;
     for nic in &topology.nics {
-        writeln!(out, "{:<w$}  {}  numa {}  port {}", nic.name, nic.pci, node(nic.numa_node), nic.port, w = nic_width)?;
+        writeln!(
+            out,
+            "{:<w$}  {}  numa {}  port {}",
+            nic.name,
+            nic.pci,
+            node(nic.numa_node),
+            nic.port,
+            w = nic_width
+        )?;
     }
     writeln!(out)?;
     writeln!(out, "NCCL_IB_HCA={}", topology.nccl_ib_hca)?;
-    writeln!(out, "legend: PIX one pcie switch, PXB several switches, PHB host bridge, NODE same numa node, SYS across sockets, ? unknown")
+    writeln!(
+        out,
+        "legend: PIX one pcie switch, PXB several switches, PHB host bridge, NODE same numa node, SYS across sockets, ? unknown"
+    )
 }
