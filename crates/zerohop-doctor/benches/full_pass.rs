@@ -13,7 +13,9 @@
 //! for a baseline that only reads every file the tree holds (the I/O floor),
 //! their ratio, and the peak resident memory of the process. With
 //! `ZEROHOP_BENCH_TREE=DIR` the host is built in `DIR` (which must not
-//! exist) and kept, so the binary can be measured on it too.
+//! exist) and kept, so the binary can be measured on it too. With
+//! `ZEROHOP_BENCH_RDMA=0` the host has no RDMA devices or netdevs: the PCI,
+//! memory and kernel layers alone.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -246,6 +248,7 @@ fn build(root: &Path) -> (usize, usize) {
         &root.join("proc/driver/nvidia/version"),
         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build",
     );
+    let with_rdma = std::env::var("ZEROHOP_BENCH_RDMA").map_or(true, |v| v != "0");
     let mut builder = Builder {
         root,
         next_group: 0,
@@ -301,7 +304,9 @@ fn build(root: &Path) -> (usize, usize) {
                 attrs.extend(numa.clone());
                 attrs.extend(link("32.0 GT/s PCIe", 16));
                 let pf_rel = builder.function(&port, &pf_address, &attrs, "mlx5_core");
-                builder.rdma(&pf_rel, true);
+                if with_rdma {
+                    builder.rdma(&pf_rel, true);
+                }
                 for vf in 0..VFS_PER_PF {
                     // VFs of port N on bus nic_bus + 1 + N, as mlx5 routes them.
                     let vf_number = vf + 2;
@@ -318,7 +323,9 @@ fn build(root: &Path) -> (usize, usize) {
                     ];
                     vf_attrs.extend(numa.clone());
                     let vf_rel = builder.function(&port, &vf_address, &vf_attrs, "mlx5_core");
-                    builder.rdma(&vf_rel, false);
+                    if with_rdma {
+                        builder.rdma(&vf_rel, false);
+                    }
                     let vf_dir = root.join("sys/devices").join(&vf_rel);
                     symlink(format!("../{pf_address}"), vf_dir.join("physfn")).unwrap();
                     symlink(
