@@ -226,7 +226,8 @@ declare_check! {
     ///
     /// ## What it checks
     /// The soft `Max locked memory` of this process in `/proc/self/limits`:
-    /// unlimited passes, less than 16 GiB warns. Only on the live host: in a
+    /// unlimited passes, less than 16 GiB warns where RDMA is present or
+    /// wanted (elsewhere it is information). Only on the live host: in a
     /// container it is the container's limit, which is what workloads get.
     ///
     /// ## Why it matters
@@ -261,6 +262,11 @@ fn memlock(ctx: &Context<'_>) -> Vec<Outcome> {
     vec![match limit {
         Memlock::Unlimited => Outcome::pass("memlock unlimited").evidence(PATH, "unlimited"),
         Memlock::Bytes(n) if *n >= MEMLOCK_MIN => Outcome::pass(format!("memlock {}", bytes(*n))).evidence(PATH, n.to_string()),
+        // Without RDMA on this host, a small limit harms nothing yet.
+        Memlock::Bytes(n) if !crate::checks::rdma::wants_rdma(ctx) => {
+            Outcome::info(format!("memlock limit {}: too small for rdma registration if rdma is added", bytes(*n)))
+                .evidence(PATH, n.to_string())
+        }
         Memlock::Bytes(n) => Outcome::warn(format!("memlock limit {} is below {}: rdma registration of large buffers fails", bytes(*n), bytes(MEMLOCK_MIN)))
             .evidence(PATH, n.to_string())
             .fix(Remediation::new("raise the memlock limit to unlimited")
@@ -279,11 +285,14 @@ mod tests {
 
     /// Memlock is read from the live process only, so a fixture root cannot
     /// show it; judge a collected model with the limit set by hand.
-    fn judge(limit: Memlock) -> Status {
+    fn judge(limit: Memlock, rdma: bool) -> Status {
         let dir = tempfile::tempdir().unwrap();
         let mut facts = Facts::collect(&HostRoot::at(dir.path()).unwrap());
         facts.kernel.memlock = Some(Ok(Some(limit)));
-        let profile = Profile::default();
+        let profile = Profile {
+            rdma: Some(rdma),
+            ..Profile::default()
+        };
         let outcomes = memlock(&Context {
             facts: &facts,
             profile: &profile,
@@ -294,9 +303,11 @@ mod tests {
 
     #[test]
     fn memlock_thresholds() {
-        assert_eq!(judge(Memlock::Unlimited), Status::Pass);
-        assert_eq!(judge(Memlock::Bytes(MEMLOCK_MIN)), Status::Pass);
+        assert_eq!(judge(Memlock::Unlimited, true), Status::Pass);
+        assert_eq!(judge(Memlock::Bytes(MEMLOCK_MIN), true), Status::Pass);
         // 8 MiB is the default of many distributions.
-        assert_eq!(judge(Memlock::Bytes(8 << 20)), Status::Warn);
+        assert_eq!(judge(Memlock::Bytes(8 << 20), true), Status::Warn);
+        // The same limit on a host without RDMA is only worth knowing.
+        assert_eq!(judge(Memlock::Bytes(8 << 20), false), Status::Info);
     }
 }
