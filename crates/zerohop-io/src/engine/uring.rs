@@ -599,6 +599,8 @@ fn run(
             if result < 0 {
                 let errno = -result;
                 if errno == libc::EAGAIN || errno == libc::EINTR {
+                    // SAFETY: `s.done < len <= bs`, so the offset stays inside
+                    // this slot of the arena, which the read still owns.
                     let buf = unsafe { arena.as_ptr().add(slot * bs + s.done as usize) };
                     ring.push(slot, target, buf, (len - s.done) as u32, offset + s.done)
                         .map_err(|e| shared.read_error(target, offset, len, e))?;
