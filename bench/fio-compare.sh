@@ -6,11 +6,15 @@
 # Defaults: /var/tmp/zerohop-bench/data, 4G, 5 repeats, 10 s per run. The file
 # is written with `zerohop bench prepare` when missing (delete it afterwards).
 # Cases: sequential 1 MiB reads at iodepth 32 with O_DIRECT through io_uring
-# with 1 and 2 workers; 4 KiB random reads at iodepth 64; and the buffered
-# (page cache) path against the direct one. zerohop and fio alternate within
-# each repeat (the order flips every repeat); the script prints the median of
-# each figure and the ratio zerohop / fio. Needs fio, python3 and a release
-# build (cargo build --release -p zerohop) or ZEROHOP=/path/to/zerohop.
+# with 1 and 2 workers and 4 KiB random reads at iodepth 64, each time-based;
+# then one cold pass over the file through the page cache (buffered) and one
+# with O_DIRECT, to show what the page-cache hop costs on the same data. The
+# page cache is dropped before every cold pass (as root; otherwise zerohop's
+# `--cache drop` and fio's `invalidate=1` drop the file's clean pages).
+# zerohop and fio alternate within each repeat (the order flips every
+# repeat); the script prints the median of each figure and the ratio
+# zerohop / fio. Needs fio, python3 and a release build
+# (cargo build --release -p zerohop) or ZEROHOP=/path/to/zerohop.
 set -euo pipefail
 
 FILE=${1:-/var/tmp/zerohop-bench/data}
@@ -23,38 +27,55 @@ OUT=${OUT:-$(mktemp -d /tmp/zerohop-fio-compare.XXXXXX)}
 
 command -v fio >/dev/null || { echo "error: fio is not installed (apt-get install fio)" >&2; exit 2; }
 [ -x "$ZEROHOP" ] || { echo "error: $ZEROHOP not found; run cargo build --release -p zerohop" >&2; exit 2; }
-mkdir -p "$(dirname "$FILE")"
+mkdir -p "$(dirname "$FILE")" "$OUT"
 if [ ! -f "$FILE" ]; then
     "$ZEROHOP" bench prepare "$FILE" --size "$SIZE" >&2
 fi
 
-# zerohop_run NAME ARGS... / fio_run NAME ARGS...: one run, JSON kept in $OUT.
+# Starts a pass cold in this machine's page cache, the same for both tools.
+# Measured on a VM: the first buffered pass after the random-read case ran
+# at a quarter of the speed of the next one, whichever tool came first. One
+# buffered read of the whole file before the cache is dropped puts the
+# guest and the host in the same state before every pass.
+drop_caches() {
+    cat "$FILE" > /dev/null
+    sync
+    if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; fi
+}
+
+# zerohop_run NAME MODE ARGS... / fio_run NAME MODE ARGS...: one run, JSON
+# kept in $OUT. MODE `timed` runs for SECONDS; `pass` reads the file once, cold.
 zerohop_run() {
-    local name=$1; shift
-    "$ZEROHOP" bench read "$FILE" --time "$SECONDS_PER_RUN" --format json "$@" > "$OUT/$name.zerohop.$rep.json"
+    local name=$1 mode=$2; shift 2
+    local amount=(--time "$SECONDS_PER_RUN")
+    if [ "$mode" = pass ]; then drop_caches; amount=(); fi
+    "$ZEROHOP" bench read "$FILE" "${amount[@]}" --format json "$@" > "$OUT/$name.zerohop.$rep.json"
 }
 fio_run() {
-    local name=$1; shift
-    fio --name="$name" --filename="$FILE" --ioengine=io_uring --time_based --runtime="$SECONDS_PER_RUN" \
+    local name=$1 mode=$2; shift 2
+    local amount=(--time_based --runtime="$SECONDS_PER_RUN")
+    if [ "$mode" = pass ]; then drop_caches; amount=(); fi
+    fio --name="$name" --filename="$FILE" --ioengine=io_uring "${amount[@]}" \
         --output-format=json "$@" > "$OUT/$name.fio.$rep.json"
 }
 
-# CASE NAME | zerohop args | fio args
+# CASE NAME | mode | zerohop args | fio args
 CASES=(
-    "seq1m_1w|--direct --bs 1M --qd 32 --workers 1|--rw=read --direct=1 --bs=1M --iodepth=32 --numjobs=1"
-    "seq1m_2w|--direct --bs 1M --qd 32 --workers 2|--rw=read --direct=1 --bs=1M --iodepth=32 --numjobs=2"
-    "rand4k_qd64|--direct --bs 4K --qd 64 --pattern rand|--rw=randread --direct=1 --bs=4k --iodepth=64 --numjobs=1"
-    "buffered1m|--bs 1M --qd 32 --cache drop|--rw=read --direct=0 --invalidate=1 --bs=1M --iodepth=32 --numjobs=1"
+    "seq1m_1w|timed|--direct --bs 1M --qd 32 --workers 1|--rw=read --direct=1 --bs=1M --iodepth=32 --numjobs=1"
+    "seq1m_2w|timed|--direct --bs 1M --qd 32 --workers 2|--rw=read --direct=1 --bs=1M --iodepth=32 --numjobs=2"
+    "rand4k_qd64|timed|--direct --bs 4K --qd 64 --pattern rand|--rw=randread --direct=1 --bs=4k --iodepth=64 --numjobs=1"
+    "buffered1m_pass|pass|--bs 1M --qd 32 --cache drop|--rw=read --direct=0 --invalidate=1 --bs=1M --iodepth=32 --numjobs=1"
+    "direct1m_pass|pass|--direct --bs 1M --qd 32|--rw=read --direct=1 --bs=1M --iodepth=32 --numjobs=1"
 )
 
 for rep in $(seq 1 "$REPEATS"); do
     for case in "${CASES[@]}"; do
-        IFS='|' read -r name zargs fargs <<< "$case"
+        IFS='|' read -r name mode zargs fargs <<< "$case"
         # shellcheck disable=SC2086 # the argument lists are meant to split
         if [ $((rep % 2)) -eq 1 ]; then
-            zerohop_run "$name" $zargs; fio_run "$name" $fargs
+            zerohop_run "$name" "$mode" $zargs; fio_run "$name" "$mode" $fargs
         else
-            fio_run "$name" $fargs; zerohop_run "$name" $zargs
+            fio_run "$name" "$mode" $fargs; zerohop_run "$name" "$mode" $zargs
         fi
         echo "repeat $rep $name done" >&2
     done
@@ -63,7 +84,7 @@ done
 python3 - "$OUT" "$REPEATS" <<'PY'
 import json, statistics, sys
 out, repeats = sys.argv[1], int(sys.argv[2])
-cases = ["seq1m_1w", "seq1m_2w", "rand4k_qd64", "buffered1m"]
+cases = ["seq1m_1w", "seq1m_2w", "rand4k_qd64", "buffered1m_pass", "direct1m_pass"]
 
 def zerohop(path):
     d = json.load(open(path))

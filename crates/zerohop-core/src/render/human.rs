@@ -72,10 +72,8 @@ fn write_line(
         "  {status}{label:<14}{status:#} {:<id_width$}  {:<name_width$}  {subject}{}",
         finding.id, finding.name, finding.message
     )?;
+    // A blocked finding's message already names its prerequisite.
     let dim = style::DIM;
-    if let Some(blocker) = &finding.blocked_by {
-        writeln!(out, "  {:<14} {dim}blocked by {blocker}{dim:#}", "")?;
-    }
     if finding.status.is_problem() || finding.status == Status::Unknown {
         for evidence in &finding.evidence {
             writeln!(

@@ -123,7 +123,14 @@ struct Ring {
 }
 
 /// The `IORING_SETUP_*` combinations to try, best first.
-fn flag_sets(sqpoll: bool, iopoll: bool) -> Vec<Vec<&'static str>> {
+///
+/// The task-run flags suit O_DIRECT, whose completions only post a CQE. A
+/// buffered read that misses the page cache is retried through task work
+/// when its page unlocks; `DEFER_TASKRUN` holds that work until the next
+/// wait and `COOP_TASKRUN` until the next kernel entry, and a cold buffered
+/// pass then runs at a half to a sixth of its speed (measured: 0.4–1.4 GB/s
+/// with them against 2.3 GB/s without, on the same 4 GiB file).
+fn flag_sets(sqpoll: bool, iopoll: bool, direct: bool) -> Vec<Vec<&'static str>> {
     let mut optional = Vec::new();
     if sqpoll {
         optional.push("SQPOLL");
@@ -132,7 +139,7 @@ fn flag_sets(sqpoll: bool, iopoll: bool) -> Vec<Vec<&'static str>> {
         optional.push("IOPOLL");
     }
     // Task-run flags are IPI tuning that the kernel refuses with SQPOLL.
-    let modern: &[&'static str] = if sqpoll {
+    let modern: &[&'static str] = if sqpoll || !direct {
         &[]
     } else {
         &["SINGLE_ISSUER", "DEFER_TASKRUN", "COOP_TASKRUN"]
@@ -173,7 +180,7 @@ impl Ring {
         let mut sqpoll = cfg.sqpoll;
         let mut iopoll = iopoll;
         let ring = loop {
-            let sets = flag_sets(sqpoll, iopoll);
+            let sets = flag_sets(sqpoll, iopoll, cfg.direct);
             let mut last_err = None;
             let mut built = None;
             for set in &sets {
@@ -697,10 +704,22 @@ mod tests {
     }
 
     #[test]
-    fn sqpoll_never_asks_for_task_run_flags() {
-        for set in flag_sets(true, false) {
-            assert!(!set.contains(&"DEFER_TASKRUN") && !set.contains(&"COOP_TASKRUN"));
-        }
-        assert_eq!(flag_sets(false, false).last().unwrap(), &Vec::<&str>::new());
+    fn task_run_flags_only_for_direct_io_without_sqpoll() {
+        let has_task_run =
+            |set: &Vec<&str>| set.contains(&"DEFER_TASKRUN") || set.contains(&"COOP_TASKRUN");
+        assert!(
+            flag_sets(true, false, true)
+                .iter()
+                .all(|set| !has_task_run(set))
+        );
+        // Buffered reads are retried through task work: no deferral.
+        assert!(
+            flag_sets(false, false, false)
+                .iter()
+                .all(|set| !has_task_run(set))
+        );
+        let direct = flag_sets(false, false, true);
+        assert!(has_task_run(&direct[0]));
+        assert_eq!(direct.last().unwrap(), &Vec::<&str>::new());
     }
 }
