@@ -48,6 +48,16 @@ fn wants_sriov(ctx: &Context<'_>, pfs: &[&PciDevice]) -> bool {
     })
 }
 
+/// The scoped PFs when SR-IOV is wanted on them, else the not-applicable
+/// outcome that ends the check.
+fn wanted_pfs<'a>(ctx: &Context<'a>) -> Result<Vec<&'a PciDevice>, Box<Outcome>> {
+    let pfs = scoped_pfs(ctx);
+    if pfs.is_empty() || !wants_sriov(ctx, &pfs) {
+        return Err(Box::new(Outcome::not_applicable(NOT_WANTED)));
+    }
+    Ok(pfs)
+}
+
 /// The VFs of the scoped PFs, by PF address.
 fn vfs_by_pf<'a>(ctx: &Context<'a>, pfs: &[&PciDevice]) -> BTreeMap<&'a str, Vec<&'a PciDevice>> {
     let scoped: HashSet<&str> = pfs.iter().map(|d| d.address.as_str()).collect();
@@ -165,10 +175,7 @@ declare_check! {
 }
 
 fn vf_count(ctx: &Context<'_>) -> Vec<Outcome> {
-    let pfs = scoped_pfs(ctx);
-    if pfs.is_empty() || !wants_sriov(ctx, &pfs) {
-        return vec![Outcome::not_applicable(NOT_WANTED)];
-    }
+    let pfs = need!(wanted_pfs(ctx));
     let expected = ctx.profile.vfs_per_pf;
     pfs.into_iter()
         .filter_map(|pf| match &pf.sriov {
@@ -348,10 +355,7 @@ declare_check! {
 }
 
 fn vf_pool_small(ctx: &Context<'_>) -> Vec<Outcome> {
-    let pfs = scoped_pfs(ctx);
-    if pfs.is_empty() || !wants_sriov(ctx, &pfs) {
-        return vec![Outcome::not_applicable(NOT_WANTED)];
-    }
+    let pfs = need!(wanted_pfs(ctx));
     let gpus = ctx
         .facts
         .pci
