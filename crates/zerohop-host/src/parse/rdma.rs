@@ -46,6 +46,18 @@ pub enum PortState {
     ActiveDefer,
 }
 
+/// Parses `N: NAME` against a table of codes, names and values: the number
+/// decides, the name must agree with it.
+fn numbered_in<T: Copy>(table: &[(u8, &'static str, T)], text: &str) -> Result<T, RdmaParseError> {
+    let (code, name) = numbered(text)?;
+    let (_, expected, value) = table
+        .iter()
+        .find(|(c, ..)| *c == code)
+        .ok_or(RdmaParseError::UnknownCode(code))?;
+    agree(code, expected, name)?;
+    Ok(*value)
+}
+
 const PORT_STATES: [(u8, &str, PortState); 5] = [
     (1, "DOWN", PortState::Down),
     (2, "INIT", PortState::Init),
@@ -57,13 +69,7 @@ const PORT_STATES: [(u8, &str, PortState); 5] = [
 impl PortState {
     /// Parses `4: ACTIVE`; the number decides, the name must agree with it.
     pub fn parse(text: &str) -> Result<PortState, RdmaParseError> {
-        let (code, name) = numbered(text)?;
-        let (_, expected, state) = PORT_STATES
-            .iter()
-            .find(|(c, ..)| *c == code)
-            .ok_or(RdmaParseError::UnknownCode(code))?;
-        agree(code, expected, name)?;
-        Ok(*state)
+        numbered_in(&PORT_STATES, text)
     }
 
     /// The kernel's text for this state (`4: ACTIVE`).
@@ -110,13 +116,7 @@ const PHYS_STATES: [(u8, &str, PhysState); 7] = [
 impl PhysState {
     /// Parses `5: LinkUp`; the number decides, the name must agree with it.
     pub fn parse(text: &str) -> Result<PhysState, RdmaParseError> {
-        let (code, name) = numbered(text)?;
-        let (_, expected, state) = PHYS_STATES
-            .iter()
-            .find(|(c, ..)| *c == code)
-            .ok_or(RdmaParseError::UnknownCode(code))?;
-        agree(code, expected, name)?;
-        Ok(*state)
+        numbered_in(&PHYS_STATES, text)
     }
 
     /// The kernel's text for this state (`5: LinkUp`).
