@@ -13,7 +13,8 @@
 # `--cache drop` and fio's `invalidate=1` drop the file's clean pages).
 # zerohop and fio alternate within each repeat (the order flips every
 # repeat); the script prints the median of each figure and the ratio
-# zerohop / fio. Needs fio, python3 and a release build
+# zerohop / fio, with the range of the per-repeat ratios. ONLY=name,name
+# runs just those cases. Needs fio, python3 and a release build
 # (cargo build --release -p zerohop) or ZEROHOP=/path/to/zerohop.
 set -euo pipefail
 
@@ -68,6 +69,16 @@ CASES=(
     "direct1m_pass|pass|--direct --bs 1M --qd 32|--rw=read --direct=1 --bs=1M --iodepth=32 --numjobs=1"
 )
 
+if [ -n "${ONLY:-}" ]; then
+    selected=()
+    for case in "${CASES[@]}"; do
+        [[ ",$ONLY," == *",${case%%|*},"* ]] && selected+=("$case")
+    done
+    [ ${#selected[@]} -gt 0 ] || { echo "error: ONLY=$ONLY names no case" >&2; exit 2; }
+    CASES=("${selected[@]}")
+fi
+NAMES=$(for case in "${CASES[@]}"; do printf '%s ' "${case%%|*}"; done)
+
 for rep in $(seq 1 "$REPEATS"); do
     for case in "${CASES[@]}"; do
         IFS='|' read -r name mode zargs fargs <<< "$case"
@@ -81,10 +92,9 @@ for rep in $(seq 1 "$REPEATS"); do
     done
 done
 
-python3 - "$OUT" "$REPEATS" <<'PY'
+python3 - "$OUT" "$REPEATS" "$NAMES" <<'PY'
 import json, statistics, sys
-out, repeats = sys.argv[1], int(sys.argv[2])
-cases = ["seq1m_1w", "seq1m_2w", "rand4k_qd64", "buffered1m_pass", "direct1m_pass"]
+out, repeats, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 
 def zerohop(path):
     d = json.load(open(path))
@@ -103,8 +113,8 @@ def fio(path):
         p99 = max(p99, r["clat_ns"]["percentile"].get("99.000000", 0) / 1000.0)
     return bw, iops, cpu / (nbytes / 1e9), p99
 
-print("| case | zerohop MiB/s | fio MiB/s | bw ratio | zerohop IOPS | fio IOPS | IOPS ratio | zerohop CPU s/GB | fio CPU s/GB | CPU ratio | zerohop p99 µs | fio p99 µs |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| case | zerohop MiB/s | fio MiB/s | bw ratio | per-repeat bw ratios | zerohop IOPS | fio IOPS | IOPS ratio | zerohop CPU s/GB | fio CPU s/GB | CPU ratio | zerohop p99 µs | fio p99 µs |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for case in cases:
     z = [zerohop(f"{out}/{case}.zerohop.{r}.json") for r in range(1, repeats + 1)]
     f = [fio(f"{out}/{case}.fio.{r}.json") for r in range(1, repeats + 1)]
@@ -112,6 +122,8 @@ for case in cases:
     zb, fb = med(z, 0), med(f, 0)
     zi, fi = med(z, 1), med(f, 1)
     zc, fc = med(z, 2), med(f, 2)
-    print(f"| {case} | {zb/2**20:.1f} | {fb/2**20:.1f} | {zb/fb:.3f} | {zi:.0f} | {fi:.0f} | {zi/fi:.3f} | {zc:.3f} | {fc:.3f} | {zc/fc:.3f} | {med(z,3):.0f} | {med(f,3):.0f} |")
+    ratios = [zr[0] / fr[0] for zr, fr in zip(z, f)]
+    spread = f"{min(ratios):.3f}–{max(ratios):.3f}"
+    print(f"| {case} | {zb/2**20:.1f} | {fb/2**20:.1f} | {zb/fb:.3f} | {spread} | {zi:.0f} | {fi:.0f} | {zi/fi:.3f} | {zc:.3f} | {fc:.3f} | {zc/fc:.3f} | {med(z,3):.0f} | {med(f,3):.0f} |")
 print(f"\nraw JSON in {out}")
 PY

@@ -105,6 +105,9 @@ pub struct ReadConfig {
     pub hugepages: HugePages,
     /// NUMA placement of the buffers.
     pub numa: NumaPolicy,
+    /// Reads queued before io_uring submits them: 1 submits each read as
+    /// soon as its buffer is free; `queue_depth` submits a whole refill at once.
+    pub submit_batch: u32,
     /// Ask for a kernel submission thread (`IORING_SETUP_SQPOLL`).
     pub sqpoll: bool,
     /// Ask for polled completions (`IORING_SETUP_IOPOLL`, O_DIRECT only).
@@ -137,6 +140,7 @@ impl ReadConfig {
             cache: CachePolicy::Drop,
             hugepages: HugePages::Auto,
             numa: NumaPolicy::Off,
+            submit_batch: 1,
             sqpoll: false,
             iopoll: false,
             fixed_buffers: true,

@@ -17,6 +17,7 @@ pub mod pattern;
 pub mod plan;
 pub mod prepare;
 pub mod report;
+pub mod segments;
 pub mod stats;
 pub mod sys;
 pub mod target;

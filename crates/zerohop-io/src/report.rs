@@ -43,6 +43,8 @@ pub struct EngineReport {
     pub direct: bool,
     /// Reads in flight per worker.
     pub queue_depth: u32,
+    /// Reads queued per io_uring submission (io_uring only).
+    pub submit_batch: Option<u32>,
     /// Workers.
     pub workers: u32,
     /// Bytes per read.
@@ -192,11 +194,14 @@ impl RunReport {
         features.extend(e.ring_flags.iter().map(|f| f.to_lowercase()));
         writeln!(
             w,
-            "engine     {} {} bs={} qd={} workers={} sink={:?}{}",
+            "engine     {} {} bs={} qd={}{} workers={} sink={:?}{}",
             e.backend,
             if e.direct { "O_DIRECT" } else { "buffered" },
             format_bytes(e.block_size as f64),
             e.queue_depth,
+            e.submit_batch
+                .map(|b| format!(" batch={b}"))
+                .unwrap_or_default(),
             e.workers,
             e.sink,
             if features.is_empty() {

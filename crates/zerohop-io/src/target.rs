@@ -115,6 +115,8 @@ pub struct DeviceInfo {
     pub logical_block_size: Option<u64>,
     /// NUMA node of the device's controller; `None` when not reported.
     pub numa_node: Option<u32>,
+    /// Most memory segments one request may carry (`queue/max_segments`).
+    pub max_segments: Option<u64>,
 }
 
 /// An opened, checked file or block device.
@@ -169,6 +171,7 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
             name: None,
             logical_block_size: None,
             numa_node: None,
+            max_segments: None,
         };
     };
     // A partition has a `partition` file and its queue lives on the parent.
@@ -181,6 +184,9 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
     let logical_block_size = read_trimmed(&disk.join("queue/logical_block_size"))
         .and_then(|s| s.parse().ok())
         .filter(|&n: &u64| n.is_power_of_two());
+    let max_segments = read_trimmed(&disk.join("queue/max_segments"))
+        .and_then(|s| s.parse().ok())
+        .filter(|&n: &u64| n > 0);
     let mut numa_node = None;
     if let Ok(mut dir) = disk.join("device").canonicalize() {
         for _ in 0..6 {
@@ -197,6 +203,7 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
         name,
         logical_block_size,
         numa_node,
+        max_segments,
     }
 }
 
@@ -324,6 +331,7 @@ mod tests {
         std::fs::create_dir_all(disk.join("queue")).unwrap();
         std::fs::create_dir_all(disk.join("nvme0n1p1")).unwrap();
         std::fs::write(disk.join("queue/logical_block_size"), "4096\n").unwrap();
+        std::fs::write(disk.join("queue/max_segments"), "127\n").unwrap();
         std::fs::write(disk.join("nvme0n1p1/partition"), "1\n").unwrap();
         std::fs::write(
             sys.path().join("devices/pci0000:00/0000:00:04.0/numa_node"),
@@ -344,7 +352,8 @@ mod tests {
             DeviceInfo {
                 name: Some("nvme0n1".into()),
                 logical_block_size: Some(4096),
-                numa_node: Some(1)
+                numa_node: Some(1),
+                max_segments: Some(127),
             }
         );
         let unknown = device_info(sys.path(), libc::makedev(7, 0));

@@ -101,6 +101,39 @@ fn every_backend_and_mode_reads_the_pattern_back() {
 }
 
 #[test]
+fn every_submit_batch_reads_the_pattern_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = prepared(dir.path(), "data", LEN);
+    let mut modes = vec![false];
+    if direct_supported(&path) {
+        modes.push(true);
+    }
+    for direct in modes {
+        // One read per enter, a batch that does not divide the queue depth
+        // (a remainder is left queued when the refill ends), and a whole
+        // refill at once.
+        for submit_batch in [1, 3, 8] {
+            for pattern in [AccessPattern::Seq, AccessPattern::Rand] {
+                let cfg = ReadConfig {
+                    submit_batch,
+                    pattern,
+                    ..config(vec![path.clone()], EngineKind::Uring, direct)
+                };
+                let report = run_read(&cfg, &Control::default()).unwrap();
+                let expected = match pattern {
+                    AccessPattern::Seq => LEN,
+                    AccessPattern::Rand => LEN.div_ceil(64 << 10) * (64 << 10),
+                };
+                assert_clean(&report, expected);
+                if report.engine.backend == "io_uring" {
+                    assert_eq!(report.engine.submit_batch, Some(submit_batch));
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn io_uring_uses_fixed_buffers_and_registered_files_when_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let path = prepared(dir.path(), "data", LEN);
@@ -329,6 +362,18 @@ fn bad_input_is_refused_before_any_io() {
         }),
         InputError::OutOfRange { option: "--qd", .. }
     ));
+    for submit_batch in [0, base.queue_depth + 1] {
+        assert!(matches!(
+            input(ReadConfig {
+                submit_batch,
+                ..base.clone()
+            }),
+            InputError::OutOfRange {
+                option: "--submit-batch",
+                ..
+            }
+        ));
+    }
     assert!(matches!(
         input(ReadConfig {
             block_size: 16384,

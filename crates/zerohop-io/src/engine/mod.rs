@@ -82,6 +82,12 @@ pub fn validate(cfg: &ReadConfig) -> Result<(), InputError> {
     if cfg.queue_depth == 0 || cfg.queue_depth > 4096 {
         return Err(range("--qd", "must be between 1 and 4096"));
     }
+    if cfg.submit_batch == 0 || cfg.submit_batch > cfg.queue_depth {
+        return Err(range(
+            "--submit-batch",
+            "must be between 1 (each read at once) and --qd (a full queue at once)",
+        ));
+    }
     if cfg.block_size == 0 || cfg.block_size > MAX_BLOCK_SIZE {
         return Err(range("--bs", "must be between 1 byte and 1 GiB"));
     }
@@ -148,7 +154,6 @@ impl<'a> Shared<'a> {
         }
     }
 
-    /// The byte budget of worker `index`.
     /// The request stream of worker `index` over `extents`, timed from the
     /// end of the clock's ramp.
     pub(crate) fn requests(
@@ -579,6 +584,7 @@ fn engine_report(cfg: &ReadConfig, backend: Backend) -> EngineReport {
         backend: backend.name(),
         direct: cfg.direct || backend == Backend::Cufile,
         queue_depth: cfg.queue_depth,
+        submit_batch: (backend == Backend::Uring).then_some(cfg.submit_batch),
         workers: cfg.workers,
         block_size: cfg.block_size,
         fixed_buffers: false,
@@ -695,6 +701,13 @@ fn summarise(
             buffered_tails: s.buffered_tails,
         });
     }
+    fallbacks.extend(crate::segments::split_reads(
+        cfg.direct,
+        cfg.block_size,
+        engine.buffers,
+        env.hugepages.thp.as_deref(),
+        targets.iter().map(|t| &t.device),
+    ));
     let elapsed = total
         .finished
         .map_or(0.0, |f| secs(f.saturating_duration_since(ramp_end)));

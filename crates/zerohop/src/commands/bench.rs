@@ -103,6 +103,9 @@ pub(crate) struct ReadArgs {
     /// GPU number for the gpu and cufile sinks.
     #[arg(long, default_value_t = 0)]
     gpu: u32,
+    /// Reads queued before each io_uring submission: 1 submits each read at once, the queue depth a whole refill.
+    #[arg(long, default_value_t = 1)]
+    submit_batch: u32,
     /// Ask io_uring for a kernel submission thread (IORING_SETUP_SQPOLL).
     #[arg(long)]
     sqpoll: bool,
@@ -313,6 +316,7 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
             SinkArg::Cufile => SinkKind::Cufile,
         },
         gpu: args.gpu,
+        submit_batch: args.submit_batch,
         sqpoll: args.sqpoll,
         iopoll: args.iopoll,
         fixed_buffers: !args.no_fixed_buffers,
