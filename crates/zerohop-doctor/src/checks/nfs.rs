@@ -93,6 +93,35 @@ fn mount_evidence(outcome: Outcome, mount: &NfsMount) -> Outcome {
         .subject(mount.mount_point.clone())
 }
 
+/// Which data mounts a check judges.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mounts {
+    All,
+    RdmaOnly,
+}
+
+/// One outcome per data mount of `which` from `judge`, each with the mount
+/// line as evidence; one `not_applicable` when there is no such mount.
+fn per_mount(
+    ctx: &Context<'_>,
+    which: Mounts,
+    judge: impl Fn(&NfsMount) -> Outcome,
+) -> Vec<Outcome> {
+    let mounts = need!(data_mounts(ctx));
+    let outcomes: Vec<Outcome> = mounts
+        .iter()
+        .filter(|m| which == Mounts::All || m.mount.is_rdma())
+        .map(|m| mount_evidence(judge(&m.mount), &m.mount))
+        .collect();
+    if !outcomes.is_empty() {
+        return outcomes;
+    }
+    vec![match which {
+        Mounts::All => none_message(ctx),
+        Mounts::RdmaOnly => Outcome::not_applicable("no nfs data mount over rdma"),
+    }]
+}
+
 fn transports_summary(mount: &NfsMount) -> Option<String> {
     let stats = mount.stats.as_ref()?;
     if stats.transports.is_empty() {
@@ -253,28 +282,16 @@ declare_check! {
 }
 
 fn nfs_rdma_port(ctx: &Context<'_>) -> Vec<Outcome> {
-    let mounts = need!(data_mounts(ctx));
-    let outcomes: Vec<Outcome> = mounts
-        .iter()
-        .filter(|m| m.mount.is_rdma())
-        .map(|DataMount { mount, .. }| {
-            let outcome = match mount.options.get("port") {
-                None => {
-                    Outcome::info("port not shown in the options: the rdma default 20049 applies")
-                }
-                Some(port) if port.parse::<u64>().ok() == Some(NFS_RDMA_PORT) => {
-                    Outcome::pass("nfs over rdma on port 20049")
-                }
-                Some(port) => Outcome::warn(format!("nfs over rdma on port {port}, not 20049"))
-                    .fix(remount(mount, RDMA_OPTIONS)),
-            };
-            mount_evidence(outcome, mount)
-        })
-        .collect();
-    if outcomes.is_empty() {
-        return vec![Outcome::not_applicable("no nfs data mount over rdma")];
-    }
-    outcomes
+    per_mount(ctx, Mounts::RdmaOnly, |mount| {
+        match mount.options.get("port") {
+            None => Outcome::info("port not shown in the options: the rdma default 20049 applies"),
+            Some(port) if port.parse::<u64>().ok() == Some(NFS_RDMA_PORT) => {
+                Outcome::pass("nfs over rdma on port 20049")
+            }
+            Some(port) => Outcome::warn(format!("nfs over rdma on port {port}, not 20049"))
+                .fix(remount(mount, RDMA_OPTIONS)),
+        }
+    })
 }
 
 declare_check! {
@@ -307,44 +324,34 @@ declare_check! {
 }
 
 fn nfs_nconnect(ctx: &Context<'_>) -> Vec<Outcome> {
-    let mounts = need!(data_mounts(ctx));
-    let outcomes: Vec<Outcome> = mounts
-        .iter()
-        .filter(|m| m.mount.is_rdma())
-        .map(|DataMount { mount, .. }| {
-            let nconnect = mount.options.number("nconnect");
-            let asked = nconnect.unwrap_or(1);
-            let outcome = match &mount.stats {
-                None => Outcome::unknown(format!("no {MOUNTSTATS} block for this mount: transports unknown")),
-                Some(stats) if !stats.known_version() => Outcome::unknown(format!(
-                    "mountstats statvers={} is not a format zerohop knows (1.0, 1.1): transports not counted",
-                    stats.statvers.as_deref().unwrap_or("<none>")
-                ))
-                .evidence(MOUNTSTATS, stats.line.clone()),
-                Some(stats) => {
-                    let up = u64::try_from(stats.transports_of("rdma")).unwrap_or(u64::MAX);
-                    let counted = format!("{up} xprt: rdma lines");
-                    if up < asked {
-                        Outcome::warn(format!("only {up} of nconnect={asked} rdma transports are up"))
-                            .evidence(MOUNTSTATS, counted)
-                            .fix(Remediation::new("find the rdma ports the missing transports need, then remount")
-                                .command("rdma link show")
-                                .command(format!("umount {mp} && mount {mp}", mp = mount.mount_point)))
-                    } else if nconnect.is_none() {
-                        Outcome::info("one rdma transport (nconnect unset): nconnect=16 spreads the load over more queue pairs")
-                            .evidence(MOUNTSTATS, counted)
-                    } else {
-                        Outcome::pass(format!("{up} rdma transports for nconnect={asked}")).evidence(MOUNTSTATS, counted)
-                    }
+    per_mount(ctx, Mounts::RdmaOnly, |mount| {
+        let nconnect = mount.options.number("nconnect");
+        let asked = nconnect.unwrap_or(1);
+        match &mount.stats {
+            None => Outcome::unknown(format!("no {MOUNTSTATS} block for this mount: transports unknown")),
+            Some(stats) if !stats.known_version() => Outcome::unknown(format!(
+                "mountstats statvers={} is not a format zerohop knows (1.0, 1.1): transports not counted",
+                stats.statvers.as_deref().unwrap_or("<none>")
+            ))
+            .evidence(MOUNTSTATS, stats.line.clone()),
+            Some(stats) => {
+                let up = u64::try_from(stats.transports_of("rdma")).unwrap_or(u64::MAX);
+                let counted = format!("{up} xprt: rdma lines");
+                if up < asked {
+                    Outcome::warn(format!("only {up} of nconnect={asked} rdma transports are up"))
+                        .evidence(MOUNTSTATS, counted)
+                        .fix(Remediation::new("find the rdma ports the missing transports need, then remount")
+                            .command("rdma link show")
+                            .command(format!("umount {mp} && mount {mp}", mp = mount.mount_point)))
+                } else if nconnect.is_none() {
+                    Outcome::info("one rdma transport (nconnect unset): nconnect=16 spreads the load over more queue pairs")
+                        .evidence(MOUNTSTATS, counted)
+                } else {
+                    Outcome::pass(format!("{up} rdma transports for nconnect={asked}")).evidence(MOUNTSTATS, counted)
                 }
-            };
-            mount_evidence(outcome, mount)
-        })
-        .collect();
-    if outcomes.is_empty() {
-        return vec![Outcome::not_applicable("no nfs data mount over rdma")];
-    }
-    outcomes
+            }
+        }
+    })
 }
 
 declare_check! {
@@ -374,31 +381,33 @@ declare_check! {
 }
 
 fn nfs_io_size(ctx: &Context<'_>) -> Vec<Outcome> {
-    let mounts = need!(data_mounts(ctx));
-    if mounts.is_empty() {
-        return vec![none_message(ctx)];
-    }
-    mounts
-        .iter()
-        .map(|DataMount { mount, .. }| {
-            let (rsize, wsize) = (mount.options.number("rsize"), mount.options.number("wsize"));
-            let outcome = match (rsize, wsize) {
-                (Some(r), Some(w)) if r >= MIN_IO_SIZE && w >= MIN_IO_SIZE => {
-                    Outcome::pass(format!("rsize {} and wsize {}", bytes(r), bytes(w)))
-                }
-                (Some(r), Some(w)) => Outcome::warn(format!("rsize {} and wsize {}: below 1 MiB, rpc overhead caps throughput", bytes(r), bytes(w)))
-                    .fix(Remediation::new("remount with 1 MiB transfers").command(format!(
-                        "umount {mp} && mount -t {fs} -o {opts},rsize=1048576,wsize=1048576 {src} {mp}",
-                        mp = mount.mount_point,
-                        fs = mount.fstype,
-                        src = mount.source,
-                        opts = if mount.is_rdma() { "proto=rdma,port=20049" } else { "proto=tcp" }
-                    ))),
-                _ => Outcome::unknown("rsize or wsize not shown in the mount options"),
-            };
-            mount_evidence(outcome, mount)
-        })
-        .collect()
+    per_mount(ctx, Mounts::All, |mount| {
+        let (rsize, wsize) = (mount.options.number("rsize"), mount.options.number("wsize"));
+        match (rsize, wsize) {
+            (Some(r), Some(w)) if r >= MIN_IO_SIZE && w >= MIN_IO_SIZE => {
+                Outcome::pass(format!("rsize {} and wsize {}", bytes(r), bytes(w)))
+            }
+            (Some(r), Some(w)) => Outcome::warn(format!(
+                "rsize {} and wsize {}: below 1 MiB, rpc overhead caps throughput",
+                bytes(r),
+                bytes(w)
+            ))
+            .fix(
+                Remediation::new("remount with 1 MiB transfers").command(format!(
+                    "umount {mp} && mount -t {fs} -o {opts},rsize=1048576,wsize=1048576 {src} {mp}",
+                    mp = mount.mount_point,
+                    fs = mount.fstype,
+                    src = mount.source,
+                    opts = if mount.is_rdma() {
+                        "proto=rdma,port=20049"
+                    } else {
+                        "proto=tcp"
+                    }
+                )),
+            ),
+            _ => Outcome::unknown("rsize or wsize not shown in the mount options"),
+        }
+    })
 }
 
 declare_check! {
@@ -510,30 +519,22 @@ declare_check! {
 }
 
 fn nfs_soft(ctx: &Context<'_>) -> Vec<Outcome> {
-    let mounts = need!(data_mounts(ctx));
-    if mounts.is_empty() {
-        return vec![none_message(ctx)];
-    }
-    mounts
-        .iter()
-        .map(|DataMount { mount, .. }| {
-            let soft = ["soft", "softerr"]
-                .into_iter()
-                .find(|flag| mount.options.has(flag));
-            let outcome = match soft {
-                Some(flag) => Outcome::warn(format!(
-                    "{flag} mount: a slow server turns into i/o errors in training jobs"
-                ))
-                .fix(Remediation::new("remount hard").command(format!(
-                    "umount {mp} && mount -t {fs} -o hard,timeo=600,retrans=2 {src} {mp}",
-                    mp = mount.mount_point,
-                    fs = mount.fstype,
-                    src = mount.source
-                ))),
-                None if mount.options.has("hard") => Outcome::pass("hard mount"),
-                None => Outcome::pass("hard mount (the default)"),
-            };
-            mount_evidence(outcome, mount)
-        })
-        .collect()
+    per_mount(ctx, Mounts::All, |mount| {
+        let soft = ["soft", "softerr"]
+            .into_iter()
+            .find(|flag| mount.options.has(flag));
+        match soft {
+            Some(flag) => Outcome::warn(format!(
+                "{flag} mount: a slow server turns into i/o errors in training jobs"
+            ))
+            .fix(Remediation::new("remount hard").command(format!(
+                "umount {mp} && mount -t {fs} -o hard,timeo=600,retrans=2 {src} {mp}",
+                mp = mount.mount_point,
+                fs = mount.fstype,
+                src = mount.source
+            ))),
+            None if mount.options.has("hard") => Outcome::pass("hard mount"),
+            None => Outcome::pass("hard mount (the default)"),
+        }
+    })
 }
