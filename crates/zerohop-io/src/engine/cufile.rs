@@ -18,8 +18,7 @@ pub(super) fn worker(
     let (Some(device), Some(handles), Some(driver)) =
         (shared.gpu, shared.cufile, shared.cufile_driver)
     else {
-        shared.begin(true);
-        return Err(RunError::Setup("cuFile was not opened".into()));
+        return Err(shared.setup_failed(RunError::Setup("cuFile was not opened".into())));
     };
     let clock = shared.begin(false);
     let requests = Mutex::new(shared.requests(extents, index, &clock));
@@ -73,13 +72,7 @@ pub(super) fn worker(
                 })
             })
             .collect();
-        threads
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(RunError::Setup("a cuFile thread panicked".into())))
-            })
-            .collect()
+        super::join_all(threads, "cuFile")
     });
     let mut stats = Stats::new(clock.ramp_end);
     let mut all_registered = true;

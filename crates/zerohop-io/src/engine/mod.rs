@@ -154,6 +154,13 @@ impl<'a> Shared<'a> {
         }
     }
 
+    /// Ends the setup of a worker that failed: it still meets the others at
+    /// the start (so nobody waits forever) and stops them.
+    pub(crate) fn setup_failed(&self, err: RunError) -> RunError {
+        self.begin(true);
+        err
+    }
+
     /// The request stream of worker `index` over `extents`, timed from the
     /// end of the clock's ramp.
     pub(crate) fn requests(
@@ -289,6 +296,21 @@ fn allocate(
         }
     }
     Ok(arena)
+}
+
+/// Joins scoped threads; a thread that panicked becomes a setup error
+/// naming `what` thread it was.
+pub(crate) fn join_all<T>(
+    threads: Vec<std::thread::ScopedJoinHandle<'_, Result<T, RunError>>>,
+    what: &str,
+) -> Vec<Result<T, RunError>> {
+    threads
+        .into_iter()
+        .map(|t| {
+            t.join()
+                .unwrap_or_else(|_| Err(RunError::Setup(format!("a {what} thread panicked"))))
+        })
+        .collect()
 }
 
 pub(crate) fn fallback(feature: &str, reason: impl Into<String>) -> Fallback {
@@ -512,13 +534,7 @@ pub fn run_read_in(
             );
             cpu_start = sys::cpu_times(Who::Process);
         }
-        let results: Vec<_> = workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(RunError::Setup("a worker thread panicked".into())))
-            })
-            .collect();
+        let results = join_all(workers, "worker");
         (
             results,
             sys::cpu_times(Who::Process).since(cpu_start),

@@ -25,13 +25,8 @@ pub(super) fn worker(
     // other is copied to the GPU.
     let per_thread = if shared.gpu.is_some() { 2 } else { 1 };
     let mut fallbacks = Vec::new();
-    let mut buffers = match super::buffers(shared, threads * per_thread * bs, &mut fallbacks) {
-        Ok(b) => b,
-        Err(err) => {
-            shared.begin(true);
-            return Err(err);
-        }
-    };
+    let mut buffers = super::buffers(shared, threads * per_thread * bs, &mut fallbacks)
+        .map_err(|err| shared.setup_failed(err))?;
     let kind = buffers.arena().kind();
     let numa_node = buffers.arena().numa_node();
     let clock = shared.begin(false);
@@ -46,13 +41,7 @@ pub(super) fn worker(
                 scope.spawn(move || reader(shared, requests, chunk, clock))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(RunError::Setup("a reader thread panicked".into())))
-            })
-            .collect()
+        super::join_all(handles, "reader")
     });
     let mut stats = Stats::new(clock.ramp_end);
     for result in results {

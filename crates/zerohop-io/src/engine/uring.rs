@@ -384,13 +384,8 @@ pub(super) fn worker(
     let cfg = shared.cfg;
     let mut fallbacks = Vec::new();
     let bytes = cfg.block_size as usize * cfg.queue_depth as usize;
-    let buffers = match super::buffers(shared, bytes, &mut fallbacks) {
-        Ok(b) => b,
-        Err(err) => {
-            shared.begin(true);
-            return Err(err);
-        }
-    };
+    let buffers =
+        super::buffers(shared, bytes, &mut fallbacks).map_err(|err| shared.setup_failed(err))?;
     let arena_ref = buffers.arena();
     let kind = arena_ref.kind();
     let numa_node = arena_ref.numa_node();
@@ -399,10 +394,7 @@ pub(super) fn worker(
         (Some(device), Ok(_)) => {
             match device.lane(cfg.queue_depth as usize, cfg.block_size as usize) {
                 Ok(lane) => Some(lane),
-                Err(err) => {
-                    shared.begin(true);
-                    return Err(RunError::Setup(err.to_string()));
-                }
+                Err(err) => return Err(shared.setup_failed(RunError::Setup(err.to_string()))),
             }
         }
         _ => None,
