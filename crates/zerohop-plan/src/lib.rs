@@ -13,7 +13,6 @@ pub mod intent;
 mod output;
 mod parse;
 mod render;
-pub mod systemd;
 mod validate;
 
 pub use diagnostic::{Diagnostic, PlanError};

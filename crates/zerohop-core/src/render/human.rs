@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use crate::finding::{Finding, Status};
+use crate::render::printable::printable;
 use crate::render::style;
 use crate::report::Report;
 
@@ -65,12 +66,14 @@ fn write_line(
     let subject = if finding.subject.is_empty() {
         String::new()
     } else {
-        format!("{}: ", finding.subject)
+        format!("{}: ", printable(&finding.subject))
     };
     writeln!(
         out,
         "  {status}{label:<14}{status:#} {:<id_width$}  {:<name_width$}  {subject}{}",
-        finding.id, finding.name, finding.message
+        finding.id,
+        finding.name,
+        printable(&finding.message)
     )?;
     // A blocked finding's message already names its prerequisite.
     let dim = style::DIM;
@@ -79,7 +82,9 @@ fn write_line(
             writeln!(
                 out,
                 "  {:<14} {dim}{} = {}{dim:#}",
-                "", evidence.source, evidence.value
+                "",
+                printable(&evidence.source),
+                printable(&evidence.value)
             )?;
         }
     }
@@ -91,18 +96,21 @@ fn write_plan_step(step: usize, finding: &Finding, out: &mut dyn Write) -> io::R
     let subject = if finding.subject.is_empty() {
         String::new()
     } else {
-        format!(" ({})", finding.subject)
+        format!(" ({})", printable(&finding.subject))
     };
     writeln!(
         out,
         "{step:>3}. {status}{}{status:#} {}{subject}: {}",
-        finding.id, finding.name, finding.message
+        finding.id,
+        finding.name,
+        printable(&finding.message)
     )?;
     if let Some(fix) = &finding.remediation {
-        writeln!(out, "     fix: {}", fix.summary)?;
+        writeln!(out, "     fix: {}", printable(&fix.summary))?;
+        // Commands may span lines (a heredoc, YAML); each line is escaped.
         for command in &fix.commands {
             for line in command.lines() {
-                writeln!(out, "       {line}")?;
+                writeln!(out, "       {}", printable(line))?;
             }
         }
     }
@@ -121,8 +129,8 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         })
         .collect();
     if parts.is_empty() {
-        writeln!(out, "{}: no findings", report.target)
+        writeln!(out, "{}: no findings", printable(&report.target))
     } else {
-        writeln!(out, "{}: {}", report.target, parts.join(", "))
+        writeln!(out, "{}: {}", printable(&report.target), parts.join(", "))
     }
 }

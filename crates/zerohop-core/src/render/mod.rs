@@ -5,6 +5,7 @@
 
 pub mod human;
 pub mod json;
+pub mod printable;
 pub mod sarif;
 pub mod snippet;
 mod style;

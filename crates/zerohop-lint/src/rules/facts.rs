@@ -92,42 +92,9 @@ pub(crate) fn is_resource_name(name: &str, extra: &[char]) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || extra.contains(&c))
 }
 
-/// `systemd-escape --path`: the unit name systemd derives from a path.
-pub(crate) fn systemd_escape_path(path: &str) -> String {
-    let trimmed: Vec<&str> = path.split('/').filter(|part| !part.is_empty()).collect();
-    if trimmed.is_empty() {
-        return "-".to_owned();
-    }
-    let joined = trimmed.join("/");
-    let mut out = String::with_capacity(joined.len());
-    for (index, byte) in joined.bytes().enumerate() {
-        match byte {
-            b'/' => out.push('-'),
-            b'.' if index == 0 => out.push_str("\\x2e"),
-            b if b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'.') => {
-                out.push(char::from(b))
-            }
-            b => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn systemd_escapes_like_systemd_escape_path() {
-        assert_eq!(
-            systemd_escape_path("/var/mnt/nfs-data"),
-            "var-mnt-nfs\\x2ddata"
-        );
-        assert_eq!(systemd_escape_path("/mnt/data/"), "mnt-data");
-        assert_eq!(systemd_escape_path("//a//b"), "a-b");
-        assert_eq!(systemd_escape_path("/"), "-");
-        assert_eq!(systemd_escape_path("/.hidden/x y"), "\\x2ehidden-x\\x20y");
-    }
 
     #[test]
     fn doca_env_near_misses() {

@@ -3,10 +3,10 @@
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
-use super::facts::systemd_escape_path;
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::Sink;
+use zerohop_known::systemd::escape_path as systemd_escape_path;
 
 const GROUP: &str = "machineconfiguration.openshift.io";
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";

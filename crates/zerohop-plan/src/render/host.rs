@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use super::{ManifestFile, Step, plain};
 use crate::intent::{CpuVendor, HugepageSize, LinkType, Platform};
-use crate::systemd::{escape_path, mount_unit_name};
 use crate::validate::{Plan, PoolPlan};
+use zerohop_known::systemd::{escape_path, mount_unit_name};
 
 /// The MachineConfigPool role the rendered MachineConfigs target.
 const ROLE: &str = "worker";

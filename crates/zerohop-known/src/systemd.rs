@@ -1,4 +1,5 @@
-//! systemd unit names for paths (`systemd-escape --path`).
+//! systemd unit names for paths (`systemd-escape --path`, the rules of
+//! `unit_name_path_escape()` in systemd's `src/basic/unit-name.c`).
 
 /// The escaped form of a path, as `systemd-escape --path` prints it:
 /// slashes trimmed and collapsed, inner `/` → `-`, and every byte other

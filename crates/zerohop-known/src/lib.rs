@@ -1,0 +1,11 @@
+//! What zerohop knows about the world, each fact written exactly once.
+//!
+//! This crate is a leaf: no I/O and no dependency on the rest of the
+//! workspace. The host layer, the doctor, the linter, the planner and the
+//! bench engine all take their names, grammars and escaping rules from here,
+//! so that two commands never judge the same thing by two different copies.
+//! Every table and grammar names the document or source file it follows.
+
+pub mod names;
+pub mod shell;
+pub mod systemd;
