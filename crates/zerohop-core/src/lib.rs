@@ -6,12 +6,14 @@
 //! [`Report`]; one set of renderers turns a report into text for people or
 //! JSON for machines.
 
+pub mod document;
 pub mod exit;
 pub mod finding;
 pub mod render;
 pub mod report;
 pub mod rule;
 
+pub use document::Document;
 pub use finding::{Evidence, Finding, Location, ObjectRef, Remediation, Severity, Status};
 pub use report::{Report, SCHEMA_VERSION, Summary};
 pub use rule::RuleInfo;

@@ -1,7 +1,7 @@
 //! Metadata of a doctor check or a lint rule, the source of `zerohop checks`
 //! and `zerohop explain`.
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::finding::Severity;
 
@@ -12,8 +12,9 @@ pub const REQUIRED_HEADINGS: [&str; 3] =
 /// What is known about a check or lint rule without running it.
 ///
 /// Declared once next to the code that implements it; its `docs` come from
-/// the declaration's doc comment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// the declaration's doc comment. Serialised (`zerohop checks --json`) with
+/// its one-line `summary` and its `docs` as Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuleInfo {
     /// Stable ID, never reused: a group prefix and three digits (`KRN001`,
     /// `RDMA004`) or `ZL` and three digits for lint rules.
@@ -88,6 +89,20 @@ impl RuleInfo {
     }
 }
 
+impl Serialize for RuleInfo {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut rule = serializer.serialize_struct("RuleInfo", 7)?;
+        rule.serialize_field("id", self.id)?;
+        rule.serialize_field("name", self.name)?;
+        rule.serialize_field("group", self.group)?;
+        rule.serialize_field("severity", &self.severity)?;
+        rule.serialize_field("summary", self.summary())?;
+        rule.serialize_field("docs", &self.markdown())?;
+        rule.serialize_field("location", self.location)?;
+        rule.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +125,14 @@ mod tests {
         assert_eq!(ok.summary(), "Checks it.");
         let swapped = info("## Why it matters\nb\n## What it checks\na\n## How to fix\nc\n");
         assert_eq!(swapped.missing_headings(), vec!["## Why it matters"]);
+    }
+
+    #[test]
+    fn json_docs_are_markdown_without_the_doc_comment_space() {
+        let rule = info(" Checks it.\n\n ## What it checks\n a\n");
+        let json = serde_json::to_value(rule).unwrap();
+        assert_eq!(json["docs"], "Checks it.\n\n## What it checks\na\n");
+        assert_eq!(json["summary"], "Checks it.");
     }
 
     #[test]

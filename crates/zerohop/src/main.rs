@@ -13,7 +13,6 @@ use clap::Parser;
 use zerohop_core::exit::ExitCode;
 
 use crate::commands::Command;
-use crate::error::CliError;
 
 /// Plans, verifies and measures the zero-copy storage → RDMA NIC → GPU data path.
 #[derive(Debug, Parser)]
@@ -39,13 +38,10 @@ fn main() {
     };
     let code = match commands::run(cli.command) {
         Ok(code) => code,
-        Err(CliError::Usage(err)) => {
-            eprintln!("error: {err:#}");
-            ExitCode::USAGE
-        }
-        Err(CliError::Internal(err)) => {
-            eprintln!("internal error: {err:#}");
-            ExitCode::INTERNAL
+        Err(err) => {
+            let (code, message) = err.exit();
+            eprintln!("{message}");
+            code
         }
     };
     process::exit(code);

@@ -2,7 +2,7 @@
 //! doctor check and lint rule, generated from their declarations.
 
 use anyhow::Context as _;
-use zerohop_core::RuleInfo;
+use zerohop_core::{Document, RuleInfo};
 use zerohop_doctor::checks::CHECKS;
 
 use crate::error::CliError;
@@ -11,7 +11,7 @@ use crate::output;
 /// Arguments of `zerohop checks`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChecksArgs {
-    /// Print JSON instead of a table.
+    /// Print a JSON document (`schema_version`, `rules`) instead of a table.
     #[arg(long)]
     json: bool,
 }
@@ -36,7 +36,12 @@ pub(crate) fn checks(args: ChecksArgs) -> Result<i32, CliError> {
     let rules: Vec<&RuleInfo> = catalog().collect();
     output::to_stdout(|out| {
         if args.json {
-            serde_json::to_writer_pretty(&mut *out, &rules)?;
+            #[derive(serde::Serialize)]
+            struct Catalog<'a> {
+                rules: &'a [&'a RuleInfo],
+            }
+            let catalog = Catalog { rules: &rules };
+            serde_json::to_writer_pretty(&mut *out, &Document::new("checks", &catalog))?;
             return writeln!(out);
         }
         let id_width = rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
