@@ -1,0 +1,635 @@
+//! The fuzz targets: each a function from bytes to a signature of what it
+//! did, with its seeds and its dictionary.
+//!
+//! A target must never panic, hang or take over five seconds on any input;
+//! the [`engine`](crate::engine) checks all three. The signature (a hash of
+//! a short summary of the outcome: which error, how many nodes) steers the
+//! engine: a mutant with a signature not seen before joins the pool of
+//! inputs to mutate, a cheap stand-in for coverage feedback.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
+
+use zerohop_host::parse::{
+    cmdline, cpuset, jsonc, meminfo, modules, mountinfo, mountstats, netaddr, nvidia, rdma,
+    selected,
+};
+use zerohop_k8s::schema::CrdCatalog;
+use zerohop_k8s::yaml::{self, Limits};
+
+use crate::seeds::{Sources, files_under, named};
+use crate::tree;
+
+/// One fuzz target.
+pub struct Target {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// What it exercises, for the documentation.
+    pub covers: &'static str,
+    /// The starting inputs.
+    pub seeds: fn(&Sources) -> Vec<Vec<u8>>,
+    /// Tokens of the format, inserted by the mutator.
+    pub dictionary: &'static [&'static [u8]],
+    /// Runs the code under test on one input; returns the outcome's signature.
+    pub run: fn(&[u8]) -> u64,
+}
+
+/// Every target, in the order they are run.
+pub static TARGETS: &[Target] = &[
+    Target {
+        name: "yaml",
+        covers: "the YAML loader with spans (zerohop_k8s::yaml::load_bytes, objects, to_json)",
+        seeds: yaml_seeds,
+        dictionary: YAML_TOKENS,
+        run: run_yaml,
+    },
+    Target {
+        name: "schema",
+        covers: "the CRD structural-schema validator against the operators' real CRDs (CrdCatalog::validate)",
+        seeds: sample_seeds,
+        dictionary: YAML_TOKENS,
+        run: run_schema,
+    },
+    Target {
+        name: "lint",
+        covers: "the whole linter on one input: loader, validator and every rule",
+        seeds: sample_seeds,
+        dictionary: YAML_TOKENS,
+        run: run_lint,
+    },
+    Target {
+        name: "intent",
+        covers: "the intent parser, its validation and every renderer (zerohop_plan::load, render)",
+        seeds: intent_seeds,
+        dictionary: INTENT_TOKENS,
+        run: run_intent,
+    },
+    Target {
+        name: "cufile",
+        covers: "cufile.json: the doctor's comment stripper and JSON reader, and lint's cufile rules",
+        seeds: cufile_seeds,
+        dictionary: JSON_TOKENS,
+        run: run_cufile,
+    },
+    Target {
+        name: "cmdline",
+        covers: "/proc/cmdline: tokens, quotes, hugepage requests, sizes",
+        seeds: cmdline_seeds,
+        dictionary: CMDLINE_TOKENS,
+        run: run_cmdline,
+    },
+    Target {
+        name: "cpuset",
+        covers: "CPU lists with ranges and strides, isolcpus= flags",
+        seeds: cpuset_seeds,
+        dictionary: CPUSET_TOKENS,
+        run: run_cpuset,
+    },
+    Target {
+        name: "meminfo",
+        covers: "/proc/meminfo and per-node meminfo",
+        seeds: meminfo_seeds,
+        dictionary: &[b"HugePages_Total:", b" kB", b"Node 0 ", b"Hugepagesize:"],
+        run: run_meminfo,
+    },
+    Target {
+        name: "modules",
+        covers: "/proc/modules",
+        seeds: modules_seeds,
+        dictionary: &[
+            b" Live 0x0000000000000000",
+            b" (OE)",
+            b" - ",
+            b",",
+            b"[permanent]",
+        ],
+        run: run_modules,
+    },
+    Target {
+        name: "mountinfo",
+        covers: "/proc/self/mountinfo, /proc/mounts, /etc/fstab and mount options",
+        seeds: mountinfo_seeds,
+        dictionary: MOUNT_TOKENS,
+        run: run_mountinfo,
+    },
+    Target {
+        name: "mountstats",
+        covers: "/proc/self/mountstats (NFS transports and options)",
+        seeds: mountstats_seeds,
+        dictionary: &[
+            b"device ",
+            b" mounted on ",
+            b" with fstype nfs4",
+            b"\txprt:\trdma ",
+            b"opts:\t",
+            b"proto=rdma",
+        ],
+        run: run_mountstats,
+    },
+    Target {
+        name: "netaddr",
+        covers: "/proc/net/fib_trie, /proc/net/route, /proc/net/if_inet6",
+        seeds: netaddr_seeds,
+        dictionary: &[
+            b"/32 host LOCAL",
+            b"|-- ",
+            b"+-- ",
+            b"\t00000000\t",
+            b"fe80",
+        ],
+        run: run_netaddr,
+    },
+    Target {
+        name: "nvidia",
+        covers: "the NVIDIA driver version line, GPU information files, kernel releases",
+        seeds: nvidia_seeds,
+        dictionary: &[
+            b"NVRM version:",
+            b"Open Kernel Module",
+            b"Kernel Module  ",
+            b"Bus Location:",
+            b"6.8.0-",
+        ],
+        run: run_nvidia,
+    },
+    Target {
+        name: "rdma",
+        covers: "RDMA port attributes: state, phys_state, rate, link layer, GIDs, GID types",
+        seeds: rdma_seeds,
+        dictionary: &[
+            b"4: ACTIVE",
+            b"5: LinkUp",
+            b"400 Gb/sec (4X NDR)",
+            b"RoCE v2",
+            b"Ethernet",
+            b"fe80:0000:",
+            b"0000:ffff:",
+        ],
+        run: run_rdma,
+    },
+    Target {
+        name: "selected",
+        covers: "bracketed sysfs choices (transparent_hugepage/enabled, iopolicy)",
+        seeds: selected_seeds,
+        dictionary: &[b"[", b"]", b" "],
+        run: run_selected,
+    },
+    Target {
+        name: "doctor",
+        covers: "the whole doctor (facts collection through HostRoot, every check, topology) over mutated host trees",
+        seeds: tree::seeds,
+        dictionary: tree::TOKENS,
+        run: tree::run,
+    },
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}
+
+/// The signature of an outcome: a hash of its summary.
+pub fn signature(summary: impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    summary.hash(&mut hasher);
+    hasher.finish()
+}
+
+const YAML_TOKENS: &[&[u8]] = &[
+    b"apiVersion: ",
+    b"kind: ",
+    b"metadata:\n  name: x\n",
+    b"spec:\n",
+    b"- ",
+    b": ",
+    b"---\n",
+    b"...\n",
+    b"&a ",
+    b"*a",
+    b"<<: *a",
+    b"!!str ",
+    b"!!binary ",
+    b"? ",
+    b"|\n",
+    b">-\n",
+    b"'",
+    b"\"",
+    b"\\x1b",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"#",
+    b"%YAML 1.2\n",
+    b"0x",
+    b"0o17",
+    b"1_000",
+    b"~",
+    b"yes",
+    b"0000:3b:00.1",
+    b"\xc2\x85",
+    b"\xef\xbb\xbf",
+];
+
+const JSON_TOKENS: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b":",
+    b",",
+    b"//",
+    b"/*",
+    b"*/",
+    b"\\u0000",
+    b"\\\"",
+    b"null",
+    b"true",
+    b"1e400",
+    b"\"properties\": {",
+    b"\"rdma_dev_addr_list\": [",
+    b"\"logging\": {",
+];
+
+const INTENT_TOKENS: &[&[u8]] = &[
+    b"apiVersion: zerohop.dev/v1alpha1\n",
+    b"kind: DataPathPlan\n",
+    b"pf: ",
+    b"rdmaDevice: ",
+    b"pci: ",
+    b"nics:\n",
+    b"- ",
+    b"pools:\n",
+    b"mountPoint: ",
+    b"server: ",
+    b"platform: openshift\n",
+    b"$(touch /tmp/p)",
+    b"`id`",
+    b";",
+    b"\\n",
+    b"..",
+    b"/",
+    b"%",
+    b"'",
+    b"\"",
+];
+
+const CMDLINE_TOKENS: &[&[u8]] = &[
+    b"hugepagesz=1G",
+    b"hugepages=",
+    b"default_hugepagesz=",
+    b"isolcpus=",
+    b"iommu=pt",
+    b"intel_iommu=on",
+    b"\"",
+    b"=",
+    b"0:16,1:16",
+    b" ",
+];
+
+const CPUSET_TOKENS: &[&[u8]] = &[
+    b"-",
+    b",",
+    b":",
+    b"/",
+    b"managed_irq",
+    b"domain",
+    b"nohz",
+    b"4294967295",
+];
+
+const MOUNT_TOKENS: &[&[u8]] = &[
+    b"\\040",
+    b"\\011",
+    b"\\134",
+    b" - nfs4 ",
+    b" shared:1",
+    b"proto=rdma",
+    b"port=20049",
+    b"nconnect=16",
+    b"rsize=1048576",
+    b"vers=4.2",
+    b"x-systemd.",
+    b"0 0",
+];
+
+fn yaml_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    let manifest =
+        |path: &str| path.ends_with(".yaml") || path.ends_with(".yml") || path.ends_with(".json");
+    let mut seeds = files_under(&sources.repo_dir("examples"), manifest);
+    seeds.extend(files_under(
+        &sources.repo_dir("crates/zerohop-lint/tests/fixtures"),
+        manifest,
+    ));
+    if let Some(reference) = sources.shared_dir("reference") {
+        seeds.extend(files_under(&reference, manifest));
+    }
+    seeds
+}
+
+fn sample_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    let manifest = |path: &str| path.ends_with(".yaml") || path.ends_with(".yml");
+    let mut seeds = files_under(
+        &sources.repo_dir("crates/zerohop-lint/tests/fixtures"),
+        manifest,
+    );
+    if let Some(samples) = sources.shared_dir("reference/samples") {
+        seeds.extend(files_under(&samples, manifest));
+    }
+    seeds
+}
+
+fn intent_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    files_under(&sources.repo_dir("examples"), |path| {
+        path.ends_with(".yaml")
+    })
+}
+
+/// Files named `name` in the doctor's fixture roots, and the corpus files
+/// whose names contain each of `corpus`.
+fn host_files(sources: &Sources, names: &[&str], corpus: &[&str]) -> Vec<Vec<u8>> {
+    let mut seeds = files_under(
+        &sources.repo_dir("crates/zerohop-doctor/tests/fixtures"),
+        |path| names.iter().any(|name| named(path, name)),
+    );
+    if let Some(dir) = sources.shared_dir("corpus") {
+        seeds.extend(files_under(&dir, |path| {
+            corpus.iter().any(|part| path.contains(part))
+                || names.iter().any(|name| named(path, name))
+        }));
+    }
+    seeds
+}
+
+fn cufile_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["cufile.json"], &[])
+}
+
+fn cmdline_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["cmdline"], &["proc_cmdline_"])
+}
+
+fn cpuset_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    let mut seeds = host_files(
+        sources,
+        &["cpulist", "isolated", "nohz_full", "online", "possible"],
+        &[],
+    );
+    seeds.extend(
+        [
+            "0-3,8-11",
+            "0-127:2/4",
+            "managed_irq,domain,2-31",
+            "nohz,2-7",
+            "",
+            "1",
+        ]
+        .map(|s| s.as_bytes().to_vec()),
+    );
+    seeds
+}
+
+fn meminfo_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["meminfo"], &["meminfo"])
+}
+
+fn modules_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["modules"], &[])
+}
+
+fn mountinfo_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["mountinfo", "mounts", "fstab"], &["mountinfo"])
+}
+
+fn mountstats_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["mountstats"], &["mountstats"])
+}
+
+fn netaddr_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["fib_trie", "route", "if_inet6"], &[])
+}
+
+fn nvidia_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(
+        sources,
+        &["version", "information", "osrelease"],
+        &["nvidia_version"],
+    )
+}
+
+fn rdma_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    let mut seeds = host_files(sources, &["state", "phys_state", "rate", "link_layer"], &[]);
+    seeds.extend(files_under(
+        &sources.repo_dir("crates/zerohop-doctor/tests/fixtures"),
+        |path| path.contains("/gids/") || path.contains("/gid_attrs/types/"),
+    ));
+    if let Some(dir) = sources.shared_dir("corpus/sys_class_infiniband_h100_gpud") {
+        seeds.extend(files_under(&dir, |path| {
+            ["state", "phys_state", "rate", "link_layer"]
+                .iter()
+                .any(|n| named(path, n))
+                || path.contains("/gids/0")
+                || path.contains("/types/0")
+        }));
+    }
+    seeds
+}
+
+fn selected_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(
+        sources,
+        &["enabled", "defrag", "iopolicy", "scheduler"],
+        &[],
+    )
+}
+
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+fn run_yaml(bytes: &[u8]) -> u64 {
+    match yaml::load_bytes(bytes, &Limits::default()) {
+        Ok(documents) => {
+            let objects = yaml::objects(&documents).len();
+            let json: usize = documents
+                .iter()
+                .map(|d| d.to_json().to_string().len())
+                .sum();
+            signature(("ok", documents.len(), objects, json.min(64)))
+        }
+        Err(err) => signature((
+            "err",
+            err.kind.to_string().split(':').next().map(str::to_owned),
+        )),
+    }
+}
+
+/// Lint's options with the operators' CRDs from `../shared/reference/crds`,
+/// loaded once (no catalog without them).
+fn lint_options() -> &'static zerohop_lint::Options {
+    static OPTIONS: OnceLock<zerohop_lint::Options> = OnceLock::new();
+    OPTIONS.get_or_init(|| zerohop_lint::Options {
+        catalog: Sources::of_this_checkout()
+            .shared_dir("reference/crds")
+            .and_then(|dir| CrdCatalog::load_dir(&dir).ok()),
+        ..zerohop_lint::Options::default()
+    })
+}
+
+fn run_schema(bytes: &[u8]) -> u64 {
+    let Some(catalog) = lint_options().catalog.as_ref() else {
+        return signature("no catalog");
+    };
+    let Ok(documents) = yaml::load_bytes(bytes, &Limits::default()) else {
+        return signature("invalid");
+    };
+    let mut kinds = Vec::new();
+    for object in yaml::objects(&documents) {
+        match catalog.validate(&object.to_json()) {
+            Ok(violations) => {
+                kinds.extend(violations.iter().map(|v| format!("{:?}", v.kind).len()))
+            }
+            Err(_) => kinds.push(0),
+        }
+    }
+    kinds.sort_unstable();
+    kinds.dedup();
+    signature(kinds)
+}
+
+fn run_lint(bytes: &[u8]) -> u64 {
+    lint_as("input.yaml", bytes)
+}
+
+fn lint_as(name: &str, bytes: &[u8]) -> u64 {
+    let input = zerohop_lint::Input {
+        name: name.to_owned(),
+        content: Ok(bytes.to_vec()),
+    };
+    let outcome = zerohop_lint::lint(std::slice::from_ref(&input), lint_options());
+    let mut ids: Vec<&str> = outcome.findings.iter().map(|f| f.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    signature((ids, outcome.invalid_inputs))
+}
+
+fn run_intent(bytes: &[u8]) -> u64 {
+    match zerohop_plan::load("intent.yaml", &text(bytes), None) {
+        Ok(plan) => {
+            let set = zerohop_plan::render(&plan);
+            signature(("ok", set.files.len()))
+        }
+        // The message without positions: one outcome per kind of mistake.
+        Err(err) => {
+            let text = err.to_string();
+            let kind: String = text
+                .lines()
+                .take(2)
+                .flat_map(str::chars)
+                .filter(|c| !c.is_ascii_digit())
+                .collect();
+            signature(("err", kind))
+        }
+    }
+}
+
+fn run_cufile(bytes: &[u8]) -> u64 {
+    let parsed = jsonc::parse(&text(bytes)).map(|value| value.to_string().len().min(16));
+    signature((parsed.is_ok(), lint_as("cufile.json", bytes)))
+}
+
+fn run_cmdline(bytes: &[u8]) -> u64 {
+    let parsed = cmdline::Cmdline::parse(&text(bytes));
+    let requests = cmdline::hugepage_requests(&parsed);
+    let sizes: Vec<Option<u64>> = parsed
+        .values("hugepagesz")
+        .map(cmdline::parse_size_kib)
+        .collect();
+    let shown = ["isolcpus", "iommu", "hugepages"].map(|key| parsed.show(key).map(|s| s.len()));
+    signature((requests.len(), sizes, shown))
+}
+
+fn run_cpuset(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    let set = cpuset::CpuSet::parse(&text).map(|set| set.0.len().min(64));
+    let isolated = cpuset::Isolcpus::parse(&text).map(|i| i.isolates_domains());
+    signature((
+        set.map_err(|e| e.to_string().len()),
+        isolated.map_err(|e| e.to_string().len()),
+    ))
+}
+
+fn run_meminfo(bytes: &[u8]) -> u64 {
+    let info = meminfo::Meminfo::parse(&text(bytes));
+    signature((info.0.len().min(64), info.get("HugePages_Total")))
+}
+
+fn run_modules(bytes: &[u8]) -> u64 {
+    signature(modules::parse_proc_modules(&text(bytes)).len().min(64))
+}
+
+fn run_mountinfo(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    let mounts = mountinfo::parse_mountinfo(&text);
+    let fstab = mountinfo::parse_fstab(&text);
+    let options = mountinfo::Options::parse(&text);
+    let unescaped = mountinfo::unescape(&text);
+    signature((
+        mounts.len().min(64),
+        fstab.len().min(64),
+        options.0.len().min(64),
+        unescaped.len() <= text.len(),
+    ))
+}
+
+fn run_mountstats(bytes: &[u8]) -> u64 {
+    let stats = mountstats::parse_mountstats(&text(bytes));
+    let rdma: usize = stats.iter().map(|s| s.transports_of("rdma")).sum();
+    signature((stats.len().min(64), rdma.min(64)))
+}
+
+fn run_netaddr(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    let local = netaddr::local_ipv4(&text);
+    let routes = netaddr::routes(&text);
+    let interfaces = local
+        .iter()
+        .filter(|a| netaddr::iface_of(&routes, **a).is_some())
+        .count();
+    let inet6 = netaddr::if_inet6(&text);
+    signature((
+        local.len().min(64),
+        routes.len().min(64),
+        interfaces.min(64),
+        inet6.len().min(64),
+    ))
+}
+
+fn run_nvidia(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    let version = nvidia::parse_version(&text).is_some();
+    let information = nvidia::parse_information(&text).len().min(64);
+    let kernel = nvidia::kernel_version(&text);
+    signature((version, information, kernel))
+}
+
+fn run_rdma(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    let gid = rdma::Gid::parse(&text).map(|gid| (gid.is_zero(), gid.is_link_local(), gid.ipv4()));
+    signature((
+        rdma::PortState::parse(&text).is_ok(),
+        rdma::PhysState::parse(&text).is_ok(),
+        rdma::Rate::parse(&text).is_ok(),
+        format!("{:?}", rdma::LinkLayer::parse(&text)),
+        gid.is_ok(),
+        format!("{:?}", rdma::GidType::parse(&text)),
+        format!("{:?}", rdma::parse_roce_mode(&text)),
+        zerohop_host::probe::parse_seccomp(&text),
+    ))
+}
+
+fn run_selected(bytes: &[u8]) -> u64 {
+    signature(selected::selected(&text(bytes)).map(str::len))
+}
