@@ -89,6 +89,118 @@ impl RuleInfo {
     }
 }
 
+/// Declares a rule of any kind (a doctor check, a lint rule, an intent
+/// rule) the same way, in the style of clippy's `declare_clippy_lint!`: the
+/// doc comment is the documentation, the named fields are the metadata,
+/// and the remaining fields are those of the kind's own struct, which must
+/// have an `info: RuleInfo` field. The kind is named by a plain path
+/// (`Check`, `crate::registry::Check`), without generic arguments.
+///
+/// ```
+/// use zerohop_core::{RuleInfo, declare_rule};
+///
+/// /// A rule of some kind.
+/// pub struct Check {
+///     /// Its metadata.
+///     pub info: RuleInfo,
+///     /// How it judges.
+///     pub run: fn(u32) -> bool,
+/// }
+///
+/// fn is_even(n: u32) -> bool {
+///     n % 2 == 0
+/// }
+///
+/// declare_rule! {
+///     /// The number is even.
+///     ///
+///     /// ## What it checks
+///     /// The number.
+///     pub static EVEN: Check = {
+///         id: "NUM001",
+///         name: "number-odd",
+///         group: "numbers",
+///         severity: Warning,
+///         run: is_even,
+///     };
+/// }
+///
+/// assert_eq!(EVEN.info.summary(), "The number is even.");
+/// assert!(EVEN.info.docs.starts_with("The number is even.\n\n## What it checks\n"));
+/// assert!((EVEN.run)(2));
+/// ```
+#[macro_export]
+macro_rules! declare_rule {
+    (
+        $(#[doc = $doc:literal])*
+        $vis:vis static $ident:ident: $($kind:ident)::+ = {
+            id: $id:literal,
+            name: $name:literal,
+            group: $group:expr,
+            severity: $severity:ident,
+            $($field:ident: $value:expr),* $(,)?
+        };
+    ) => {
+        $(#[doc = $doc])*
+        $vis static $ident: $($kind)::+ = $($kind)::+ {
+            info: $crate::RuleInfo {
+                id: $id,
+                name: $name,
+                group: $group,
+                severity: $crate::Severity::$severity,
+                docs: {
+                    const RAW: &str = concat!($($doc, "\n"),*);
+                    const LEN: usize = $crate::rule::unindented_len(RAW);
+                    const BYTES: [u8; LEN] = $crate::rule::unindent::<LEN>(RAW);
+                    match ::core::str::from_utf8(&BYTES) {
+                        Ok(docs) => docs,
+                        Err(_) => panic!("rule documentation is not UTF-8"),
+                    }
+                },
+                location: concat!(file!(), "#L", line!()),
+            },
+            $($field: $value),*
+        };
+    };
+}
+
+/// Length of `raw` once [`unindent`] has removed the space that starts each
+/// doc-comment line.
+pub const fn unindented_len(raw: &str) -> usize {
+    let bytes = raw.as_bytes();
+    let mut len = 0;
+    let mut index = 0;
+    let mut line_start = true;
+    while index < bytes.len() {
+        if !(line_start && bytes[index] == b' ') {
+            len += 1;
+        }
+        line_start = bytes[index] == b'\n';
+        index += 1;
+    }
+    len
+}
+
+/// `raw` without the one space that starts each doc-comment line (`/// x`
+/// gives ` x`), so that the documentation is Markdown whose headings read
+/// `## What it checks`. Removing an ASCII space keeps the text UTF-8.
+pub const fn unindent<const N: usize>(raw: &str) -> [u8; N] {
+    let bytes = raw.as_bytes();
+    let mut out = [0u8; N];
+    let mut len = 0;
+    let mut index = 0;
+    let mut line_start = true;
+    while index < bytes.len() {
+        if !(line_start && bytes[index] == b' ') {
+            out[len] = bytes[index];
+            len += 1;
+        }
+        line_start = bytes[index] == b'\n';
+        index += 1;
+    }
+    out
+}
+
 impl Serialize for RuleInfo {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut rule = serializer.serialize_struct("RuleInfo", 7)?;
