@@ -1,0 +1,27 @@
+//! `zerohop validate`: reads what the fabric tests printed.
+//!
+//! A node can pass every local check and the path can still be slow or
+//! broken between nodes. The tests that show it (nccl-tests with
+//! `NCCL_DEBUG=INFO`, perftest between two hosts) print walls of text; the
+//! parsers here read them, and the judgements turn them into findings of
+//! the doctor's report format, each citing the capture's line it rests on.
+//!
+//! * Parsers, one module per tool, each a function of text that never
+//!   fails: it returns what it could read and [`notes::Notes`] of what it
+//!   could not: [`nccl`], [`perftest`], [`smi_topo`], [`gds`], [`gids`],
+//!   [`mounts`].
+//! * [`kind::detect`] tells which tool wrote a capture, from its content.
+//!
+//! No I/O: the command line reads files, a cluster runner collects logs,
+//! both hand text to the parsers.
+
+pub mod gds;
+pub mod gids;
+pub mod kind;
+pub mod mounts;
+pub mod nccl;
+pub mod notes;
+pub mod perftest;
+pub mod smi_topo;
+pub mod text;
+pub mod verbs;
