@@ -1,4 +1,4 @@
-//! `zerohop validate`: reads what the fabric tests printed.
+//! `zerohop validate`: reads what the fabric tests printed and judges it.
 //!
 //! A node can pass every local check and the path can still be slow or
 //! broken between nodes. The tests that show it (nccl-tests with
@@ -11,12 +11,15 @@
 //!   could not: [`nccl`], [`perftest`], [`smi_topo`], [`gds`], [`gids`],
 //!   [`mounts`].
 //! * [`kind::detect`] tells which tool wrote a capture, from its content.
+//! * [`judge`] declares the judgements and has one entry point per kind
+//!   of capture.
 //!
 //! No I/O: the command line reads files, a cluster runner collects logs,
-//! both hand text to the parsers.
+//! both hand text to [`judge::judge`].
 
 pub mod gds;
 pub mod gids;
+pub mod judge;
 pub mod kind;
 pub mod mounts;
 pub mod nccl;
