@@ -13,10 +13,13 @@
 //! * [`kind::detect`] tells which tool wrote a capture, from its content.
 //! * [`judge`] declares the judgements and has one entry point per kind
 //!   of capture.
+//! * [`compare`] sets zerohop's own GPU↔NIC topology against
+//!   `nvidia-smi topo -m`.
 //!
 //! No I/O: the command line reads files, a cluster runner collects logs,
 //! both hand text to [`judge::judge`].
 
+pub mod compare;
 pub mod gds;
 pub mod gids;
 pub mod judge;
