@@ -163,8 +163,9 @@ fn parse(args: ParseArgs) -> Result<i32, CliError> {
 /// [`MAX_CAPTURE_BYTES`]. Opening does not wait (a FIFO without a writer
 /// would block an ordinary open) and anything that is not a regular file
 /// (a FIFO, a device, a directory, a socket) is refused by the type of
-/// what was opened, not of what the path named a moment before.
-fn read_capture(path: &Path) -> Result<String, String> {
+/// what was opened, not of what the path named a moment before. Meant for
+/// every command that reads a captured output (`topo --compare` too).
+pub(crate) fn read_capture(path: &Path) -> Result<String, String> {
     if path.as_os_str() == "-" {
         return bounded(io::stdin().lock())
             .map_err(|err| format!("cannot read standard input: {err}"));
