@@ -477,7 +477,33 @@ pub(crate) fn note_evidence(mut verdict: Verdict, capture: &Capture<'_>, notes: 
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        #[test]
+        fn any_text_judged_as_any_kind_gives_well_formed_findings(
+            text in "((# nThread |#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong|h:1:2 \\[0\\] NCCL (INFO|WARN) |Channel 0/0 : 0\\[0\\] -> 1\\[0\\] via NET/IB/0|GPU Direct RDMA Disabled for HCA 0 'm'|# Avg bus bandwidth : |#bytes #iterations BW peak\\[Gb/sec\\] |GPU0 |NIC0 | X |PIX|IoType: |Throughput: |Reads : err=|v2|[0-9. -]|\\PC){0,20}\n){0,8}",
+            rate in proptest::option::of(0.0f64..1000.0),
+            rails in proptest::option::of(0u32..64),
+        ) {
+            let expectations = Expectations {
+                link_rate_gbps: rate,
+                rails,
+                collective: Some(Collective::AllToAll),
+                ..Expectations::default()
+            };
+            let capture = Capture { name: "x", text: &text };
+            for kind in Kind::ALL {
+                for finding in judge_as(kind, &capture, &expectations) {
+                    prop_assert!(!finding.message.is_empty());
+                    prop_assert!(!finding.status.is_problem() || finding.remediation.is_some(), "{finding:?}");
+                    prop_assert!(!finding.message.contains("NaN") && !finding.message.contains("inf%"), "{finding:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn an_unrecognised_capture_is_an_error_that_names_it() {

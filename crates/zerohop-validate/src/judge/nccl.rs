@@ -1035,7 +1035,11 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
             _ => return Err("the number of rails (--rails)"),
         },
     };
-    let speeds: Vec<u64> = used.iter().filter_map(|d| d.speed_mbps).collect();
+    let speeds: Vec<u64> = used
+        .iter()
+        .filter_map(|d| d.speed_mbps)
+        .filter(|speed| *speed > 0)
+        .collect();
     let link_gbps = match expectations.link_rate_gbps {
         Some(rate) => {
             sources.push((None, format!("--link-rate {rate} Gb/s")));
@@ -1162,6 +1166,9 @@ fn busbw(
             "{at}; no fabric expectation for {collective} with these counts"
         ));
     };
+    if expected <= 0.0 || !expected.is_finite() {
+        return info(format!("{at}; the fabric's rate is zero: pass --link-rate"));
+    }
     let ratio = measured / expected;
     let status = grade(ratio, expectations, judgement);
     let assumed = if nodes.is_none() {

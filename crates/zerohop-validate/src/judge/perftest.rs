@@ -225,7 +225,10 @@ fn bandwidth(
         rate(largest.average_gbps),
         size_text(largest.bytes)
     );
-    let Some(link) = expectations.link_rate_gbps else {
+    let Some(link) = expectations
+        .link_rate_gbps
+        .filter(|rate| *rate > 0.0 && rate.is_finite())
+    else {
         return Some(
             judgement
                 .verdict(

@@ -134,9 +134,13 @@ fn header<'a>(
     if !is_number(tid) || !is_number(pid) {
         return None;
     }
+    // The word starts after the last character a host name cannot have
+    // (which may be more than one byte long).
     let word_start = word
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let glued = &word[word_start..];
     let host_offset = host_start(glued, hosts);
     let host = &glued[host_offset..];
@@ -253,6 +257,13 @@ mod tests {
         );
         assert_eq!(split.messages[1].host, "x3006c0s1b1n0");
         assert_eq!(split.messages[1].text, "NET/IB : No device found.");
+    }
+
+    #[test]
+    fn a_host_after_a_multibyte_character_is_cut_on_its_boundary() {
+        let split = split("err=\u{fffd}h:1:2 [0] NCCL WARN x", &none());
+        assert_eq!(split.before, "err=\u{fffd}");
+        assert_eq!(split.messages[0].host, "h");
     }
 
     #[test]
