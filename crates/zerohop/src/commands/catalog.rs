@@ -23,12 +23,14 @@ pub(crate) struct ExplainArgs {
     id: String,
 }
 
-/// Every documented rule: the doctor's checks, then the lint rules.
+/// Every documented rule: the doctor's checks, the lint rules, then the
+/// judgements of `zerohop validate`.
 fn catalog() -> impl Iterator<Item = &'static RuleInfo> {
     CHECKS
         .iter()
         .map(|check| &check.info)
         .chain(zerohop_lint::rules())
+        .chain(zerohop_validate::judge::rules())
 }
 
 /// Runs `zerohop checks`.

@@ -7,6 +7,7 @@ mod host;
 mod lint;
 mod plan;
 mod topo;
+mod validate;
 
 use clap::Subcommand;
 
@@ -30,6 +31,9 @@ pub(crate) enum Command {
     /// Measure storage → host memory → GPU throughput, path by path.
     #[command(subcommand)]
     Bench(bench::Args),
+    /// Judge what fabric tests printed: nccl-tests, NCCL_DEBUG, perftest, topo, GDS.
+    #[command(subcommand)]
+    Validate(validate::Args),
 }
 
 /// Runs a subcommand and returns the process exit code.
@@ -42,5 +46,6 @@ pub(crate) fn run(command: Command) -> Result<i32, CliError> {
         Command::Plan(args) => plan::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Validate(args) => validate::run(args),
     }
 }

@@ -1,0 +1,1407 @@
+//! Judgements of nccl-tests output and `NCCL_DEBUG` logs.
+
+use zerohop_core::{Finding, Remediation, Status};
+
+use crate::declare_judgement;
+use crate::judge::{Capture, Expectations, Verdict, grade, percent, rate};
+use crate::nccl::NcclOutput;
+use crate::nccl::collective::Collective;
+use crate::nccl::log::NcclLog;
+use crate::nccl::results::{FailureKind, TestRun};
+use crate::nccl::version::{NcclVersion, path_type_name};
+use crate::text::size_text;
+use crate::verbs;
+
+const DEBUG_COMMAND: &str = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log";
+
+declare_judgement! {
+    /// NCCL moves data between nodes over RDMA, not TCP sockets.
+    ///
+    /// ## What it checks
+    /// The network NCCL picked (`Using network IB`, `Using network Socket`,
+    /// or a plugin such as `AWS Libfabric`) and the transport of every
+    /// channel that leaves the node (`Channel 00/0 : 3[3] -> 7[3] [send] via
+    /// NET/IB/0/GDRDMA`). Needs `NCCL_DEBUG=INFO` with the `INIT` and `NET`
+    /// subsystems.
+    ///
+    /// ## Why it matters
+    /// When NCCL finds no usable RDMA device it silently falls back to
+    /// `NET/Socket`: TCP through the kernel and host memory, a tenth of the
+    /// bandwidth or less, and the job still runs. Only the log shows it.
+    ///
+    /// ## How to fix
+    /// Make the RDMA devices visible to NCCL: request the RDMA or SR-IOV
+    /// resource in the pod so that `/dev/infiniband` and the device appear
+    /// (`ibv_devinfo -l` inside the pod), do not set `NCCL_IB_DISABLE=1`,
+    /// and check that `NCCL_IB_HCA` names existing devices. On fabrics
+    /// without verbs (HPE Slingshot, AWS EFA) install the libfabric plugin
+    /// (`aws-ofi-nccl`). `zerohop validate parse` on the new log shows the
+    /// channels over `NET/IB` or the plugin.
+    pub static NCCL_TRANSPORT = {
+        id: "VAL101",
+        name: "nccl-socket-fallback",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// NCCL found the RDMA devices it should use.
+    ///
+    /// ## What it checks
+    /// `NET/IB : No device found.` against `NET/IB : Using [0]mlx5_0:1/RoCE
+    /// …` (or the OFI plugin's `Selected Provider is efa (found 32 nics)`):
+    /// which RDMA devices and ports NCCL uses, and their link layer.
+    ///
+    /// ## Why it matters
+    /// Without a device NCCL falls back to sockets (see
+    /// `nccl-socket-fallback`). The list of devices is also what to
+    /// compare with the rails the node has: a missing rail halves the
+    /// bandwidth without any error.
+    ///
+    /// ## How to fix
+    /// Inside the pod, `ibv_devinfo -l` must list the devices and
+    /// `ls /dev/infiniband` their `uverbs` nodes: request the RDMA shared
+    /// device or the SR-IOV VF resource, and the `IPC_LOCK` capability.
+    /// `NCCL_IB_HCA` filters devices by name prefix (`=mlx5_0:1` matches
+    /// exactly); unset it to let NCCL take all. `zerohop topo` prints the
+    /// value that pairs each GPU with its nearest NIC.
+    pub static NCCL_NO_RDMA_DEVICE = {
+        id: "VAL102",
+        name: "nccl-no-rdma-device",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// NCCL turned GPUDirect RDMA on for every RDMA device.
+    ///
+    /// ## What it checks
+    /// `NET/IB : GPU Direct RDMA Enabled|Disabled for HCA n 'mlx5_0'`, per
+    /// HCA. NCCL 2.12 and earlier add `(no module)` when no peer-memory
+    /// module (`nvidia_peermem`, `nv_peer_mem`) is loaded; later releases
+    /// disable it when neither peer memory nor DMA-BUF is usable
+    /// (`src/graph/topo.cc`, `src/transport/net_ib/gdr.cc`). The log's
+    /// `DMA-BUF is available on GPU device N` and `dlvsym failed on
+    /// ibv_reg_dmabuf_mr` lines tell which path is missing.
+    ///
+    /// ## Why it matters
+    /// Without GPUDirect RDMA the NIC cannot read or write GPU memory: every
+    /// byte is copied through a host buffer, which costs bandwidth, latency
+    /// and CPU, and is exactly the copy the zero-copy path exists to avoid.
+    ///
+    /// ## How to fix
+    /// Give the NIC a way into GPU memory on every node: load the peer
+    /// memory module (`modprobe nvidia-peermem`; with the GPU Operator,
+    /// `driver.rdma.enabled=true`), or use DMA-BUF: the open NVIDIA kernel
+    /// module, Linux 5.12 or later, rdma-core 34 or later (for
+    /// `ibv_reg_dmabuf_mr`) and NCCL 2.13 or later. `zerohop doctor --only
+    /// GPU003` checks the node.
+    pub static NCCL_GDR_HCA = {
+        id: "VAL103",
+        name: "nccl-gdr-disabled",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// Each GPU is close enough to its NIC for NCCL to use GPUDirect RDMA.
+    ///
+    /// ## What it checks
+    /// `GPU Direct RDMA Disabled for GPU … / HCA … (distance D > L)` and
+    /// `Enabled … (distance D <= L)`: NCCL uses GPUDirect RDMA only when the
+    /// PCIe path between GPU and NIC is at most `NCCL_NET_GDR_LEVEL`, by
+    /// default `PXB` (through PCIe switches, not the host bridge;
+    /// `ncclTopoCheckGdr` in `src/graph/paths.cc`). The numbers are NCCL's
+    /// path types, whose numbering changed in 2.8, 2.12, 2.26 and 2.27; the
+    /// log's NCCL version names them. NCCL 2.29 and later print this only at
+    /// TRACE level.
+    ///
+    /// ## Why it matters
+    /// A GPU whose nearest NIC is behind the host bridge (`PHB`), on another
+    /// host bridge (`NODE`) or on the other socket (`SYS`) sends through host
+    /// memory, and that GPU's rail becomes the slowest link of every
+    /// collective.
+    ///
+    /// ## How to fix
+    /// Pair each GPU with the NIC under its own PCIe switch: `zerohop topo`
+    /// shows the pairing and the `NCCL_IB_HCA` that selects it; on a
+    /// Kubernetes node, request the VF on the GPU's NUMA node (topology
+    /// manager `single-numa-node`). Raising `NCCL_NET_GDR_LEVEL` (to `PHB` or
+    /// `SYS`) turns GPUDirect RDMA on across the host bridge; measure
+    /// before keeping it, it can be slower than the copy.
+    pub static NCCL_GDR_DISTANCE = {
+        id: "VAL104",
+        name: "nccl-gdr-too-far",
+        group: Nccl,
+        severity: Warning,
+    };
+}
+
+declare_judgement! {
+    /// Every network channel reads and writes GPU memory directly.
+    ///
+    /// ## What it checks
+    /// The channels that leave the node over an RDMA network (`via
+    /// NET/IB/0/GDRDMA`, `via NET/AWS Libfabric/3/GDRDMA`): each must carry
+    /// `/GDRDMA`. A channel without it stages data in host memory. This is
+    /// the proof of GPUDirect RDMA that bandwidth alone cannot give.
+    ///
+    /// ## Why it matters
+    /// A job can reach a fair bandwidth with GPUDirect RDMA off on some
+    /// channels; it then uses more CPU and host memory bandwidth, and falls
+    /// behind under load.
+    ///
+    /// ## How to fix
+    /// See `nccl-gdr-disabled` (no peer memory or DMA-BUF) and
+    /// `nccl-gdr-too-far` (GPU too far from its NIC). The first channel
+    /// without `/GDRDMA` names the ranks and the NIC index to look at.
+    pub static NCCL_GPUDIRECT_CHANNELS = {
+        id: "VAL105",
+        name: "nccl-channel-without-gdr",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// No RDMA work request completed with an error.
+    ///
+    /// ## What it checks
+    /// `NCCL WARN NET/IB : Got completion from peer … with status=12 …
+    /// vendor err 129`, in the wordings of NCCL 2.12 to 2.30. The status is
+    /// `ibv_wc_status` (`libibverbs/verbs.h`); the vendor error is the NIC's
+    /// syndrome. Known meanings: status 12 (`IBV_WC_RETRY_EXC_ERR`, vendor
+    /// err 129 on mlx5) the transport retry counter ran out, the peer never
+    /// acknowledged (NVIDIA/nccl#426); status 4 (`IBV_WC_LOC_PROT_ERR`,
+    /// vendor err 81) the NIC may not touch the memory, typically ACS on the
+    /// GPU–NIC PCIe path (NVIDIA/nccl#523, NCCL's own hint); status 5
+    /// (`IBV_WC_WR_FLUSH_ERR`, vendor err 249) a request flushed after an
+    /// earlier error, a consequence only.
+    ///
+    /// ## Why it matters
+    /// The job aborts (`transport/net.cc … -> 6`). On RoCE a retry-exceeded
+    /// error right at the start means the NICs cannot reach each other over
+    /// the GID they use; during the run it means packets are lost: a fabric
+    /// without PFC/ECN, a flapping link, a wrong rail.
+    ///
+    /// ## How to fix
+    /// For status 12: check PFC and ECN on every switch port of the rail
+    /// (`zerohop doctor --only qos`), that both sides use the RoCE v2 GID of
+    /// their rail's address (`show_gids`, `NCCL_IB_GID_INDEX`), that the
+    /// rails can reach each other (`NCCL_CROSS_NIC=0` on rail-only fabrics),
+    /// and run `ib_write_bw` between the two hosts on that rail. For status
+    /// 4: disable ACS on the PCIe switches between GPU and NIC and check the
+    /// IOMMU (`zerohop doctor --only pcie,kernel`).
+    pub static NCCL_COMPLETION_ERROR = {
+        id: "VAL106",
+        name: "nccl-ib-completion-error",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// NCCL logged no other warning.
+    ///
+    /// ## What it checks
+    /// Every `NCCL WARN` line that is not a completion error, once per
+    /// distinct text with how often it was logged, and the usual meaning of
+    /// the common ones (memory registration, socket connections, queue pair
+    /// setup, timeouts, GPU memory).
+    ///
+    /// ## Why it matters
+    /// NCCL warns just before it fails, or when it works around a problem
+    /// (a device it could not open, a registration it retried).
+    ///
+    /// ## How to fix
+    /// Follow the hint of the warning; the warning's source position
+    /// (`ib_plugin.c:1615`) and the lines around it in the full log say more.
+    /// Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET` for context.
+    pub static NCCL_WARNING = {
+        id: "VAL107",
+        name: "nccl-warning",
+        group: Nccl,
+        severity: Warning,
+    };
+}
+
+declare_judgement! {
+    /// Every result of nccl-tests was checked and correct.
+    ///
+    /// ## What it checks
+    /// The `#wrong` (or legacy `error`) column of every row, the `rank=N
+    /// #wrong=M` lines, and `# Out of bounds values : N OK|FAILED`. A run
+    /// with validation off (`-c 0`, `N/A` in the column) is reported as not
+    /// checked.
+    ///
+    /// ## Why it matters
+    /// Wrong elements mean data corruption on the path: a bad NIC, cable or
+    /// GPU, or memory registered while it was being moved. Bandwidth means
+    /// nothing when the data is wrong.
+    ///
+    /// ## How to fix
+    /// Rerun with `-c 1` to find which sizes and ranks fail, then isolate
+    /// the node: run the test on each node alone (NVLink only), then between
+    /// pairs of nodes; check `dmesg` and the NIC's error counters
+    /// (`ethtool -S`, `rdma statistic`) on the nodes involved.
+    pub static NCCL_WRONG_RESULTS = {
+        id: "VAL108",
+        name: "nccl-tests-wrong-results",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// The bus bandwidth at the largest size reaches what the rails carry.
+    ///
+    /// ## What it checks
+    /// The `busbw` (the better of out-of-place and in-place) of the largest
+    /// size of each test, against the bus bandwidth the fabric can carry
+    /// across nodes: `R × L / 8` GB/s for all-reduce, all-gather,
+    /// reduce-scatter, broadcast and reduce, `R × L / 8 × (n−1) / (G·(n−G))`
+    /// for all-to-all, `L / 8` for send/receive, with `R` rails of `L` Gb/s
+    /// per node, `G` ranks per node and `n` ranks (nccl-tests' own
+    /// definition of busbw, `doc/PERFORMANCE.md`). The rails and their rate
+    /// come from `--rails` and `--link-rate`, or from the NCCL log (the
+    /// NET/IB devices in use and their `speed=`). It passes at
+    /// `--min-efficiency` (80% by default), warns down to 50%, and fails
+    /// below. Without a rate, a collective, or on a single node, it only
+    /// reports the measurement. nccl-tests' own `NCCL_TESTS_MIN_BW` verdict
+    /// (`# Avg bus bandwidth : X FAILED`) fails it too.
+    ///
+    /// ## Why it matters
+    /// A missing rail, a rail at a lower speed, GPUDirect RDMA off or a
+    /// congested fabric all still complete the test; only the bandwidth
+    /// against the fabric's rate shows them.
+    ///
+    /// ## How to fix
+    /// Find the slow part: `zerohop doctor --only rdma,qos,gpu` on every
+    /// node (port rates, MTU, PFC, GPUDirect), the GPUDirect judgements of
+    /// this report (run with `NCCL_DEBUG=INFO`), then `ib_write_bw` between
+    /// node pairs on each rail to find the one that lags.
+    pub static NCCL_BUSBW = {
+        id: "VAL109",
+        name: "nccl-busbw-low",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// Each nccl-tests run finished.
+    ///
+    /// ## What it checks
+    /// `HOST: Test NCCL failure FILE:LINE 'error / last error'`, `Test CUDA
+    /// failure` and `Test timeout (Ns)` lines (`src/common.h`,
+    /// `src/common.cu` of nccl-tests), and tables that end before their
+    /// `# Avg bus bandwidth` summary (a killed job, a cut log).
+    ///
+    /// ## Why it matters
+    /// A failed run has no bandwidth to judge. `remote process exited or
+    /// there was a network error` on every rank of a node usually means one
+    /// rank died or the fabric dropped a connection; the first failing host
+    /// is where to look.
+    ///
+    /// ## How to fix
+    /// Rerun with `NCCL_DEBUG=WARN` (or `INFO`) to get the reason NCCL gives
+    /// before the failure (`nccl-ib-completion-error`, `nccl-warning`
+    /// judge it). For a timeout (`-T`), look for a hung rank or a stalled
+    /// fabric (PFC pause storms, `ethtool -S … | grep pause`). For a CUDA
+    /// error, check the GPU (`nvidia-smi -q`, Xid errors in `dmesg`).
+    pub static NCCL_TESTS_ABORTED = {
+        id: "VAL110",
+        name: "nccl-tests-aborted",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
+declare_judgement! {
+    /// The bus bandwidth holds as the message size grows.
+    ///
+    /// ## What it checks
+    /// Over the rows of 1 MiB and more, the busbw at the largest size
+    /// against the best busbw: below half of it, the bandwidth collapses at
+    /// the sizes that matter for training.
+    ///
+    /// ## Why it matters
+    /// Bandwidth that peaks and then falls points at congestion (a lossy
+    /// RoCE fabric with pause frames or drops under sustained load), at a
+    /// link that renegotiates, or at memory pressure; it is often missed
+    /// when only the `Avg bus bandwidth` line is read.
+    ///
+    /// ## How to fix
+    /// Check the fabric under load: PFC and ECN counters on the switch and
+    /// the NICs (`ethtool -S IFACE | grep -E 'pause|ecn|discard'`), link
+    /// errors, and rerun with more iterations (`-n 100`) to rule out noise.
+    pub static NCCL_BUSBW_DROP = {
+        id: "VAL111",
+        name: "nccl-busbw-collapse",
+        group: Nccl,
+        severity: Warning,
+    };
+}
+
+/// All NCCL judgements of one capture.
+pub(crate) fn judge(
+    capture: &Capture<'_>,
+    output: &NcclOutput,
+    expectations: &Expectations,
+) -> Vec<Finding> {
+    let log = &output.log;
+    // One node by NCCL's count, or by every test's device list: no
+    // channel leaves the node, so the network is not used.
+    let single_node = log.shape.map_or_else(
+        || {
+            let lists: Vec<_> = output
+                .tests
+                .runs
+                .iter()
+                .filter(|r| !r.devices.is_empty())
+                .collect();
+            !lists.is_empty() && lists.iter().all(|r| r.hosts().len() == 1)
+        },
+        |shape| shape.nodes == 1,
+    );
+    let mut findings = Vec::new();
+    findings.push(transport(capture, log, single_node));
+    if log.messages > 0 {
+        findings.push(rdma_device(capture, log, single_node));
+        findings.extend(gdr_hca(capture, log));
+        findings.extend(gdr_distance(capture, log));
+        findings.extend(gpudirect_channels(capture, log));
+        findings.extend(completion_errors(capture, log));
+        findings.extend(warnings(capture, log));
+    }
+    let runs: Vec<&TestRun> = output
+        .tests
+        .runs
+        .iter()
+        .filter(|run| !run.rows.is_empty())
+        .collect();
+    for run in &runs {
+        let subject = run_subject(run, output.tests.runs.len());
+        findings.push(wrong_results(capture, run, &subject, output));
+        findings.push(busbw(capture, run, &subject, log, expectations));
+        findings.push(busbw_drop(capture, run, &subject));
+    }
+    findings.extend(aborted(capture, output));
+    findings
+}
+
+fn run_subject(run: &TestRun, runs: usize) -> String {
+    match run.collective {
+        Some((_, collective)) => collective.name().to_owned(),
+        None if runs > 1 => format!("test at line {}", run.line),
+        None => String::new(),
+    }
+}
+
+fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding {
+    let judgement = &NCCL_TRANSPORT;
+    if log.messages == 0 {
+        return judgement
+            .verdict(
+                capture,
+                Status::Unknown,
+                "",
+                "no NCCL_DEBUG=INFO messages: the transport cannot be told",
+            )
+            .fix(
+                Remediation::new("rerun with NCCL_DEBUG=INFO and the INIT and NET subsystems")
+                    .command(DEBUG_COMMAND),
+            )
+            .done();
+    }
+    let socket = log.net_channels.iter().find(|c| c.net == "Socket");
+    let rdma: Vec<_> = log
+        .net_channels
+        .iter()
+        .filter(|c| c.net != "Socket")
+        .collect();
+    let socket_network = log.networks.iter().find(|(_, n)| n == "Socket");
+    if let Some(channels) = socket {
+        let mut verdict = judgement
+            .verdict(
+                capture,
+                judgement.problem(),
+                "",
+                format!(
+                    "{} network channel connection(s) use NET/Socket: TCP through the kernel and host memory, not RDMA",
+                    channels.count
+                ),
+            )
+            .at(capture, channels.line, "via NET/Socket");
+        if let Some((line, interfaces)) = &log.socket_interfaces {
+            verdict = verdict.at(
+                capture,
+                *line,
+                format!("NET/Socket interfaces {}", interfaces.join(" ")),
+            );
+        }
+        return socket_fix(verdict, capture, log).done();
+    }
+    if !rdma.is_empty() {
+        let count: u64 = rdma.iter().map(|c| c.count).sum();
+        let names: Vec<&str> = rdma.iter().map(|c| c.net.as_str()).collect();
+        return judgement
+            .verdict(
+                capture,
+                Status::Pass,
+                "",
+                format!(
+                    "{count} network channel connection(s), all over NET/{}",
+                    names.join(", NET/")
+                ),
+            )
+            .at(capture, rdma[0].line, format!("via NET/{}", rdma[0].net))
+            .done();
+    }
+    if let Some((line, _)) = socket_network {
+        if single_node {
+            return judgement
+                .verdict(
+                    capture,
+                    Status::Info,
+                    "",
+                    "NCCL chose the Socket network, but the job runs on one node: no channel leaves it",
+                )
+                .at(capture, *line, "Using network Socket")
+                .done();
+        }
+        let verdict = judgement
+            .verdict(
+                capture,
+                judgement.problem(),
+                "",
+                "NCCL chose the Socket network: traffic between nodes goes over TCP, not RDMA",
+            )
+            .at(capture, *line, "Using network Socket");
+        return socket_fix(verdict, capture, log).done();
+    }
+    if let Some((line, name)) = log.networks.first() {
+        return judgement
+            .verdict(
+                capture,
+                Status::Pass,
+                "",
+                format!("NCCL uses the {name} network"),
+            )
+            .at(capture, *line, format!("Using network {name}"))
+            .done();
+    }
+    if single_node {
+        return judgement
+            .verdict(
+                capture,
+                Status::NotApplicable,
+                "",
+                "one node: no channel leaves it",
+            )
+            .done();
+    }
+    judgement
+        .verdict(
+            capture,
+            Status::Unknown,
+            "",
+            "the log has no network or channel lines: NCCL_DEBUG_SUBSYS lacks INIT and NET, or the log is cut",
+        )
+        .fix(Remediation::new("rerun with NCCL_DEBUG=INFO and the INIT and NET subsystems").command(DEBUG_COMMAND))
+        .done()
+}
+
+/// The fix for a socket fallback, with what the log says about its cause.
+fn socket_fix(mut verdict: Verdict, capture: &Capture<'_>, log: &NcclLog) -> Verdict {
+    let disabled = log
+        .environment
+        .iter()
+        .find(|(_, name, value)| name == "NCCL_IB_DISABLE" && value == "1");
+    let summary = if let Some((line, _, _)) = disabled {
+        verdict = verdict.at(capture, *line, "NCCL_IB_DISABLE=1");
+        "NCCL_IB_DISABLE=1 turns RDMA off: remove it"
+    } else if log.no_ib_device.is_some() {
+        "NCCL found no RDMA device: make the devices visible in the pod, or install the fabric's libfabric plugin (aws-ofi-nccl) where there are no verbs"
+    } else {
+        "make the RDMA devices visible to NCCL and keep NCCL_IB_DISABLE unset"
+    };
+    verdict.fix(
+        Remediation::new(summary)
+            .command("ibv_devinfo -l && ls -l /dev/infiniband")
+            .command("env | grep -E '^NCCL_(IB|NET|SOCKET)'")
+            .command(DEBUG_COMMAND),
+    )
+}
+
+fn rdma_device(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding {
+    let judgement = &NCCL_NO_RDMA_DEVICE;
+    if let Some(line) = log.no_ib_device {
+        return judgement
+            .verdict(
+                capture,
+                judgement.problem(),
+                "",
+                "NET/IB : No device found: NCCL sees no usable RDMA device",
+            )
+            .at(capture, line, "NET/IB : No device found.")
+            .fix(
+                Remediation::new("give the pod its RDMA devices (the RDMA or SR-IOV resource, /dev/infiniband, IPC_LOCK) and check NCCL_IB_HCA; on fabrics without verbs install the libfabric plugin")
+                    .command("ibv_devinfo -l && ls -l /dev/infiniband")
+                    .command("echo \"NCCL_IB_HCA=$NCCL_IB_HCA\"")
+                    .command("zerohop topo"),
+            )
+            .done();
+    }
+    let used: Vec<_> = log
+        .ib_devices
+        .iter()
+        .filter(|d| d.index.is_some())
+        .collect();
+    if let Some(first) = used.first() {
+        let names: Vec<String> = used
+            .iter()
+            .map(|d| format!("{}:{}/{}", d.name, d.port, d.link_layer))
+            .collect();
+        return judgement
+            .verdict(
+                capture,
+                Status::Pass,
+                "",
+                format!(
+                    "NCCL uses {} rdma device(s): {}",
+                    used.len(),
+                    names.join(" ")
+                ),
+            )
+            .at(capture, first.line, names.join(" "))
+            .done();
+    }
+    if let Some((line, provider, nics)) = &log.ofi_provider {
+        return judgement
+            .verdict(
+                capture,
+                Status::Pass,
+                "",
+                format!("NCCL uses the OFI plugin with provider {provider} ({nics} NICs)"),
+            )
+            .at(capture, *line, format!("provider {provider}, {nics} nics"))
+            .done();
+    }
+    if single_node {
+        return judgement
+            .verdict(
+                capture,
+                Status::NotApplicable,
+                "",
+                "one node: NCCL needs no network device",
+            )
+            .done();
+    }
+    judgement
+        .verdict(
+            capture,
+            Status::Unknown,
+            "",
+            "the log does not say which rdma devices NCCL uses (no NET/IB lines)",
+        )
+        .fix(
+            Remediation::new("rerun with NCCL_DEBUG=INFO and the INIT and NET subsystems")
+                .command(DEBUG_COMMAND),
+        )
+        .done()
+}
+
+fn gdr_hca(capture: &Capture<'_>, log: &NcclLog) -> Vec<Finding> {
+    let judgement = &NCCL_GDR_HCA;
+    log.hca_gdr
+        .iter()
+        // A merged virtual NIC (`mlx5_0+mlx5_1`, NCCL 2.21+) has the
+        // GPUDirect support of its parts, judged on their own.
+        .filter(|hca| {
+            !hca.name.contains('+')
+                || !hca
+                    .name
+                    .split('+')
+                    .all(|part| log.hca_gdr.iter().any(|h| h.name == part))
+        })
+        .map(|hca| {
+            if hca.enabled {
+                return judgement
+                    .verdict(capture, Status::Pass, &hca.name, "GPUDirect RDMA enabled")
+                    .at(capture, hca.line, "Enabled")
+                    .done();
+            }
+            let mut verdict;
+            if hca.no_module {
+                verdict = judgement
+                    .verdict(
+                        capture,
+                        judgement.problem(),
+                        &hca.name,
+                        "GPUDirect RDMA disabled: no peer-memory module (no module)",
+                    )
+                    .at(capture, hca.line, "Disabled (no module)");
+            } else {
+                let mut causes = vec!["neither nvidia_peermem nor DMA-BUF is usable".to_owned()];
+                if log.gpu_dmabuf.is_none() {
+                    causes.push("NCCL reported DMA-BUF on no GPU".to_owned());
+                }
+                if let Some((_, symbol)) = log.missing_symbols.iter().find(|(_, s)| s == "ibv_reg_dmabuf_mr") {
+                    causes.push(format!("libibverbs lacks {symbol}"));
+                }
+                verdict = judgement
+                    .verdict(
+                        capture,
+                        judgement.problem(),
+                        &hca.name,
+                        format!("GPUDirect RDMA disabled: {}", causes.join("; ")),
+                    )
+                    .at(capture, hca.line, "Disabled");
+                // Only the verbs call DMA-BUF registration needs; the mlx5dv
+                // symbols are for Data Direct NICs and do not explain it.
+                for (line, symbol) in log
+                    .missing_symbols
+                    .iter()
+                    .filter(|(_, s)| s == "ibv_reg_dmabuf_mr")
+                {
+                    verdict = verdict.at(capture, *line, format!("dlvsym failed on {symbol}"));
+                }
+            }
+            verdict
+                .fix(
+                    Remediation::new("load nvidia_peermem, or use DMA-BUF (open kernel module, Linux 5.12+, rdma-core 34+), on every node")
+                        .command("lsmod | grep -E 'nvidia_peermem|nv_peer_mem' || modprobe nvidia-peermem")
+                        .command("zerohop doctor --only GPU003"),
+                )
+                .done()
+        })
+        .collect()
+}
+
+fn gdr_distance(capture: &Capture<'_>, log: &NcclLog) -> Vec<Finding> {
+    let judgement = &NCCL_GDR_DISTANCE;
+    let version = log.version.map(|(_, v)| v);
+    log.gdr_paths
+        .iter()
+        .map(|path| {
+            let subject = format!("GPU {} / HCA {}", path.gpu, path.hca);
+            let distance = path_text(version, path.distance);
+            let level = path_text(version, path.level);
+            let value = format!("distance {} {} {}", path.distance, if path.enabled { "<=" } else { ">" }, path.level);
+            if path.enabled {
+                return judgement
+                    .verdict(
+                        capture,
+                        Status::Pass,
+                        &subject,
+                        format!("GPUDirect RDMA enabled: path {distance} within NCCL_NET_GDR_LEVEL {level}"),
+                    )
+                    .at(capture, path.line, value)
+                    .done();
+            }
+            judgement
+                .verdict(
+                    capture,
+                    judgement.problem(),
+                    &subject,
+                    format!("GPUDirect RDMA disabled: path {distance} is beyond NCCL_NET_GDR_LEVEL {level}"),
+                )
+                .at(capture, path.line, value)
+                .fix(
+                    Remediation::new("pair each GPU with the NIC under its own PCIe switch (NCCL_IB_HCA from zerohop topo); raise NCCL_NET_GDR_LEVEL only after measuring")
+                        .command("zerohop topo")
+                        .command("nvidia-smi topo -m"),
+                )
+                .done()
+        })
+        .collect()
+}
+
+/// `PHB (6)`, or `6` when the release's numbering is unknown.
+fn path_text(version: Option<NcclVersion>, number: u32) -> String {
+    match path_type_name(version, number) {
+        Some(name) => format!("{name} ({number})"),
+        None => format!("{number} (NCCL version unknown, path type not named)"),
+    }
+}
+
+fn gpudirect_channels(capture: &Capture<'_>, log: &NcclLog) -> Vec<Finding> {
+    let judgement = &NCCL_GPUDIRECT_CHANNELS;
+    log.net_channels
+        .iter()
+        .filter(|channels| channels.net != "Socket")
+        .map(|channels| {
+            let subject = format!("NET/{}", channels.net);
+            match channels.first_without_gdr {
+                None => judgement
+                    .verdict(
+                        capture,
+                        Status::Pass,
+                        &subject,
+                        format!("all {} channel connection(s) use GPUDirect RDMA (GDRDMA)", channels.count),
+                    )
+                    .at(capture, channels.line, "/GDRDMA")
+                    .done(),
+                Some(line) => judgement
+                    .verdict(
+                        capture,
+                        judgement.problem(),
+                        &subject,
+                        format!(
+                            "{} of {} channel connection(s) stage data in host memory (no /GDRDMA)",
+                            channels.count - channels.gdr,
+                            channels.count
+                        ),
+                    )
+                    .at(capture, line, "no /GDRDMA")
+                    .fix(
+                        Remediation::new("turn GPUDirect RDMA on for these NICs: peer memory or DMA-BUF on the node, and GPUs paired with nearby NICs")
+                            .command("zerohop doctor --only GPU003,GPU005")
+                            .command("zerohop topo"),
+                    )
+                    .done(),
+            }
+        })
+        .collect()
+}
+
+fn completion_errors(capture: &Capture<'_>, log: &NcclLog) -> Vec<Finding> {
+    let judgement = &NCCL_COMPLETION_ERROR;
+    let has_cause = log
+        .completion_errors
+        .iter()
+        .any(|e| !verbs::meaning(e.status, e.vendor_err).consequence);
+    let mut findings: Vec<Finding> = log
+        .completion_errors
+        .iter()
+        .map(|error| {
+            let meaning = verbs::meaning(error.status, error.vendor_err);
+            let subject = error.hca.clone().unwrap_or_else(|| error.host.clone());
+            let described = verbs::describe(error.status, error.vendor_err);
+            let times = if error.count > 1 {
+                format!(" ({} times)", error.count)
+            } else {
+                String::new()
+            };
+            let (status, message) = if meaning.consequence && has_cause {
+                (
+                    Status::Info,
+                    format!(
+                        "{described}{times}: {}, after the error above",
+                        meaning.what
+                    ),
+                )
+            } else {
+                (
+                    judgement.problem(),
+                    format!("{described}{times}: {}", meaning.what),
+                )
+            };
+            let mut verdict = judgement.verdict(capture, status, &subject, message).at(
+                capture,
+                error.line,
+                crate::text::excerpt(&error.text),
+            );
+            if status.is_problem() {
+                verdict = verdict.fix(
+                    Remediation::new(meaning.fix)
+                        .command("zerohop doctor --only rdma,qos")
+                        .command("show_gids")
+                        .command("ib_write_bw -d DEVICE -x GID_INDEX --report_gbits PEER_IP"),
+                );
+            }
+            verdict.done()
+        })
+        .collect();
+    if findings.is_empty() {
+        findings.push(
+            judgement
+                .verdict(capture, Status::Pass, "", "no completion errors logged")
+                .done(),
+        );
+    }
+    findings
+}
+
+/// Known warnings and what they usually mean.
+const WARNING_HINTS: &[(&str, &str)] = &[
+    (
+        "ibv_reg_mr",
+        "memory registration failed: raise the locked-memory limit (ulimit -l, IPC_LOCK in the pod) and check peer memory for GPU buffers",
+    ),
+    (
+        "ibv_reg_dmabuf_mr",
+        "DMA-BUF registration failed: check the open kernel module and rdma-core 34+",
+    ),
+    (
+        "Cannot allocate memory",
+        "memory could not be locked or registered: raise the locked-memory limit (ulimit -l, IPC_LOCK)",
+    ),
+    (
+        "Connection refused",
+        "a peer refused the bootstrap connection: it is not running or a firewall blocks the port (NCCL_SOCKET_IFNAME picks the interface)",
+    ),
+    (
+        "connect to",
+        "a peer could not be reached over the bootstrap network: check NCCL_SOCKET_IFNAME and firewalls",
+    ),
+    (
+        "ibv_modify_qp",
+        "a queue pair could not be connected: check the GID index (NCCL_IB_GID_INDEX) and that the rails reach each other",
+    ),
+    (
+        "ibv_create_qp",
+        "a queue pair could not be created: check the locked-memory limit and the device's resources",
+    ),
+    (
+        "imeout",
+        "an operation timed out: a peer hung or the fabric stalled",
+    ),
+    (
+        "out of memory",
+        "GPU memory ran out: smaller sizes (-e) or fewer GPUs per process",
+    ),
+    (
+        "NCCL_IB_HCA",
+        "the device filter matches nothing: check NCCL_IB_HCA against ibv_devinfo -l",
+    ),
+];
+
+fn warnings(capture: &Capture<'_>, log: &NcclLog) -> Vec<Finding> {
+    let judgement = &NCCL_WARNING;
+    if log.warnings.is_empty() {
+        return vec![
+            judgement
+                .verdict(capture, Status::Pass, "", "no other NCCL warnings")
+                .done(),
+        ];
+    }
+    log.warnings
+        .iter()
+        .map(|warning| {
+            let hint = WARNING_HINTS
+                .iter()
+                .find(|(marker, _)| warning.text.contains(marker))
+                .map_or("read the warning with the lines around it; rerun with NCCL_DEBUG_SUBSYS=INIT,NET for context", |(_, hint)| *hint);
+            let times = if warning.count > 1 {
+                format!(" ({} times)", warning.count)
+            } else {
+                String::new()
+            };
+            let subject = warning.source.clone().unwrap_or_default();
+            judgement
+                .verdict(
+                    capture,
+                    judgement.problem(),
+                    &subject,
+                    format!("NCCL WARN {}{times}", crate::text::excerpt(&warning.text)),
+                )
+                .at(capture, warning.line, crate::text::excerpt(&warning.text))
+                .fix(Remediation::new(hint).command(DEBUG_COMMAND))
+                .done()
+        })
+        .collect()
+}
+
+fn wrong_results(
+    capture: &Capture<'_>,
+    run: &TestRun,
+    subject: &str,
+    output: &NcclOutput,
+) -> Finding {
+    let judgement = &NCCL_WRONG_RESULTS;
+    let bad: Vec<_> = run
+        .rows
+        .iter()
+        .filter(|r| r.wrong().is_some_and(|w| w > 0))
+        .collect();
+    let out_of_bounds = run.out_of_bounds.filter(|o| o.count > 0);
+    let ranks: Vec<_> = output
+        .tests
+        .wrong_ranks
+        .iter()
+        .filter(|r| r.wrong > 0)
+        .collect();
+    if !bad.is_empty() || out_of_bounds.is_some() || !ranks.is_empty() {
+        let total: u64 = bad.iter().filter_map(|r| r.wrong()).sum();
+        let sizes: Vec<String> = bad.iter().take(5).map(|r| size_text(r.size)).collect();
+        let mut verdict = judgement.verdict(
+            capture,
+            judgement.problem(),
+            subject,
+            if bad.is_empty() {
+                "nccl-tests found wrong results".to_owned()
+            } else {
+                format!(
+                    "{total} wrong element(s) at {} size(s): {}",
+                    bad.len(),
+                    sizes.join(", ")
+                )
+            },
+        );
+        for row in bad.iter().take(5) {
+            verdict = verdict.at(
+                capture,
+                row.line,
+                format!(
+                    "#wrong {} at {}",
+                    row.wrong().unwrap_or(0),
+                    size_text(row.size)
+                ),
+            );
+        }
+        if let Some(bounds) = out_of_bounds {
+            verdict = verdict.at(
+                capture,
+                bounds.line,
+                format!("out of bounds values {}", bounds.count),
+            );
+        }
+        for rank in ranks.iter().take(5) {
+            verdict = verdict.at(
+                capture,
+                rank.line,
+                format!("rank {} #wrong {}", rank.rank, rank.wrong),
+            );
+        }
+        return verdict
+            .fix(
+                Remediation::new("data is corrupted on the path: isolate the node or link by running the test per node, then per node pair")
+                    .command("all_reduce_perf -b 8 -e 1G -f 2 -g 8 -c 1   # one node, NVLink only")
+                    .command("rdma statistic show; ethtool -S IFACE | grep -iE 'err|drop'"),
+            )
+            .done();
+    }
+    let checked = run.rows.iter().any(|r| r.wrong().is_some());
+    if !checked
+        || run
+            .params
+            .as_ref()
+            .is_some_and(|p| p.validation == Some(false))
+    {
+        let line = run.params.as_ref().map_or(run.rows[0].line, |p| p.line);
+        return judgement
+            .verdict(
+                capture,
+                Status::Info,
+                subject,
+                "results not checked: validation was off (-c 0), #wrong is N/A",
+            )
+            .at(capture, line, "validation 0")
+            .done();
+    }
+    let mut verdict = judgement.verdict(
+        capture,
+        Status::Pass,
+        subject,
+        format!("all {} sizes checked, no wrong element", run.rows.len()),
+    );
+    if let Some(bounds) = run.out_of_bounds {
+        verdict = verdict.at(capture, bounds.line, "out of bounds values 0");
+    }
+    verdict.done()
+}
+
+/// The rails and link rate the fabric offers, and where they come from.
+struct Fabric {
+    rails: u32,
+    link_gbps: f64,
+    /// Evidence: a line of the capture (or an option when `None`) and what it says.
+    sources: Vec<(Option<u32>, String)>,
+}
+
+fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static str> {
+    let used: Vec<_> = log
+        .ib_devices
+        .iter()
+        .filter(|d| d.index.is_some())
+        .collect();
+    let mut sources = Vec::new();
+    let rails = match expectations.rails {
+        Some(rails) => {
+            sources.push((None, format!("--rails {rails}")));
+            rails
+        }
+        None if !used.is_empty() => {
+            sources.push((
+                Some(used[0].line),
+                format!("{} NET/IB device(s) in use", used.len()),
+            ));
+            u32::try_from(used.len()).unwrap_or(u32::MAX)
+        }
+        None => match &log.ofi_provider {
+            Some((line, provider, nics)) if *nics > 0 => {
+                sources.push((Some(*line), format!("{nics} {provider} nics")));
+                *nics
+            }
+            _ => return Err("the number of rails (--rails)"),
+        },
+    };
+    let speeds: Vec<u64> = used
+        .iter()
+        .filter_map(|d| d.speed_mbps)
+        .filter(|speed| *speed > 0)
+        .collect();
+    let link_gbps = match expectations.link_rate_gbps {
+        Some(rate) => {
+            sources.push((None, format!("--link-rate {rate} Gb/s")));
+            rate
+        }
+        None if !speeds.is_empty() && speeds.len() == used.len() => {
+            let average = speeds.iter().sum::<u64>() as f64 / speeds.len() as f64 / 1000.0;
+            let line = used.iter().find(|d| d.speed_mbps.is_some()).map(|d| d.line);
+            sources.push((
+                line,
+                format!("{} Gb/s per device (NET/IB speed=)", rate(average)),
+            ));
+            average
+        }
+        None => return Err("the link rate of a rail (--link-rate)"),
+    };
+    Ok(Fabric {
+        rails,
+        link_gbps,
+        sources,
+    })
+}
+
+fn busbw(
+    capture: &Capture<'_>,
+    run: &TestRun,
+    subject: &str,
+    log: &NcclLog,
+    expectations: &Expectations,
+) -> Finding {
+    let judgement = &NCCL_BUSBW;
+    let Some(largest) = run.largest() else {
+        return judgement
+            .verdict(capture, Status::Unknown, subject, "no table rows")
+            .done();
+    };
+    let measured = largest.busbw();
+    let at = format!(
+        "busbw {} GB/s at {}",
+        rate(measured),
+        size_text(largest.size)
+    );
+    let reduced = run.reduced_max_bytes.map(|(line, bytes)| {
+        (
+            line,
+            format!("sizes stop at {} (GPU memory)", size_text(bytes)),
+        )
+    });
+    let with_reduced = |verdict: Verdict| match &reduced {
+        Some((line, text)) => verdict.at(capture, *line, text.clone()),
+        None => verdict,
+    };
+    let hosts = run.hosts();
+    let nodes = if hosts.is_empty() {
+        log.shape.map(|s| s.nodes)
+    } else {
+        u32::try_from(hosts.len()).ok()
+    };
+    let ranks_per_node = expectations
+        .gpus_per_node
+        .or_else(|| {
+            hosts
+                .iter()
+                .map(|h| run.devices.iter().filter(|d| d.host == *h).count())
+                .max()
+                .and_then(|n| u32::try_from(n).ok())
+        })
+        .or_else(|| log.shape.map(|s| s.local_ranks));
+    let own_verdict_failed = run.avg_busbw.filter(|a| a.passed == Some(false));
+    let info = |message: String| {
+        let mut verdict = judgement
+            .verdict(capture, Status::Info, subject, message)
+            .at(capture, largest.line, at.clone());
+        if let Some(avg) = own_verdict_failed {
+            verdict = verdict.at(
+                capture,
+                avg.line,
+                format!("avg bus bandwidth {} FAILED", avg.value),
+            );
+        }
+        with_reduced(verdict).done()
+    };
+    if own_verdict_failed.is_some() {
+        let avg = own_verdict_failed.map_or(0.0, |a| a.value);
+        return with_reduced(
+            judgement
+                .verdict(
+                    capture,
+                    judgement.problem(),
+                    subject,
+                    format!("{at}; nccl-tests' own check failed: average {avg} GB/s is below 0.9 × NCCL_TESTS_MIN_BW"),
+                )
+                .at(capture, largest.line, at.clone())
+                .at(capture, run.avg_busbw.map_or(0, |a| a.line), format!("avg bus bandwidth {avg} FAILED")),
+        )
+        .fix(busbw_fix())
+        .done();
+    }
+    if nodes == Some(1) {
+        return info(format!(
+            "{at}: one node, so this measures NVLink/PCIe inside it, not the fabric"
+        ));
+    }
+    let Some(collective) = run.collective.map(|(_, c)| c).or(expectations.collective) else {
+        return info(format!(
+            "{at}; the output does not name the collective (nccl-tests before 2.17): pass --collective to compare with the fabric"
+        ));
+    };
+    let fabric = match fabric(log, expectations) {
+        Ok(fabric) => fabric,
+        Err(missing) => {
+            return info(format!(
+                "{at}; {missing} is not known: pass it to compare with the fabric"
+            ));
+        }
+    };
+    let Some(expected) = collective.fabric_busbw(
+        fabric.rails,
+        fabric.link_gbps,
+        nodes.unwrap_or(2),
+        ranks_per_node.unwrap_or(0),
+    ) else {
+        return info(format!(
+            "{at}; no fabric expectation for {collective} with these counts"
+        ));
+    };
+    if expected <= 0.0 || !expected.is_finite() {
+        return info(format!("{at}; the fabric's rate is zero: pass --link-rate"));
+    }
+    let ratio = measured / expected;
+    let status = grade(ratio, expectations, judgement);
+    let assumed = if nodes.is_none() {
+        " (assuming more than one node)"
+    } else {
+        ""
+    };
+    let mut verdict = judgement
+        .verdict(
+            capture,
+            status,
+            subject,
+            format!(
+                "{at} is {} of the {} GB/s the fabric carries for {collective}: {}{assumed}",
+                percent(ratio),
+                rate(expected),
+                describe_fabric(collective, &fabric),
+            ),
+        )
+        .at(capture, largest.line, at.clone());
+    for (line, value) in &fabric.sources {
+        verdict = match line {
+            Some(line) => verdict.at(capture, *line, value.clone()),
+            None => verdict.evidence("command line", value.clone()),
+        };
+    }
+    if let Some(nodes) = nodes {
+        verdict = verdict.evidence("nodes", nodes.to_string());
+    }
+    if status.is_problem() {
+        verdict = verdict.fix(busbw_fix());
+    }
+    with_reduced(verdict).done()
+}
+
+fn describe_fabric(collective: Collective, fabric: &Fabric) -> String {
+    format!(
+        "{} with {} rail(s) of {} Gb/s",
+        collective.formula(),
+        fabric.rails,
+        rate(fabric.link_gbps)
+    )
+}
+
+fn busbw_fix() -> Remediation {
+    Remediation::new("find the slow part: node checks, GPUDirect in the NCCL log, then ib_write_bw per rail between node pairs")
+        .command("zerohop doctor --only rdma,qos,gpu")
+        .command(DEBUG_COMMAND)
+        .command("ib_write_bw -d mlx5_0 --report_gbits -D 10 -s 1048576 PEER_IP")
+}
+
+fn busbw_drop(capture: &Capture<'_>, run: &TestRun, subject: &str) -> Finding {
+    let judgement = &NCCL_BUSBW_DROP;
+    let large: Vec<_> = run.rows.iter().filter(|r| r.size >= 1 << 20).collect();
+    let (Some(peak), Some(last)) = (
+        large.iter().max_by(|a, b| a.busbw().total_cmp(&b.busbw())),
+        large.iter().max_by_key(|r| r.size),
+    ) else {
+        return judgement
+            .verdict(
+                capture,
+                Status::NotApplicable,
+                subject,
+                "no sizes of 1 MiB or more",
+            )
+            .done();
+    };
+    if large.len() < 2 || peak.busbw() <= 0.0 {
+        return judgement
+            .verdict(
+                capture,
+                Status::NotApplicable,
+                subject,
+                "too few large sizes to compare",
+            )
+            .done();
+    }
+    let ratio = last.busbw() / peak.busbw();
+    let text = format!(
+        "busbw {} GB/s at {} against a best of {} GB/s at {}",
+        rate(last.busbw()),
+        size_text(last.size),
+        rate(peak.busbw()),
+        size_text(peak.size)
+    );
+    if ratio >= 0.5 {
+        return judgement
+            .verdict(
+                capture,
+                Status::Pass,
+                subject,
+                format!("{text} ({})", percent(ratio)),
+            )
+            .at(capture, last.line, format!("busbw {}", rate(last.busbw())))
+            .done();
+    }
+    judgement
+        .verdict(
+            capture,
+            judgement.problem(),
+            subject,
+            format!("bandwidth collapses at large sizes: {text} ({})", percent(ratio)),
+        )
+        .at(capture, peak.line, format!("busbw {}", rate(peak.busbw())))
+        .at(capture, last.line, format!("busbw {}", rate(last.busbw())))
+        .fix(
+            Remediation::new("check the fabric under sustained load: pause frames, ECN marks and drops on NICs and switches; rerun with more iterations")
+                .command("ethtool -S IFACE | grep -iE 'pause|ecn|discard|drop'")
+                .command("all_reduce_perf -b 1G -e 16G -f 2 -n 100"),
+        )
+        .done()
+}
+
+/// What a failure message of NCCL usually means.
+fn failure_hint(kind: FailureKind, message: &str) -> &'static str {
+    match kind {
+        FailureKind::Timeout => {
+            "an operation ran longer than -T: a hung rank or a stalled fabric (pause storms); check every rank's log"
+        }
+        FailureKind::Cuda => {
+            "a CUDA call failed: check the GPU (nvidia-smi -q, Xid errors in dmesg) and GPU memory (-e)"
+        }
+        FailureKind::Nccl
+            if message.contains("remote process exited") || message.contains("network error") =>
+        {
+            "a peer died or the network dropped a connection: read the first failing host's log and the NCCL WARN lines (NCCL_DEBUG=WARN)"
+        }
+        FailureKind::Nccl if message.contains("system error") => {
+            "a system call failed, often RDMA setup (locked memory, device permissions): NCCL_DEBUG=WARN names it"
+        }
+        FailureKind::Nccl if message.contains("invalid usage") => {
+            "NCCL refused the arguments or the environment (NCCL_* variables): NCCL_DEBUG=WARN names it"
+        }
+        FailureKind::Nccl => "NCCL returned an error: rerun with NCCL_DEBUG=WARN to see its cause",
+    }
+}
+
+fn aborted(capture: &Capture<'_>, output: &NcclOutput) -> Vec<Finding> {
+    let judgement = &NCCL_TESTS_ABORTED;
+    let tests = &output.tests;
+    let mut findings = Vec::new();
+    // One finding per distinct failure, with the hosts that reported it.
+    let mut seen: Vec<(FailureKind, &str)> = Vec::new();
+    for failure in &tests.failures {
+        if seen.contains(&(failure.kind, failure.message.as_str())) {
+            continue;
+        }
+        seen.push((failure.kind, failure.message.as_str()));
+        let same: Vec<_> = tests
+            .failures
+            .iter()
+            .filter(|f| f.kind == failure.kind && f.message == failure.message)
+            .collect();
+        let mut hosts: Vec<&str> = Vec::new();
+        for failure in &same {
+            if !hosts.contains(&failure.host.as_str()) {
+                hosts.push(&failure.host);
+            }
+        }
+        let what = match failure.kind {
+            FailureKind::Nccl => format!("Test NCCL failure '{}'", failure.message),
+            FailureKind::Cuda => format!("Test CUDA failure '{}'", failure.message),
+            FailureKind::Timeout => format!("Test timeout after {}", failure.message),
+        };
+        findings.push(
+            judgement
+                .verdict(
+                    capture,
+                    judgement.problem(),
+                    failure.host.as_str(),
+                    format!("{what}, {} time(s) from {}", same.len(), hosts.join(", ")),
+                )
+                .at(capture, failure.line, what.clone())
+                .fix(
+                    Remediation::new(failure_hint(failure.kind, &failure.message))
+                        .command(DEBUG_COMMAND),
+                )
+                .done(),
+        );
+    }
+    for run in &tests.runs {
+        if run.header_line.is_none() || run.complete() {
+            continue;
+        }
+        let subject = run_subject(run, tests.runs.len());
+        let last = run
+            .rows
+            .last()
+            .map_or(run.header_line.unwrap_or(run.line), |r| r.line);
+        let interrupted = tests.failures.iter().any(|f| f.line > run.line);
+        if interrupted {
+            // The failure above says why.
+            continue;
+        }
+        findings.push(
+            judgement
+                .verdict(
+                    capture,
+                    judgement.problem(),
+                    &subject,
+                    format!(
+                        "the table stops after {} row(s) without its summary: the test was killed or the log is cut",
+                        run.rows.len()
+                    ),
+                )
+                .at(capture, last, "last row")
+                .fix(Remediation::new("check how the job ended (OOM kill, activeDeadlineSeconds, preemption) and capture the whole log").command("kubectl describe pod LAUNCHER_POD; kubectl logs LAUNCHER_POD > nccl.log"))
+                .done(),
+        );
+    }
+    let finished = tests.runs.iter().filter(|r| r.complete()).count();
+    if findings.is_empty() && finished > 0 {
+        let last = tests.runs.iter().rev().find_map(|r| r.avg_busbw);
+        let mut verdict = judgement.verdict(
+            capture,
+            Status::Pass,
+            "",
+            format!("{finished} test(s) ran to their summary"),
+        );
+        if let Some(avg) = last {
+            verdict = verdict.at(
+                capture,
+                avg.line,
+                format!("avg bus bandwidth {}", avg.value),
+            );
+        }
+        findings.push(verdict.done());
+    }
+    findings
+}

@@ -1,0 +1,228 @@
+//! `zerohop validate`: judges what the fabric tests printed (nccl-tests,
+//! `NCCL_DEBUG` logs, perftest, `nvidia-smi topo -m`, GDS tools).
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use zerohop_core::exit::ExitCode;
+use zerohop_core::render::{human, json};
+use zerohop_validate::judge::{self, Capture, Expectations};
+use zerohop_validate::nccl::collective::Collective;
+
+use crate::error::CliError;
+use crate::output;
+
+/// The largest capture read: an `NCCL_DEBUG=INFO` log of a large job runs
+/// to tens of MiB; anything larger is refused rather than held in memory.
+pub(crate) const MAX_CAPTURE_BYTES: u64 = 128 << 20;
+
+/// Subcommands of `zerohop validate`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Args {
+    /// Judge captured outputs: nccl-tests, NCCL_DEBUG logs, perftest,
+    /// nvidia-smi topo -m, gdscheck, gdsio, nvidia-fs stats, show_gids, mount.
+    Parse(ParseArgs),
+}
+
+/// Output formats of `zerohop validate parse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// Findings grouped by tool, then what to fix first.
+    Human,
+    /// The versioned JSON report shared with `zerohop doctor`.
+    Json,
+}
+
+/// Arguments of `zerohop validate parse`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ParseArgs {
+    /// Captured outputs to judge; `-` reads standard input. The tool that
+    /// wrote each one is told from its content.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Also list findings that passed or do not apply.
+    #[arg(long, short)]
+    verbose: bool,
+    /// Link rate of one rail (one NIC port) in Gb/s, e.g. 400 [default:
+    /// the NCCL log's NET/IB speed; none for perftest].
+    #[arg(long, value_name = "GBPS", value_parser = positive_rate)]
+    link_rate: Option<f64>,
+    /// RDMA NICs (rails) NCCL uses per node [default: the NCCL log's
+    /// NET/IB devices].
+    #[arg(long, value_name = "COUNT", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    rails: Option<u32>,
+    /// GPUs (ranks) per node [default: nccl-tests' device list].
+    #[arg(long, value_name = "COUNT", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    gpus_per_node: Option<u32>,
+    /// The nccl-tests binary when its output does not name it (before
+    /// nccl-tests 2.17), e.g. all_reduce_perf.
+    #[arg(long, value_name = "NAME", value_parser = collective)]
+    collective: Option<Collective>,
+    /// Share of the expected bandwidth that passes, in percent; below half
+    /// the expected bandwidth fails.
+    #[arg(long, value_name = "PERCENT", default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
+    min_efficiency: u8,
+}
+
+fn positive_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("`{text}` is not a positive rate in Gb/s")),
+    }
+}
+
+fn collective(text: &str) -> Result<Collective, String> {
+    Collective::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
+        format!(
+            "`{text}` is not an nccl-tests collective ({})",
+            names.join(", ")
+        )
+    })
+}
+
+/// Runs `zerohop validate`.
+pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    match args {
+        Args::Parse(args) => parse(args),
+    }
+}
+
+/// Runs `zerohop validate parse`: exit 0 when nothing failed, 1 when a
+/// finding failed, 2 when a file could not be read or recognised (the
+/// other files are still judged and reported).
+fn parse(args: ParseArgs) -> Result<i32, CliError> {
+    let expectations = Expectations {
+        link_rate_gbps: args.link_rate,
+        rails: args.rails,
+        gpus_per_node: args.gpus_per_node,
+        collective: args.collective,
+        min_efficiency: f64::from(args.min_efficiency) / 100.0,
+    };
+    let mut findings = Vec::new();
+    let mut unreadable = 0;
+    for path in &args.files {
+        let name = path.display().to_string();
+        let text = match read_capture(path) {
+            Ok(text) => text,
+            Err(reason) => {
+                eprintln!("error: {name}: {reason}");
+                unreadable += 1;
+                continue;
+            }
+        };
+        let capture = Capture {
+            name: &name,
+            text: &text,
+        };
+        match judge::judge(&capture, &expectations) {
+            Ok((_, judged)) => findings.extend(judged),
+            Err(err) => {
+                eprintln!("error: {err}");
+                unreadable += 1;
+            }
+        }
+    }
+    let target = args
+        .files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let report = judge::report(findings, target);
+    if report.findings.is_empty() && unreadable > 0 && args.format == Format::Human {
+        // Every file was refused, each with its reason on standard error:
+        // an empty report would only say that nothing was checked.
+        return Ok(ExitCode::USAGE);
+    }
+    output::to_stdout(|out| match args.format {
+        Format::Human => human::write(
+            &report,
+            human::HumanOptions {
+                verbose: args.verbose,
+            },
+            out,
+        ),
+        Format::Json => json::write(&report, out),
+    })
+    .context("failed to write the report")?;
+    Ok(if unreadable > 0 {
+        ExitCode::USAGE
+    } else {
+        report.exit_code()
+    })
+}
+
+/// Reads a capture: standard input for `-`, else a regular file of at most
+/// [`MAX_CAPTURE_BYTES`]. Opening does not wait (a FIFO without a writer
+/// would block an ordinary open) and anything that is not a regular file
+/// (a FIFO, a device, a directory, a socket) is refused by the type of
+/// what was opened, not of what the path named a moment before. Meant for
+/// every command that reads a captured output (`topo --compare` too).
+pub(crate) fn read_capture(path: &Path) -> Result<String, String> {
+    if path.as_os_str() == "-" {
+        return bounded(io::stdin().lock())
+            .map_err(|err| format!("cannot read standard input: {err}"));
+    }
+    let file: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|err| format!("cannot open: {err}"))?;
+    let metadata = file
+        .metadata()
+        .map_err(|err| format!("cannot read its type: {err}"))?;
+    if !metadata.is_file() {
+        return Err(format!(
+            "{}, not a regular file: refused",
+            file_type(&metadata)
+        ));
+    }
+    if metadata.len() > MAX_CAPTURE_BYTES {
+        return Err(format!(
+            "{} bytes, over the {} MiB a capture may have",
+            metadata.len(),
+            MAX_CAPTURE_BYTES >> 20
+        ));
+    }
+    bounded(file).map_err(|err| format!("cannot read: {err}"))
+}
+
+/// Reads at most one byte past the cap, so that a file that grows (or a
+/// `/proc` file whose size reads as 0) is still bounded.
+fn bounded(reader: impl Read) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    reader.take(MAX_CAPTURE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CAPTURE_BYTES {
+        return Err(io::Error::other(format!(
+            "over the {} MiB a capture may have",
+            MAX_CAPTURE_BYTES >> 20
+        )));
+    }
+    // Valid UTF-8 (nearly every capture) is taken as it is, without a copy.
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned()))
+}
+
+fn file_type(metadata: &Metadata) -> &'static str {
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
