@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use zerohop_io::buffers::HugePages;
 use zerohop_io::env::{Environment, Memlock};
-use zerohop_io::prepare::prepare;
+use zerohop_io::prepare::{Replace, prepare};
 use zerohop_io::{
     AccessPattern, Amount, Control, EngineKind, InputError, ReadConfig, RunError, RunStatus,
     SinkKind, run_read, run_read_in,
@@ -18,7 +18,7 @@ const LEN: u64 = 3 * (1 << 20) + 4096 + 100;
 
 fn prepared(dir: &Path, name: &str, len: u64) -> PathBuf {
     let path = dir.join(name);
-    prepare(&path, len, &Control::default()).unwrap();
+    prepare(&path, len, Replace::BenchFileOnly, &Control::default()).unwrap();
     path
 }
 

@@ -46,7 +46,9 @@ pub enum RunError {
     #[error(transparent)]
     Input(#[from] InputError),
     /// A read failed.
-    #[error("{path}: read of {len} bytes at offset {offset} failed: {source}")]
+    // The kernel's error is part of the message, so it is not also a
+    // `source`: a reader that prints the chain would repeat it.
+    #[error("{path}: read of {len} bytes at offset {offset} failed: {error}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -55,11 +57,36 @@ pub enum RunError {
         /// The length asked for.
         len: u64,
         /// The error.
-        source: io::Error,
+        error: io::Error,
     },
-    /// Setting up a worker failed in a way no fallback covers.
+    /// Writing the file of `bench prepare` failed; the destination is as
+    /// it was.
+    #[error(
+        "{path}: writing the new file failed at offset {offset}: {error}; nothing was replaced"
+    )]
+    Write {
+        /// The destination.
+        path: PathBuf,
+        /// The offset.
+        offset: u64,
+        /// The error.
+        error: io::Error,
+    },
+    /// Setting up a worker failed in a way no fallback covers: the machine
+    /// refused memory, a GPU call or an io_uring call.
     #[error("worker setup failed: {0}")]
     Setup(String),
+    /// A thread of the run panicked: a bug in zerohop.
+    #[error("a {0} thread panicked")]
+    Panicked(String),
+}
+
+impl RunError {
+    /// Whether the failure is a bug in zerohop rather than the input or
+    /// the machine (which decides between exit codes 3 and 2).
+    pub fn is_bug(&self) -> bool {
+        matches!(self, RunError::Panicked(_))
+    }
 }
 
 /// Largest block size accepted.
@@ -215,13 +242,13 @@ impl<'a> Shared<'a> {
         target: usize,
         offset: u64,
         len: u64,
-        source: io::Error,
+        error: io::Error,
     ) -> RunError {
         RunError::Read {
             path: self.targets[target].path.clone(),
             offset,
             len,
-            source,
+            error,
         }
     }
 }
@@ -308,7 +335,7 @@ pub(crate) fn join_all<T>(
         .into_iter()
         .map(|t| {
             t.join()
-                .unwrap_or_else(|_| Err(RunError::Setup(format!("a {what} thread panicked"))))
+                .unwrap_or_else(|_| Err(RunError::Panicked(what.to_owned())))
         })
         .collect()
 }
