@@ -134,6 +134,8 @@ pub struct FirstDone {
 /// The whole result of `zerohop bench read`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
+    /// Version of this document's format, see [`SCHEMA_VERSION`].
+    pub schema_version: u32,
     /// How the run ended.
     pub status: RunStatus,
     /// Why it was skipped.
@@ -201,7 +203,7 @@ impl RunReport {
         features.extend(e.ring_flags.iter().map(|f| f.to_lowercase()));
         writeln!(
             w,
-            "engine     {} {} bs={} qd={}{} workers={} sink={:?}{}",
+            "engine     {} {} bs={} qd={}{} workers={} sink={}{}",
             e.backend,
             if e.direct { "O_DIRECT" } else { "buffered" },
             format_bytes(e.block_size as f64),
@@ -220,7 +222,7 @@ impl RunReport {
         if let Some(kind) = e.buffers {
             writeln!(
                 w,
-                "buffers    {kind:?}{}",
+                "buffers    {kind}{}",
                 e.numa_node
                     .map(|n| format!(" on NUMA node {n}"))
                     .unwrap_or_default()

@@ -488,7 +488,14 @@ pub fn run_read_in(
         NumaPolicy::Node(node) => {
             fallbacks.push(fallback(
                 "numa_placement",
-                format!("node {node} is not online (online: {:?})", env.numa_nodes),
+                format!(
+                    "node {node} is not online (online: {})",
+                    env.numa_nodes
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
             None
         }
@@ -659,6 +666,7 @@ fn skipped(
     reason: String,
 ) -> RunReport {
     RunReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         status: RunStatus::Skipped,
         skip_reason: Some(reason),
         bytes: 0,
@@ -756,6 +764,7 @@ fn summarise(
         .map_or(0.0, |f| secs(f.saturating_duration_since(ramp_end)));
     let cpu_total = secs(cpu.user) + secs(cpu.system);
     RunReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         status: if interrupted {
             RunStatus::Interrupted
         } else {

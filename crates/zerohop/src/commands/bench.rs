@@ -361,15 +361,17 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
     })
     .map_err(cli_error)?;
     match format {
-        Format::Json => write_json(&report)?,
-        Format::Human => {
-            crate::output::to_stdout(|w| report.write_human(w)).map_err(CliError::Internal)?
+        Format::Json => {
+            write_json(&report)?;
+            // The summary says it on standard output; a JSON reader's
+            // person sees it here.
+            if report.status == RunStatus::Skipped
+                && let Some(reason) = &report.skip_reason
+            {
+                eprintln!("warning: {} sink skipped: {}", cfg.sink, printable(reason));
+            }
         }
-    }
-    if report.status == RunStatus::Skipped
-        && let Some(reason) = &report.skip_reason
-    {
-        eprintln!("warning: {:?} sink skipped: {reason}", cfg.sink);
+        Format::Human => print_human(|w| report.write_human(w))?,
     }
     Ok(if report.verify_failed() {
         ExitCode::FAILED
@@ -434,9 +436,7 @@ fn compare(args: CompareArgs) -> Result<i32, CliError> {
     .map_err(cli_error)?;
     match format {
         Format::Json => write_json(&report)?,
-        Format::Human => {
-            crate::output::to_stdout(|w| report.write_human(w)).map_err(CliError::Internal)?
-        }
+        Format::Human => print_human(|w| report.write_human(w))?,
     }
     Ok(if report.verify_failed() {
         ExitCode::FAILED
