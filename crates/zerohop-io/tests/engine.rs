@@ -195,21 +195,6 @@ fn a_memlock_limit_too_small_falls_back_to_unregistered_buffers() {
 fn iopoll_is_dropped_with_a_reason_when_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let path = prepared(dir.path(), "data", LEN);
-    // Without O_DIRECT IOPOLL never applies.
-    let buffered = ReadConfig {
-        iopoll: true,
-        ..config(vec![path.clone()], EngineKind::Uring, false)
-    };
-    let report = run_read(&buffered, &Control::default()).unwrap();
-    assert_clean(&report, LEN);
-    if report.engine.backend == "io_uring" {
-        assert!(
-            report
-                .fallbacks
-                .iter()
-                .any(|f| f.feature == "iopoll" && f.reason.contains("O_DIRECT"))
-        );
-    }
     if !direct_supported(&path) {
         return;
     }
@@ -395,6 +380,27 @@ fn bad_input_is_refused_before_any_io() {
         }),
         InputError::NotFound { .. }
     ));
+    let err = input(ReadConfig {
+        iopoll: true,
+        ..base.clone()
+    });
+    assert!(
+        matches!(&err, InputError::Conflict(why) if why.contains("--direct") && why.contains("O_DIRECT")),
+        "{err}"
+    );
+    for (sqpoll, iopoll) in [(true, false), (false, true)] {
+        let err = input(ReadConfig {
+            engine: EngineKind::Pread,
+            direct: true,
+            sqpoll,
+            iopoll,
+            ..base.clone()
+        });
+        assert!(
+            matches!(&err, InputError::Conflict(why) if why.contains("--engine uring")),
+            "{err}"
+        );
+    }
     if direct_supported(&path) {
         let err = input(ReadConfig {
             direct: true,

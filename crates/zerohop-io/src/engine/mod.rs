@@ -137,9 +137,14 @@ pub fn validate(cfg: &ReadConfig) -> Result<(), InputError> {
         Amount::Time(t) if t.is_zero() => return Err(range("--time", "must be more than 0")),
         _ => {}
     }
-    if cfg.iopoll && cfg.sqpoll && cfg.engine == EngineKind::Pread {
+    if (cfg.iopoll || cfg.sqpoll) && cfg.engine == EngineKind::Pread {
         return Err(InputError::Conflict(
-            "--sqpoll and --iopoll need --engine uring".into(),
+            "--sqpoll and --iopoll are io_uring options; use them with --engine uring".into(),
+        ));
+    }
+    if cfg.iopoll && !cfg.direct {
+        return Err(InputError::Conflict(
+            "--iopoll needs --direct: io_uring polls for completions only on O_DIRECT reads".into(),
         ));
     }
     Ok(())

@@ -111,7 +111,7 @@ pub(crate) struct ReadArgs {
     /// Ask io_uring for a kernel submission thread (IORING_SETUP_SQPOLL).
     #[arg(long)]
     sqpoll: bool,
-    /// Ask io_uring for polled completions (IORING_SETUP_IOPOLL; needs --direct and poll queues).
+    /// Ask io_uring for polled completions (IORING_SETUP_IOPOLL; needs --direct, and poll queues on the device).
     #[arg(long)]
     iopoll: bool,
     /// Do not register the buffers with io_uring.
