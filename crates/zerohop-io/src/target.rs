@@ -10,8 +10,10 @@ use serde::Serialize;
 
 use crate::units::format_bytes;
 
-/// Why a run cannot start. Every variant is a problem with the input, so the
-/// command exits with the usage code before any I/O.
+/// Why a run or a prepare cannot go on: a problem with the input or the
+/// machine, found before any I/O (but for [`InputError::CannotReplace`],
+/// found after writing and before replacing), so the command exits with
+/// the usage code and nothing was changed.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// No paths given.
@@ -280,7 +282,7 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
 }
 
 /// What `file_type` is, in words, when it is neither a regular file, a
-/// block device nor a directory.
+/// block device, a directory nor a symbolic link.
 pub fn special_kind(file_type: std::fs::FileType) -> &'static str {
     if file_type.is_char_device() {
         "character device"
@@ -288,8 +290,6 @@ pub fn special_kind(file_type: std::fs::FileType) -> &'static str {
         "fifo"
     } else if file_type.is_socket() {
         "socket"
-    } else if file_type.is_symlink() {
-        "symbolic link"
     } else {
         "special file"
     }
