@@ -4,6 +4,7 @@
 //! register it as fixed buffers and CUDA can pin it afterwards.
 #![expect(unsafe_code, reason = "mmap, mbind and munmap of the buffer arena")]
 
+use std::fmt;
 use std::io;
 use std::ptr::NonNull;
 
@@ -11,7 +12,7 @@ use serde::Serialize;
 
 /// What kind of memory backs an arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(into = "&'static str")]
 pub enum BufferKind {
     /// Reserved 1 GiB hugetlb pages.
     Hugetlb1g,
@@ -21,7 +22,28 @@ pub enum BufferKind {
     Anonymous,
 }
 
+impl From<BufferKind> for &'static str {
+    fn from(kind: BufferKind) -> &'static str {
+        kind.name()
+    }
+}
+
+impl fmt::Display for BufferKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl BufferKind {
+    /// Its name in the JSON document and the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            BufferKind::Hugetlb1g => "hugetlb1g",
+            BufferKind::Hugetlb2m => "hugetlb2m",
+            BufferKind::Anonymous => "anonymous",
+        }
+    }
+
     fn page_size(self) -> usize {
         match self {
             BufferKind::Hugetlb1g => 1 << 30,
@@ -90,6 +112,11 @@ impl Arena {
     /// Allocates at least `bytes` of page-aligned memory, preferring
     /// hugetlb pages under `policy`, placed on `numa_node` when given.
     /// Every feature that could not be used is appended to `notes`.
+    ///
+    /// The hugetlb sizes tried and passed over make one `hugepages` note,
+    /// and only when the buffers ended up in 4 KiB pages: a 1 GiB pool
+    /// that is not reserved is no news when the 2 MiB pool served, and a
+    /// machine without pools would otherwise say it twice on every run.
     pub fn allocate(
         bytes: usize,
         policy: HugePages,
@@ -97,51 +124,35 @@ impl Arena {
         notes: &mut Vec<AllocationNote>,
     ) -> io::Result<Arena> {
         let bytes = bytes.max(1);
-        let mut kinds = Vec::new();
+        let mut passed_over = Vec::new();
         if policy == HugePages::Auto {
-            for (kind, kib) in [
-                (BufferKind::Hugetlb1g, 1u64 << 20),
-                (BufferKind::Hugetlb2m, 2048),
+            for (kind, kib, label) in [
+                (BufferKind::Hugetlb1g, 1u64 << 20, "1 GiB pages"),
+                (BufferKind::Hugetlb2m, 2048, "2 MiB pages"),
             ] {
                 let needed = bytes.div_ceil(kind.page_size()) as u64;
                 let free = free_hugepages(kib);
-                if free >= needed {
-                    kinds.push(kind);
-                } else {
-                    notes.push(AllocationNote {
-                        feature: if kind == BufferKind::Hugetlb1g {
-                            "hugepages_1g"
-                        } else {
-                            "hugepages_2m"
-                        },
-                        reason: format!(
-                            "{needed} page(s) needed, {free} free in the reserved pool"
-                        ),
-                    });
+                if free < needed {
+                    passed_over.push(format!("{label}: {needed} needed, {free} free"));
+                    continue;
+                }
+                match Arena::map(bytes, kind, numa_node, notes) {
+                    Ok(arena) => return Ok(arena),
+                    Err(err) => passed_over.push(format!("{label}: mmap failed: {err}")),
                 }
             }
         }
-        kinds.push(BufferKind::Anonymous);
-        let mut last_err = None;
-        for kind in kinds {
-            match Arena::map(bytes, kind, numa_node, notes) {
-                Ok(arena) => return Ok(arena),
-                Err(err) => {
-                    if kind != BufferKind::Anonymous {
-                        notes.push(AllocationNote {
-                            feature: if kind == BufferKind::Hugetlb1g {
-                                "hugepages_1g"
-                            } else {
-                                "hugepages_2m"
-                            },
-                            reason: format!("mmap failed: {err}"),
-                        });
-                    }
-                    last_err = Some(err);
-                }
-            }
+        let arena = Arena::map(bytes, BufferKind::Anonymous, numa_node, notes)?;
+        if !passed_over.is_empty() {
+            notes.push(AllocationNote {
+                feature: "hugepages",
+                reason: format!(
+                    "no reserved hugetlb pool could hold the buffers ({}); 4 KiB pages used",
+                    passed_over.join("; ")
+                ),
+            });
         }
-        Err(last_err.unwrap_or_else(|| io::Error::other("no memory kind available")))
+        Ok(arena)
     }
 
     fn map(
@@ -309,19 +320,47 @@ mod tests {
     }
 
     #[test]
-    fn auto_explains_why_hugetlb_was_not_used() {
+    fn auto_explains_once_why_hugetlb_was_not_used() {
         let mut notes = Vec::new();
         let arena = Arena::allocate(4 << 20, HugePages::Auto, None, &mut notes).unwrap();
+        let hugepage_notes: Vec<_> = notes
+            .iter()
+            .filter(|n| n.feature.starts_with("hugepages"))
+            .collect();
         match arena.kind() {
             BufferKind::Anonymous => {
+                assert_eq!(hugepage_notes.len(), 1, "{notes:?}");
+                let reason = &hugepage_notes[0].reason;
                 assert!(
-                    notes
-                        .iter()
-                        .any(|n| n.feature == "hugepages_2m" && !n.reason.is_empty())
+                    reason.contains("1 GiB pages") && reason.contains("2 MiB pages"),
+                    "{reason}"
                 );
             }
-            kind => eprintln!("hugetlb pages are reserved on this machine, got {kind:?}"),
+            // A pool served the buffers: nothing to explain.
+            kind => assert!(hugepage_notes.is_empty(), "{kind}: {notes:?}"),
         }
+    }
+
+    #[test]
+    fn off_says_nothing_about_hugepages() {
+        let mut notes = Vec::new();
+        Arena::allocate(4 << 20, HugePages::Off, None, &mut notes).unwrap();
+        assert!(!notes.iter().any(|n| n.feature.starts_with("hugepages")));
+    }
+
+    #[test]
+    fn kinds_have_the_names_of_the_json_document() {
+        for kind in [
+            BufferKind::Hugetlb1g,
+            BufferKind::Hugetlb2m,
+            BufferKind::Anonymous,
+        ] {
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::Value::from(kind.to_string())
+            );
+        }
+        assert_eq!(BufferKind::Hugetlb2m.to_string(), "hugetlb2m");
     }
 
     #[test]

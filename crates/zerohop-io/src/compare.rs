@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::config::{EngineKind, ReadConfig, SinkKind};
 use crate::engine::{self, Control, RunError};
 use crate::env::Environment;
-use crate::report::{RunReport, RunStatus};
+use crate::report::{Fallback, RunReport, RunStatus, SCHEMA_VERSION};
 use crate::target::{self, InputError};
 use crate::units::format_bytes;
 
@@ -42,6 +42,8 @@ pub struct CompareRow {
 /// The whole comparison.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareReport {
+    /// Version of this document's format, see [`SCHEMA_VERSION`].
+    pub schema_version: u32,
     /// The rows, in path order.
     pub rows: Vec<CompareRow>,
     /// The machine.
@@ -136,7 +138,11 @@ pub fn compare(base: &ReadConfig, control: &Control) -> Result<CompareReport, Ru
             report: Some(Box::new(report)),
         });
     }
-    Ok(CompareReport { rows, environment })
+    Ok(CompareReport {
+        schema_version: SCHEMA_VERSION,
+        rows,
+        environment,
+    })
 }
 
 impl CompareReport {
@@ -179,18 +185,35 @@ impl CompareReport {
                 }
             )?;
         }
-        let fallbacks: Vec<String> = self
+        // A fallback that several paths share (the buffers' page size, most
+        // often) is said once: with the paths it concerns, or alone when it
+        // concerns every path that ran.
+        let ran: Vec<&CompareRow> = self
             .rows
             .iter()
-            .filter_map(|r| r.report.as_ref().map(|rep| (r.name, rep)))
-            .flat_map(|(name, rep)| {
-                rep.fallbacks
-                    .iter()
-                    .map(move |f| format!("{name}: {}: {}", f.feature, f.reason))
-            })
+            .filter(|r| r.status != RunStatus::Skipped && r.report.is_some())
             .collect();
-        for f in fallbacks {
-            writeln!(w, "fallback {f}")?;
+        let mut shared: Vec<(&Fallback, Vec<&str>)> = Vec::new();
+        for row in &ran {
+            for f in row.report.iter().flat_map(|r| &r.fallbacks) {
+                match shared.iter_mut().find(|(seen, _)| *seen == f) {
+                    Some((_, names)) => names.push(row.name),
+                    None => shared.push((f, vec![row.name])),
+                }
+            }
+        }
+        for (f, names) in shared {
+            if names.len() == ran.len() {
+                writeln!(w, "fallback {}: {}", f.feature, f.reason)?;
+            } else {
+                writeln!(
+                    w,
+                    "fallback {} ({}): {}",
+                    f.feature,
+                    names.join(", "),
+                    f.reason
+                )?;
+            }
         }
         Ok(())
     }

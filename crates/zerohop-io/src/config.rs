@@ -1,5 +1,6 @@
 //! What a read run is asked to do.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ pub enum AccessPattern {
 
 /// Where the data goes after it reached host memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(into = "&'static str")]
 pub enum SinkKind {
     /// Nowhere: host memory only.
     Host,
@@ -37,6 +38,29 @@ pub enum SinkKind {
     Gpu,
     /// Straight into GPU memory through cuFile (GPUDirect Storage).
     Cufile,
+}
+
+impl SinkKind {
+    /// Its name in the JSON document and the summary, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SinkKind::Host => "host",
+            SinkKind::Gpu => "gpu",
+            SinkKind::Cufile => "cufile",
+        }
+    }
+}
+
+impl From<SinkKind> for &'static str {
+    fn from(kind: SinkKind) -> &'static str {
+        kind.name()
+    }
+}
+
+impl fmt::Display for SinkKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// How much to read.
@@ -48,8 +72,15 @@ pub enum Amount {
     /// This many bytes in total, split evenly between workers, wrapping
     /// around the files; rounded up to whole blocks.
     Bytes(u64),
-    /// For this long after the ramp.
+    /// For this long after the ramp; `{"time_s": seconds}` in the JSON
+    /// document.
+    #[serde(rename = "time_s", serialize_with = "seconds")]
     Time(Duration),
+}
+
+/// A duration as a number of seconds, the unit of every `_s` field.
+fn seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
 }
 
 /// The page cache before a run.
@@ -91,7 +122,9 @@ pub struct ReadConfig {
     pub workers: u32,
     /// How much to read.
     pub amount: Amount,
-    /// Time to run before measuring.
+    /// Time to run before measuring; `ramp_s`, in seconds, in the JSON
+    /// document.
+    #[serde(rename = "ramp_s", serialize_with = "seconds")]
     pub ramp: Duration,
     /// Sequential or random.
     pub pattern: AccessPattern,

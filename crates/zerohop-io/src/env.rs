@@ -35,8 +35,18 @@ pub struct UringEnvironment {
     pub disabled_sysctl: Option<u32>,
     /// `IORING_FEAT_*` flags the kernel reported.
     pub features: Vec<&'static str>,
-    /// Opcodes the engine uses and whether the kernel supports them.
+    /// Opcodes the engine uses and whether the kernel supports them; an
+    /// object from opcode name to `true` or `false` in the JSON document.
+    #[serde(serialize_with = "as_object")]
     pub opcodes: Vec<(&'static str, bool)>,
+}
+
+/// Writes name–value pairs as one JSON object, in their order.
+fn as_object<S: serde::Serializer>(
+    pairs: &[(&'static str, bool)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(pairs.iter().map(|(name, value)| (*name, *value)))
 }
 
 /// Locked-memory limits, which cap io_uring fixed buffers.

@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-/// Why a run cannot start. Every variant is a problem with the input, so the
-/// command exits with the usage code before any I/O.
+use crate::units::format_bytes;
+
+/// Why a run or a prepare cannot go on: a problem with the input or the
+/// machine, found before any I/O (but for [`InputError::CannotReplace`],
+/// found after writing and before replacing), so the command exits with
+/// the usage code and nothing was changed.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// No paths given.
@@ -44,20 +48,90 @@ pub enum InputError {
         kind: &'static str,
     },
     /// Any other failure to open or inspect.
-    #[error("{path}: cannot open: {source}")]
+    // The kernel's error is part of the message, so it is not also a
+    // `source`: a reader that prints the chain would repeat it.
+    #[error("{path}: cannot open: {error}")]
     Open {
         /// The path.
         path: PathBuf,
         /// The error from the kernel.
-        source: io::Error,
+        error: io::Error,
+    },
+    /// The path was replaced by something else between two looks at it.
+    #[error("{path}: changed while it was being opened (run again)")]
+    Changed {
+        /// The path.
+        path: PathBuf,
     },
     /// The filesystem refuses `O_DIRECT`.
-    #[error("{path}: the filesystem does not support O_DIRECT ({source}); run without --direct")]
+    #[error("{path}: the filesystem does not support O_DIRECT ({error}); run without --direct")]
     DirectUnsupported {
         /// The path.
         path: PathBuf,
         /// The error from the kernel.
-        source: io::Error,
+        error: io::Error,
+    },
+    /// `prepare` was given a symbolic link.
+    #[error(
+        "{path}: is a symbolic link; prepare does not write through links, even with --force (give the path it points to)"
+    )]
+    Symlink {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `prepare` was given a device, FIFO or socket.
+    #[error("{path}: is a {kind}; prepare writes only regular files")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// `prepare` would replace a file it did not write.
+    #[error(
+        "{path}: exists and was not written by `zerohop bench prepare` ({why}); refusing to replace it (remove it, choose another path, or add --force)"
+    )]
+    NotABenchFile {
+        /// The path.
+        path: PathBuf,
+        /// What showed it, e.g. that its first bytes are not the pattern.
+        why: &'static str,
+    },
+    /// `prepare` may not look at or write the destination.
+    #[error("{path}: permission denied (run as a user who may write there)")]
+    WriteDenied {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `prepare` cannot create its new file next to the destination.
+    #[error("{dir}: cannot create the new file in this directory: {error}")]
+    CannotCreate {
+        /// The directory.
+        dir: PathBuf,
+        /// The error from the kernel.
+        error: io::Error,
+    },
+    /// `prepare` wrote its file but cannot rename it over the destination.
+    #[error("{path}: cannot put the new file in place: {error}; nothing was replaced")]
+    CannotReplace {
+        /// The destination.
+        path: PathBuf,
+        /// The error from the kernel.
+        error: io::Error,
+    },
+    /// Not enough free space for the file `prepare` would write.
+    #[error(
+        "{dir}: {needed} bytes ({}) needed, {available} bytes ({}) available on this filesystem (free some space or use a smaller --size)",
+        format_bytes(*.needed as f64),
+        format_bytes(*.available as f64)
+    )]
+    NoSpace {
+        /// The directory of the file.
+        dir: PathBuf,
+        /// Bytes the file needs.
+        needed: u64,
+        /// Bytes free for this user.
+        available: u64,
     },
     /// A file shorter than one block.
     #[error(
@@ -145,7 +219,7 @@ pub fn classify_open_error(path: &Path, err: io::Error) -> InputError {
         io::ErrorKind::NotFound => InputError::NotFound { path },
         io::ErrorKind::PermissionDenied => InputError::PermissionDenied { path },
         io::ErrorKind::IsADirectory => InputError::IsDirectory { path },
-        _ => InputError::Open { path, source: err },
+        _ => InputError::Open { path, error: err },
     }
 }
 
@@ -207,43 +281,88 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
     }
 }
 
-fn open(path: &Path, direct: bool) -> io::Result<File> {
+/// What `file_type` is, in words, when it is neither a regular file, a
+/// block device, a directory nor a symbolic link.
+pub fn special_kind(file_type: std::fs::FileType) -> &'static str {
+    if file_type.is_char_device() {
+        "character device"
+    } else if file_type.is_fifo() {
+        "fifo"
+    } else if file_type.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// Whether `meta` is something a run may read.
+fn target_kind(path: &Path, meta: &std::fs::Metadata) -> Result<TargetKind, InputError> {
+    let file_type = meta.file_type();
+    if file_type.is_file() {
+        Ok(TargetKind::File)
+    } else if file_type.is_block_device() {
+        Ok(TargetKind::BlockDevice)
+    } else if file_type.is_dir() {
+        Err(InputError::IsDirectory {
+            path: path.to_path_buf(),
+        })
+    } else {
+        Err(InputError::NotAFile {
+            path: path.to_path_buf(),
+            kind: special_kind(file_type),
+        })
+    }
+}
+
+/// Opens `path` for reading and checks, on the open descriptor, that it is
+/// still what `expected` describes (a regular file or block device, the
+/// same inode).
+///
+/// The open is non-blocking: a FIFO or terminal put in the place of the
+/// path after the caller's `stat` would otherwise hold the open (a FIFO
+/// until a writer comes). The flag is cleared once `fstat` agrees.
+fn open_checked(
+    path: &Path,
+    direct: bool,
+    expected: &std::fs::Metadata,
+) -> Result<File, OpenFailure> {
     let mut options = OpenOptions::new();
     options.read(true);
-    if direct {
-        options.custom_flags(libc::O_DIRECT);
+    options.custom_flags(libc::O_NONBLOCK | if direct { libc::O_DIRECT } else { 0 });
+    let file = options.open(path).map_err(OpenFailure::Open)?;
+    let meta = file
+        .metadata()
+        .map_err(|err| OpenFailure::Input(classify_open_error(path, err)))?;
+    target_kind(path, &meta).map_err(OpenFailure::Input)?;
+    if (meta.dev(), meta.ino()) != (expected.dev(), expected.ino()) {
+        return Err(OpenFailure::Input(InputError::Changed {
+            path: path.to_path_buf(),
+        }));
     }
-    options.open(path)
+    crate::sys::set_blocking(&file)
+        .map_err(|err| OpenFailure::Input(classify_open_error(path, err)))?;
+    Ok(file)
+}
+
+/// Why [`open_checked`] failed: the `open` itself (whose error the caller
+/// reads, e.g. `EINVAL` for O_DIRECT), or a check after it.
+enum OpenFailure {
+    Open(io::Error),
+    Input(InputError),
 }
 
 /// Opens and checks one target for reads of `block_size` bytes.
+///
+/// Regular files and block devices are accepted; anything else is refused
+/// from its `stat`, before it is opened (opening a character device can
+/// have effects of its own: a tape rewinds, a watchdog arms).
 pub fn open_target(path: &Path, block_size: u64, direct: bool) -> Result<Target, InputError> {
     let meta = std::fs::metadata(path).map_err(|err| classify_open_error(path, err))?;
-    let file_type = meta.file_type();
-    let kind = if file_type.is_file() {
-        TargetKind::File
-    } else if file_type.is_block_device() {
-        TargetKind::BlockDevice
-    } else if file_type.is_dir() {
-        return Err(InputError::IsDirectory {
-            path: path.to_path_buf(),
-        });
-    } else {
-        let kind = if file_type.is_char_device() {
-            "character device"
-        } else if file_type.is_fifo() {
-            "fifo"
-        } else if file_type.is_socket() {
-            "socket"
-        } else {
-            "special file"
-        };
-        return Err(InputError::NotAFile {
-            path: path.to_path_buf(),
-            kind,
-        });
-    };
-    let buffered = open(path, false).map_err(|err| classify_open_error(path, err))?;
+    let kind = target_kind(path, &meta)?;
+    let buffered = open_checked(path, false, &meta).map_err(|failure| match failure {
+        OpenFailure::Open(err) => classify_open_error(path, err),
+        OpenFailure::Input(err) => err,
+    })?;
     let dev = if kind == TargetKind::BlockDevice {
         meta.rdev()
     } else {
@@ -282,12 +401,15 @@ pub fn open_target(path: &Path, block_size: u64, direct: bool) -> Result<Target,
             logical: alignment,
         });
     }
-    let file = open(path, true).map_err(|err| match err.raw_os_error() {
-        Some(libc::EINVAL) => InputError::DirectUnsupported {
-            path: path.to_path_buf(),
-            source: err,
-        },
-        _ => classify_open_error(path, err),
+    let file = open_checked(path, true, &meta).map_err(|failure| match failure {
+        OpenFailure::Open(err) if err.raw_os_error() == Some(libc::EINVAL) => {
+            InputError::DirectUnsupported {
+                path: path.to_path_buf(),
+                error: err,
+            }
+        }
+        OpenFailure::Open(err) => classify_open_error(path, err),
+        OpenFailure::Input(err) => err,
     })?;
     Ok(Target {
         path: path.to_path_buf(),
@@ -386,6 +508,41 @@ mod tests {
                 kind: "character device",
                 ..
             }
+        ));
+    }
+
+    #[test]
+    #[expect(unsafe_code, reason = "mkfifo has no safe wrapper in std")]
+    fn a_fifo_swapped_in_after_the_stat_is_refused_not_waited_on() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [0u8; 8192]).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c_path` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // A blocking open would wait here for a writer, forever.
+        match open_checked(&path, false, &meta) {
+            Err(OpenFailure::Input(InputError::NotAFile { kind: "fifo", .. })) => {}
+            Err(OpenFailure::Input(other)) => panic!("expected a fifo refusal, got {other}"),
+            Err(OpenFailure::Open(err)) => panic!("expected a fifo refusal, got {err}"),
+            Ok(_) => panic!("a fifo was opened as a target"),
+        }
+    }
+
+    #[test]
+    fn a_file_replaced_after_the_stat_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [0u8; 8192]).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        std::fs::write(dir.path().join("g"), [1u8; 8192]).unwrap();
+        std::fs::rename(dir.path().join("g"), &path).unwrap();
+        assert!(matches!(
+            open_checked(&path, false, &meta),
+            Err(OpenFailure::Input(InputError::Changed { .. }))
         ));
     }
 

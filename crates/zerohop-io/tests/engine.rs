@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use zerohop_io::buffers::HugePages;
 use zerohop_io::env::{Environment, Memlock};
-use zerohop_io::prepare::prepare;
+use zerohop_io::prepare::{Replace, prepare};
 use zerohop_io::{
     AccessPattern, Amount, Control, EngineKind, InputError, ReadConfig, RunError, RunStatus,
     SinkKind, run_read, run_read_in,
@@ -18,7 +18,7 @@ const LEN: u64 = 3 * (1 << 20) + 4096 + 100;
 
 fn prepared(dir: &Path, name: &str, len: u64) -> PathBuf {
     let path = dir.join(name);
-    prepare(&path, len, &Control::default()).unwrap();
+    prepare(&path, len, Replace::BenchFileOnly, &Control::default()).unwrap();
     path
 }
 
@@ -195,21 +195,6 @@ fn a_memlock_limit_too_small_falls_back_to_unregistered_buffers() {
 fn iopoll_is_dropped_with_a_reason_when_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let path = prepared(dir.path(), "data", LEN);
-    // Without O_DIRECT IOPOLL never applies.
-    let buffered = ReadConfig {
-        iopoll: true,
-        ..config(vec![path.clone()], EngineKind::Uring, false)
-    };
-    let report = run_read(&buffered, &Control::default()).unwrap();
-    assert_clean(&report, LEN);
-    if report.engine.backend == "io_uring" {
-        assert!(
-            report
-                .fallbacks
-                .iter()
-                .any(|f| f.feature == "iopoll" && f.reason.contains("O_DIRECT"))
-        );
-    }
     if !direct_supported(&path) {
         return;
     }
@@ -395,6 +380,27 @@ fn bad_input_is_refused_before_any_io() {
         }),
         InputError::NotFound { .. }
     ));
+    let err = input(ReadConfig {
+        iopoll: true,
+        ..base.clone()
+    });
+    assert!(
+        matches!(&err, InputError::Conflict(why) if why.contains("--direct") && why.contains("O_DIRECT")),
+        "{err}"
+    );
+    for (sqpoll, iopoll) in [(true, false), (false, true)] {
+        let err = input(ReadConfig {
+            engine: EngineKind::Pread,
+            direct: true,
+            sqpoll,
+            iopoll,
+            ..base.clone()
+        });
+        assert!(
+            matches!(&err, InputError::Conflict(why) if why.contains("--engine uring")),
+            "{err}"
+        );
+    }
     if direct_supported(&path) {
         let err = input(ReadConfig {
             direct: true,

@@ -46,7 +46,9 @@ pub enum RunError {
     #[error(transparent)]
     Input(#[from] InputError),
     /// A read failed.
-    #[error("{path}: read of {len} bytes at offset {offset} failed: {source}")]
+    // The kernel's error is part of the message, so it is not also a
+    // `source`: a reader that prints the chain would repeat it.
+    #[error("{path}: read of {len} bytes at offset {offset} failed: {error}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -55,11 +57,36 @@ pub enum RunError {
         /// The length asked for.
         len: u64,
         /// The error.
-        source: io::Error,
+        error: io::Error,
     },
-    /// Setting up a worker failed in a way no fallback covers.
+    /// Writing the file of `bench prepare` failed; the destination is as
+    /// it was.
+    #[error(
+        "{path}: writing the new file failed at offset {offset}: {error}; nothing was replaced"
+    )]
+    Write {
+        /// The destination.
+        path: PathBuf,
+        /// The offset.
+        offset: u64,
+        /// The error.
+        error: io::Error,
+    },
+    /// Setting up a worker failed in a way no fallback covers: the machine
+    /// refused memory, a GPU call or an io_uring call.
     #[error("worker setup failed: {0}")]
     Setup(String),
+    /// A thread of the run panicked: a bug in zerohop.
+    #[error("a {0} thread panicked")]
+    Panicked(String),
+}
+
+impl RunError {
+    /// Whether the failure is a bug in zerohop rather than the input or
+    /// the machine (which decides between exit codes 3 and 2).
+    pub fn is_bug(&self) -> bool {
+        matches!(self, RunError::Panicked(_))
+    }
 }
 
 /// Largest block size accepted.
@@ -110,9 +137,14 @@ pub fn validate(cfg: &ReadConfig) -> Result<(), InputError> {
         Amount::Time(t) if t.is_zero() => return Err(range("--time", "must be more than 0")),
         _ => {}
     }
-    if cfg.iopoll && cfg.sqpoll && cfg.engine == EngineKind::Pread {
+    if (cfg.iopoll || cfg.sqpoll) && cfg.engine == EngineKind::Pread {
         return Err(InputError::Conflict(
-            "--sqpoll and --iopoll need --engine uring".into(),
+            "--sqpoll and --iopoll are io_uring options; use them with --engine uring".into(),
+        ));
+    }
+    if cfg.iopoll && !cfg.direct {
+        return Err(InputError::Conflict(
+            "--iopoll needs --direct: io_uring polls for completions only on O_DIRECT reads".into(),
         ));
     }
     Ok(())
@@ -215,13 +247,13 @@ impl<'a> Shared<'a> {
         target: usize,
         offset: u64,
         len: u64,
-        source: io::Error,
+        error: io::Error,
     ) -> RunError {
         RunError::Read {
             path: self.targets[target].path.clone(),
             offset,
             len,
-            source,
+            error,
         }
     }
 }
@@ -308,7 +340,7 @@ pub(crate) fn join_all<T>(
         .into_iter()
         .map(|t| {
             t.join()
-                .unwrap_or_else(|_| Err(RunError::Setup(format!("a {what} thread panicked"))))
+                .unwrap_or_else(|_| Err(RunError::Panicked(what.to_owned())))
         })
         .collect()
 }
@@ -461,7 +493,14 @@ pub fn run_read_in(
         NumaPolicy::Node(node) => {
             fallbacks.push(fallback(
                 "numa_placement",
-                format!("node {node} is not online (online: {:?})", env.numa_nodes),
+                format!(
+                    "node {node} is not online (online: {})",
+                    env.numa_nodes
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
             None
         }
@@ -632,6 +671,7 @@ fn skipped(
     reason: String,
 ) -> RunReport {
     RunReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         status: RunStatus::Skipped,
         skip_reason: Some(reason),
         bytes: 0,
@@ -729,6 +769,7 @@ fn summarise(
         .map_or(0.0, |f| secs(f.saturating_duration_since(ramp_end)));
     let cpu_total = secs(cpu.user) + secs(cpu.system);
     RunReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         status: if interrupted {
             RunStatus::Interrupted
         } else {

@@ -423,10 +423,8 @@ fn setup(
     fallbacks: &mut Vec<Fallback>,
 ) -> Result<Ring, RunError> {
     let cfg = shared.cfg;
-    if cfg.iopoll && !cfg.direct {
-        fallbacks.push(fallback("iopoll", "IOPOLL needs O_DIRECT; add --direct"));
-    }
-    let ring = Ring::new(shared, extents, arena, cfg.iopoll && cfg.direct, fallbacks)?;
+    // `validate` refused --iopoll without --direct.
+    let ring = Ring::new(shared, extents, arena, cfg.iopoll, fallbacks)?;
     if !ring.has("IOPOLL") {
         return Ok(ring);
     }

@@ -2,7 +2,7 @@
 //!
 //! Argument parsing and output only; the engine is `zerohop-io`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
 use zerohop_core::exit::ExitCode;
+use zerohop_core::render::printable::printable;
 use zerohop_io::buffers::HugePages;
+use zerohop_io::prepare::Replace;
 use zerohop_io::units::{parse_duration, parse_size};
 use zerohop_io::{
     AccessPattern, Amount, CachePolicy, Control, EngineKind, NumaPolicy, ReadConfig, RunError,
@@ -109,7 +111,7 @@ pub(crate) struct ReadArgs {
     /// Ask io_uring for a kernel submission thread (IORING_SETUP_SQPOLL).
     #[arg(long)]
     sqpoll: bool,
-    /// Ask io_uring for polled completions (IORING_SETUP_IOPOLL; needs --direct and poll queues).
+    /// Ask io_uring for polled completions (IORING_SETUP_IOPOLL; needs --direct, and poll queues on the device).
     #[arg(long)]
     iopoll: bool,
     /// Do not register the buffers with io_uring.
@@ -123,11 +125,14 @@ pub(crate) struct ReadArgs {
 /// Arguments of `zerohop bench prepare`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct PrepareArgs {
-    /// The file to write (created or overwritten).
+    /// The file to write: created, or replaced if a previous prepare wrote it.
     path: PathBuf,
     /// Its size, e.g. 4G.
     #[arg(long, value_parser = parse_size)]
     size: u64,
+    /// Replace an existing regular file that a previous prepare did not write (links and special files are refused all the same).
+    #[arg(long)]
+    force: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
@@ -222,11 +227,38 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     }
 }
 
+/// Exit code 2 for what the input or the machine caused (a missing file,
+/// permission denied, a full disk, a failed read), 3 for a bug. The message
+/// is the error's own sentence, with the kernel's error once, and escaped:
+/// it quotes paths, which may hold terminal controls.
 fn cli_error(err: RunError) -> CliError {
-    match err {
-        RunError::Input(err) => CliError::usage(err.to_string()),
-        other => CliError::Internal(anyhow!(other)),
+    let message = printable(&err.to_string()).into_owned();
+    if err.is_bug() {
+        CliError::Internal(anyhow::Error::msg(message))
+    } else {
+        CliError::usage(message)
     }
+}
+
+/// Writes human output with every line passed through [`printable`]:
+/// paths and the kernel's or a library's reasons are quoted as they are.
+fn print_human(render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), CliError> {
+    let mut text = Vec::new();
+    render(&mut text).map_err(|e| CliError::Internal(anyhow!(e)))?;
+    let text = String::from_utf8_lossy(&text);
+    print(|w| {
+        for line in text.split_inclusive('\n') {
+            writeln!(w, "{}", printable(line.strip_suffix('\n').unwrap_or(line)))?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes to standard output; a full disk or a closed descriptor there is
+/// the environment's doing (exit 2), said in one sentence.
+fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), CliError> {
+    crate::output::to_stdout(write)
+        .map_err(|e| CliError::usage(format!("cannot write to standard output: {e}")))
 }
 
 /// A control whose stop flag is raised by the first Ctrl-C; a second one
@@ -299,7 +331,7 @@ fn planned_bytes(cfg: &ReadConfig) -> Option<u64> {
 
 fn write_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Internal(anyhow!(e)))?;
-    crate::output::to_stdout(|w| writeln!(w, "{text}")).map_err(CliError::Internal)
+    print(|w| writeln!(w, "{text}"))
 }
 
 fn read(args: ReadArgs) -> Result<i32, CliError> {
@@ -329,15 +361,17 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
     })
     .map_err(cli_error)?;
     match format {
-        Format::Json => write_json(&report)?,
-        Format::Human => {
-            crate::output::to_stdout(|w| report.write_human(w)).map_err(CliError::Internal)?
+        Format::Json => {
+            write_json(&report)?;
+            // The summary says it on standard output; a JSON reader's
+            // person sees it here.
+            if report.status == RunStatus::Skipped
+                && let Some(reason) = &report.skip_reason
+            {
+                eprintln!("warning: {} sink skipped: {}", cfg.sink, printable(reason));
+            }
         }
-    }
-    if report.status == RunStatus::Skipped
-        && let Some(reason) = &report.skip_reason
-    {
-        eprintln!("warning: {:?} sink skipped: {reason}", cfg.sink);
+        Format::Human => print_human(|w| report.write_human(w))?,
     }
     Ok(if report.verify_failed() {
         ExitCode::FAILED
@@ -350,13 +384,26 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
 
 fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
     let control = interruptible()?;
+    let replace = if args.force {
+        Replace::AnyRegularFile
+    } else {
+        Replace::BenchFileOnly
+    };
     let report = with_progress(&control, args.format, Some(args.size), || {
-        zerohop_io::prepare::prepare(&args.path, args.size, &control)
+        zerohop_io::prepare::prepare(&args.path, args.size, replace, &control)
     })
     .map_err(cli_error)?;
     match args.format {
         Format::Json => write_json(&report)?,
-        Format::Human => crate::output::to_stdout(|w| {
+        Format::Human => print_human(|w| {
+            if !report.complete {
+                return writeln!(
+                    w,
+                    "interrupted after {}: nothing was written to {}",
+                    zerohop_io::units::format_bytes(report.bytes as f64),
+                    report.path.display()
+                );
+            }
             writeln!(
                 w,
                 "wrote {} to {} in {:.2} s ({}/s){}",
@@ -364,14 +411,13 @@ fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
                 report.path.display(),
                 report.elapsed_s,
                 zerohop_io::units::format_bytes(report.bw_bytes_per_s),
-                if report.complete {
-                    ""
+                if report.replaced {
+                    ", replacing the previous file"
                 } else {
-                    " (interrupted: the file is incomplete)"
+                    ""
                 }
             )
-        })
-        .map_err(CliError::Internal)?,
+        })?,
     }
     Ok(if report.complete {
         ExitCode::OK
@@ -390,9 +436,7 @@ fn compare(args: CompareArgs) -> Result<i32, CliError> {
     .map_err(cli_error)?;
     match format {
         Format::Json => write_json(&report)?,
-        Format::Human => {
-            crate::output::to_stdout(|w| report.write_human(w)).map_err(CliError::Internal)?
-        }
+        Format::Human => print_human(|w| report.write_human(w))?,
     }
     Ok(if report.verify_failed() {
         ExitCode::FAILED
