@@ -2,11 +2,12 @@
 //! NetworkAttachmentDefinitions.
 
 use serde_json::{Value, json};
+use zerohop_known::shell::quote;
 
 use super::Step;
 use crate::devices::VENDOR;
 use crate::intent::{Ipam, LinkType, Platform, RdmaMode};
-use crate::validate::{Plan, RailPlan};
+use crate::plan::{Plan, RailPlan};
 
 /// Where NVIDIA publishes the Network Operator's images.
 const NVIDIA_MELLANOX_REPOSITORY: &str = "nvcr.io/nvidia/mellanox";
@@ -70,7 +71,7 @@ pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
         checks: vec![
             "kubectl get nicclusterpolicy nic-cluster-policy -o jsonpath='{.status.state}'   # ready".to_owned(),
             format!("kubectl get nodes -l {MOFED_WAIT_LABEL}=false   # every gpu node listed"),
-            format!("kubectl -n {} get pods -o wide | grep mofed   # 1/1 Running on every gpu node", plan.network_operator_namespace),
+            format!("kubectl -n {} get pods -o wide | grep mofed   # 1/1 Running on every gpu node", quote(&plan.network_operator_namespace)),
         ],
     }
 }
@@ -113,7 +114,7 @@ pub(crate) fn rdma_steps(plan: &Plan) -> Vec<Step> {
 }
 
 fn sriov_steps(plan: &Plan) -> Vec<Step> {
-    let ns = &plan.sriov_namespace;
+    let ns = quote(&plan.sriov_namespace);
     let mut steps = Vec::new();
     if plan.platform == Platform::Openshift {
         // OpenShift 4.16+ no longer creates it, and policies are not
@@ -121,7 +122,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         let config = json!({
             "apiVersion": "sriovnetwork.openshift.io/v1",
             "kind": "SriovOperatorConfig",
-            "metadata": {"name": "default", "namespace": ns},
+            "metadata": {"name": "default", "namespace": plan.sriov_namespace},
             "spec": {
                 "enableInjector": true,
                 "enableOperatorWebhook": true,
@@ -140,7 +141,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
     let pool_config = json!({
         "apiVersion": "sriovnetwork.openshift.io/v1",
         "kind": "SriovNetworkPoolConfig",
-        "metadata": {"name": format!("{}-rdma-exclusive", plan.name), "namespace": ns},
+        "metadata": {"name": format!("{}-rdma-exclusive", plan.name), "namespace": plan.sriov_namespace},
         "spec": {
             "rdmaMode": "exclusive",
             "maxUnavailable": 1,
@@ -174,7 +175,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
             policies.push(json!({
                 "apiVersion": "sriovnetwork.openshift.io/v1",
                 "kind": "SriovNetworkNodePolicy",
-                "metadata": {"name": format!("{}-rail{}", pool.name, nic.rail), "namespace": ns},
+                "metadata": {"name": format!("{}-rail{}", pool.name, nic.rail), "namespace": plan.sriov_namespace},
                 "spec": spec,
             }));
         }
@@ -185,7 +186,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         title: "VFs on every rail PF (one policy per PF; may reboot nodes for firmware changes)".to_owned(),
         checks: vec![
             format!("kubectl -n {ns} get sriovnetworknodestates -o custom-columns=NODE:.metadata.name,SYNC:.status.syncStatus   # Succeeded"),
-            format!("kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", plan.resource_prefix),
+            format!("kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", quote(&plan.resource_prefix)),
         ],
     });
     let networks: Vec<Value> = plan
@@ -200,7 +201,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
             .to_owned(),
         checks: vec![format!(
             "kubectl -n {} get network-attachment-definitions",
-            plan.workload.namespace
+            quote(&plan.workload.namespace)
         )],
     });
     steps
@@ -307,7 +308,7 @@ fn shared_nad_step(plan: &Plan) -> Step {
         title: "Rail networks over the shared RDMA devices".to_owned(),
         checks: vec![format!(
             "kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
-            plan.resource_prefix
+            quote(&plan.resource_prefix)
         )],
     }
 }

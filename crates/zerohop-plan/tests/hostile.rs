@@ -1,0 +1,455 @@
+//! Hostile intent files, tried as an attacker would: a value that would
+//! run a command in a root script, a unit line smuggled in through a mount
+//! point. Each is refused where it is found, and made harmless where it is
+//! written all the same.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use base64::Engine;
+use zerohop_plan::{ManifestSet, Plan, Platform, load, render};
+
+fn example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
+    fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// The example with `from` replaced by `to`, which must occur.
+fn edited(name: &str, from: &str, to: &str) -> String {
+    let text = example(name);
+    assert!(text.contains(from), "{from:?} not in {name}");
+    text.replacen(from, to, 1)
+}
+
+/// 1-based line and column (in characters) of the first `needle` in `text`.
+fn position(text: &str, needle: &str) -> (u64, u64) {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in the text"));
+    let before = &text[..at];
+    let line = before.matches('\n').count() as u64 + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..at].chars().count() as u64 + 1)
+}
+
+/// Asserts that `text` is refused with a diagnostic at the scalar
+/// `written` (as it is written in the text, quotes included) whose message
+/// starts with `field`.
+fn refused_at(text: &str, written: &str, field: &str) {
+    let err = match load("hostile.yaml", text, None) {
+        Ok(_) => panic!("accepted {written}"),
+        Err(err) => err,
+    };
+    let (line, column) = position(text, written);
+    assert!(
+        err.diagnostics
+            .iter()
+            .any(|d| d.line == line && d.column == column && d.message.starts_with(field)),
+        "no diagnostic for {field} at {line}:{column}:\n{err}"
+    );
+    // Diagnostics quote the value, so nothing in them reaches a terminal raw.
+    assert!(
+        !err.to_string().contains(['\u{1b}', '\u{7}', '\r']),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_command_substitution_in_a_pf_is_refused_at_the_pf() {
+    let written = "'x$(touch${IFS}/tmp/p)'";
+    let text = edited(
+        "cluster.yaml",
+        "{pf: ens1f0np0,",
+        &format!("{{pf: {written},"),
+    );
+    refused_at(&text, written, "pf");
+    // Short enough for IFNAMSIZ, still not a name the kernel gives.
+    let written = "'a$(id)/b'";
+    let text = edited(
+        "cluster.yaml",
+        "{pf: ens1f0np0,",
+        &format!("{{pf: {written},"),
+    );
+    refused_at(&text, written, "pf");
+}
+
+#[test]
+fn an_rdma_device_with_white_space_or_a_slash_is_refused_at_its_field() {
+    for written in ["'mlx5_0 $(reboot)'", "'mlx5/0'", "\"mlx5_0\\n\""] {
+        let text = edited(
+            "cluster.yaml",
+            "rdmaDevice: mlx5_0,",
+            &format!("rdmaDevice: {written},"),
+        );
+        refused_at(&text, written, "rdmaDevice");
+    }
+}
+
+#[test]
+fn a_mount_point_with_a_control_character_or_dot_dot_is_refused_at_its_field() {
+    for written in [
+        "\"/mnt/data\\n$(touch /tmp/p)\"",
+        "\"/mnt/\\e]0;owned\\a\"",
+        "/mnt/../etc",
+        "mnt/data",
+        "'/'",
+    ] {
+        let text = edited(
+            "cluster.yaml",
+            "mountPoint: /mnt/ai-data",
+            &format!("mountPoint: {written}"),
+        );
+        refused_at(&text, written, "mount point");
+    }
+}
+
+#[test]
+fn nfs_servers_exports_and_nvme_targets_follow_their_grammar() {
+    for (from, written, field) in [
+        ("server: 10.10.0.10", "'10.10.0.10;reboot'", "server"),
+        ("server: 10.10.0.10", "'nfs server'", "server"),
+        ("export: /export/ai-data", "export/ai-data", "export"),
+        ("export: /export/ai-data", "\"/export/a\\nb\"", "export"),
+        ("export: /export/ai-data", "'/export/a\\'", "export"),
+    ] {
+        let text = edited(
+            "cluster.yaml",
+            from,
+            &format!("{}: {written}", &from[..from.find(':').unwrap_or(0)]),
+        );
+        refused_at(&text, written, field);
+    }
+    // NVMe-oF takes IP addresses only: discovery.conf lines are split
+    // into arguments by nvme-cli.
+    let text = edited(
+        "infiniband.yaml",
+        "  workload:",
+        "  storage:\n    nvmeOf:\n      targets:\n      - address: '10.0.0.1 --hostnqn=x'\n  workload:",
+    );
+    refused_at(&text, "'10.0.0.1 --hostnqn=x'", "nvme-of target");
+}
+
+#[test]
+fn node_selector_labels_follow_the_kubernetes_grammar() {
+    let text = edited(
+        "cluster.yaml",
+        "nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3",
+        "'bad key': NVIDIA-H100-80GB-HBM3",
+    );
+    refused_at(&text, "'bad key'", "label key");
+    let text = edited(
+        "cluster.yaml",
+        "nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.product: '$(reboot)'",
+    );
+    // The value's problem is reported at its key, the start of the entry.
+    refused_at(&text, "nvidia.com/gpu.product", "label value");
+}
+
+#[test]
+fn a_pool_name_cannot_leave_the_host_directory() {
+    for written in ["../../etc", "a/b", "'..'"] {
+        let text = edited(
+            "cluster.yaml",
+            "- name: h100",
+            &format!("- name: {written}"),
+        );
+        refused_at(&text, written, "pool name");
+    }
+}
+
+#[test]
+fn namespaces_names_versions_and_images_follow_their_grammar() {
+    let text = edited(
+        "cluster.yaml",
+        "  nodePools:",
+        "  operators:\n    gpuOperatorNamespace: 'gpu operator'\n    networkOperatorVersion: 'v1;reboot'\n    docaDriverVersion: '1$(reboot)'\n  nodePools:",
+    );
+    refused_at(&text, "'gpu operator'", "namespace");
+    refused_at(&text, "'v1;reboot'", "operator version");
+    refused_at(&text, "'1$(reboot)'", "docaDriverVersion");
+    let text = edited(
+        "cluster.yaml",
+        "    image: nvcr.io/nvidia/pytorch:25.08-py3",
+        "    image: 'nvcr.io/x:1 --privileged'\n    ncclSocketIfname: 'eth0,$(id)/x'",
+    );
+    refused_at(&text, "'nvcr.io/x:1 --privileged'", "image");
+    refused_at(&text, "'eth0,$(id)/x'", "ncclSocketIfname");
+    let text = edited("cluster.yaml", "memory: 512Gi", "memory: '512Gi; rm -rf /'");
+    refused_at(&text, "'512Gi; rm -rf /'", "size");
+}
+
+/// A plan of the example, mutated after validation to carry `edit`: what
+/// the renderers must make harmless on their own.
+fn hostile_plan(name: &str, platform: Platform, edit: impl FnOnce(&mut Plan)) -> ManifestSet {
+    let mut plan = load(name, &example(name), Some(platform)).unwrap_or_else(|e| panic!("{e}"));
+    edit(&mut plan);
+    render(&plan)
+}
+
+/// Every script of a set, by path: `.sh` files and the grub snippet, and
+/// the scripts inside OpenShift MachineConfigs (base64 data URLs).
+fn scripts(set: &ManifestSet) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for file in &set.files {
+        if file.path.ends_with(".sh") || file.path.ends_with("90-zerohop.cfg") {
+            found.push((file.path.clone(), file.contents.clone()));
+        }
+        for object in &file.objects {
+            let files = object["spec"]["config"]["storage"]["files"].as_array();
+            for entry in files.into_iter().flatten() {
+                let path = entry["path"].as_str().unwrap_or_default();
+                let source = entry["contents"]["source"].as_str().unwrap_or_default();
+                if path.ends_with(".sh") {
+                    let encoded = source.rsplit(',').next().unwrap_or_default();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(encoded)
+                        .expect("base64");
+                    found.push((path.to_owned(), String::from_utf8(bytes).expect("utf-8")));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Runs `script` with `shell -c`, `None` when the shell is not installed.
+fn run_shell(shell: &str, script: &str) -> Option<std::process::Output> {
+    Command::new(shell).arg("-c").arg(script).output().ok()
+}
+
+const HOSTILE_PF: &str = "x$(touch${IFS}CANARY)";
+const HOSTILE_DEVICE: &str = "mlx5_0;touch CANARY `touch CANARY` 'q\"";
+
+#[test]
+fn the_qos_script_reads_hostile_names_back_as_single_words_and_runs_nothing() {
+    let dir = tempfile::tempdir().expect("temp");
+    let canary = dir.path().join("canary");
+    let canary_text = canary.to_str().expect("utf-8 temp path");
+    let pf = HOSTILE_PF.replace("CANARY", canary_text);
+    let device = HOSTILE_DEVICE.replace("CANARY", canary_text);
+    for platform in [Platform::Kubernetes, Platform::Openshift] {
+        let set = hostile_plan("cluster.yaml", platform, |plan| {
+            plan.pools[0].nics[0].pf = pf.clone();
+            plan.pools[0].nics[0].rdma_device = device.clone();
+        });
+        let found = scripts(&set);
+        let (_, script) = found
+            .iter()
+            .find(|(path, _)| path.ends_with("zerohop-roce-qos.sh"))
+            .expect("qos script rendered");
+        // The shell is the oracle: with `configure` printing its
+        // arguments, the calls must give back exactly the names.
+        let calls: String = script
+            .lines()
+            .filter(|l| l.starts_with("configure "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for shell in ["sh", "bash"] {
+            let Some(output) = run_shell(
+                shell,
+                &format!("configure() {{ printf '%s\\n' \"$1\" \"$2\"; }}\n{calls}"),
+            ) else {
+                eprintln!("skipped: {shell} is not installed");
+                continue;
+            };
+            assert!(output.status.success(), "{shell}: {output:?}");
+            let words = String::from_utf8(output.stdout).expect("utf-8");
+            let words: Vec<&str> = words.lines().collect();
+            assert!(
+                words
+                    .chunks(2)
+                    .any(|pair| pair == [pf.as_str(), device.as_str()]),
+                "{shell} read {words:?}"
+            );
+            assert!(!canary.exists(), "{shell} ran a command from a name");
+        }
+    }
+}
+
+#[test]
+fn every_rendered_script_parses_with_sh_and_bash() {
+    let mut sets = Vec::new();
+    for name in ["cluster.yaml", "infiniband.yaml"] {
+        for platform in [Platform::Kubernetes, Platform::Openshift] {
+            sets.push(hostile_plan(name, platform, |_| {}));
+            sets.push(hostile_plan(name, platform, |plan| {
+                plan.pools[0].nics[0].pf = HOSTILE_PF.to_owned();
+                plan.pools[0].nics[0].rdma_device = HOSTILE_DEVICE.to_owned();
+                plan.pools[0].isolated_cpus = Some("1\"; reboot; \"".to_owned());
+            }));
+        }
+    }
+    let mut checked = 0;
+    for set in &sets {
+        for (path, script) in scripts(set) {
+            for shell in ["sh", "bash"] {
+                let Ok(output) = Command::new(shell)
+                    .arg("-n")
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .and_then(|mut child| {
+                        use std::io::Write;
+                        child
+                            .stdin
+                            .take()
+                            .expect("stdin")
+                            .write_all(script.as_bytes())?;
+                        child.wait_with_output()
+                    })
+                else {
+                    eprintln!("skipped: {shell} is not installed");
+                    continue;
+                };
+                assert!(
+                    output.status.success(),
+                    "{shell} -n {path}: {}\n{script}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0, "no script was checked");
+}
+
+#[test]
+fn a_grub_snippet_keeps_hostile_cpu_lists_inside_one_quoted_word() {
+    let dir = tempfile::tempdir().expect("temp");
+    let canary = dir.path().join("canary");
+    let cpus = format!("1\"; touch {} #", canary.display());
+    let set = hostile_plan("cluster.yaml", Platform::Kubernetes, |plan| {
+        plan.pools[0].isolated_cpus = Some(cpus.clone());
+    });
+    let (_, grub) = scripts(&set)
+        .into_iter()
+        .find(|(path, _)| path.ends_with("90-zerohop.cfg"))
+        .expect("grub snippet");
+    let Some(output) = run_shell(
+        "sh",
+        &format!("GRUB_CMDLINE_LINUX=quiet\n{grub}printf '%s' \"$GRUB_CMDLINE_LINUX\""),
+    ) else {
+        eprintln!("skipped: sh is not installed");
+        return;
+    };
+    let value = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(
+        value.starts_with("quiet intel_iommu=on iommu=pt "),
+        "{value}"
+    );
+    assert!(value.contains(&format!("nohz_full={cpus}")), "{value}");
+    assert!(!canary.exists());
+}
+
+#[test]
+fn mount_units_keep_one_setting_per_line_and_expand_no_specifier() {
+    for platform in [Platform::Kubernetes, Platform::Openshift] {
+        let set = hostile_plan("cluster.yaml", platform, |plan| {
+            let nfs = plan.nfs.as_mut().expect("nfs in the example");
+            nfs.mount_point = "/mnt/100%h\nExecStartPre=/bin/sh -c reboot\\".to_owned();
+            nfs.export = "/export/%n".to_owned();
+        });
+        let mut units: Vec<String> = set
+            .files
+            .iter()
+            .filter(|f| f.path.ends_with(".mount") || f.path.ends_with(".automount"))
+            .map(|f| f.contents.clone())
+            .collect();
+        for file in &set.files {
+            for object in &file.objects {
+                let listed = object["spec"]["config"]["systemd"]["units"].as_array();
+                for unit in listed.into_iter().flatten() {
+                    let name = unit["name"].as_str().unwrap_or_default();
+                    if name.ends_with("mount") {
+                        units.push(unit["contents"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+            }
+        }
+        assert_eq!(units.len(), 2, "{platform:?}: a .mount and an .automount");
+        for unit in &units {
+            for line in unit.lines() {
+                let known = line.is_empty()
+                    || line.starts_with('[')
+                    || [
+                        "Description=",
+                        "Wants=",
+                        "After=",
+                        "What=",
+                        "Where=",
+                        "Type=",
+                        "Options=",
+                        "TimeoutSec=",
+                        "TimeoutIdleSec=",
+                        "WantedBy=",
+                    ]
+                    .iter()
+                    .any(|key| line.starts_with(key));
+                assert!(known, "{platform:?}: smuggled line {line:?} in\n{unit}");
+                assert!(
+                    !line.ends_with('\\'),
+                    "{platform:?}: continued line {line:?}"
+                );
+                // Every % is doubled: no specifier is expanded.
+                assert!(
+                    !line.replace("%%", "").contains('%'),
+                    "{platform:?}: {line:?}"
+                );
+            }
+        }
+        assert!(
+            units[0].contains("What=10.10.0.10:/export/%%n\n"),
+            "{}",
+            units[0]
+        );
+    }
+}
+
+#[test]
+fn readme_checks_pass_a_hostile_mount_point_as_one_word() {
+    let dir = tempfile::tempdir().expect("temp");
+    let canary = dir.path().join("canary");
+    let seen = dir.path().join("seen");
+    let point = format!("/mnt/data;$(touch {0}) `touch {0}`'\"", canary.display());
+    let set = hostile_plan("cluster.yaml", Platform::Openshift, |plan| {
+        plan.nfs.as_mut().expect("nfs").mount_point = point.clone();
+    });
+    let readme = &set
+        .files
+        .iter()
+        .find(|f| f.path == "README.md")
+        .expect("readme")
+        .contents;
+    let check = readme
+        .lines()
+        .find(|l| l.starts_with("oc debug node/<node> -- chroot /host sh -c"))
+        .expect("mount check in the readme")
+        // The user puts a node's name in place of the placeholder.
+        .replace("<node>", "gpu-1");
+    // `oc` prints its last argument, the command run on the node, which is
+    // then run with `ls` recording what it was given.
+    let Some(outer) = run_shell(
+        "sh",
+        &format!("oc() {{ for word; do last=$word; done; printf '%s\\n' \"$last\"; }}\n{check}"),
+    ) else {
+        eprintln!("skipped: sh is not installed");
+        return;
+    };
+    let on_node = String::from_utf8(outer.stdout).expect("utf-8");
+    let script = format!(
+        "ls() {{ printf '%s' \"$1\" > '{}'; }}\nnfsstat() {{ :; }}\ngrep() {{ :; }}\n{on_node}",
+        seen.display()
+    );
+    let inner = run_shell("sh", &script).expect("sh");
+    assert!(inner.status.success(), "{inner:?}");
+    assert_eq!(fs::read_to_string(&seen).expect("ls ran"), point);
+    assert!(
+        !canary.exists(),
+        "the readme's check ran a command from the mount point"
+    );
+}
