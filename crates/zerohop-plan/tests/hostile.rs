@@ -1,14 +1,20 @@
-//! Hostile intent files, tried as an attacker would: a value that would
-//! run a command in a root script, a unit line smuggled in through a mount
-//! point. Each is refused where it is found, and made harmless where it is
-//! written all the same.
+//! Hostile intent files and output directories, tried as an attacker
+//! would: a value that would run a command in a root script, a unit line
+//! smuggled in through a mount point, a FIFO as the intent, a user's
+//! directory as the output. Each is refused where it is found, or made
+//! harmless where it is written, and never deletes anything.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use base64::Engine;
-use zerohop_plan::{ManifestSet, Plan, Platform, load, render};
+use zerohop_plan::{
+    Foreign, InputError, ManifestFile, ManifestSet, Plan, Platform, WriteError, load, read_intent,
+    render, write_set,
+};
 
 fn example(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -452,4 +458,289 @@ fn readme_checks_pass_a_hostile_mount_point_as_one_word() {
         !canary.exists(),
         "the readme's check ran a command from the mount point"
     );
+}
+
+/// Runs `read` on another thread and fails the test if it does not
+/// return within five seconds: a hang must fail, not stall the suite.
+fn within_deadline<T: Send + 'static>(read: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(read());
+    });
+    receive
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the read did not return within 5 s")
+}
+
+#[test]
+fn a_fifo_as_the_intent_file_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().expect("temp");
+    let fifo = dir.path().join("intent.yaml");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    let result = within_deadline(move || read_intent(&fifo));
+    assert!(
+        matches!(result, Err(InputError::NotAFile { kind: "a fifo", .. })),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_terminal_as_the_intent_file_is_refused_not_waited_on() {
+    // A terminal device node made where the test may (`mknod c 4 5`, as
+    // root); without that privilege, the pseudo-terminal multiplexer,
+    // which is a terminal device every Linux has.
+    let dir = tempfile::tempdir().expect("temp");
+    let node = dir.path().join("tty5");
+    let path = match rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &node,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        rustix::fs::makedev(4, 5),
+    ) {
+        Ok(()) => node,
+        Err(_) => {
+            eprintln!("mknod is not permitted here: testing /dev/ptmx instead");
+            PathBuf::from("/dev/ptmx")
+        }
+    };
+    let result = within_deadline(move || read_intent(&path));
+    // Opening may already fail (no such console): that is refused too.
+    assert!(
+        matches!(
+            result,
+            Err(InputError::NotAFile {
+                kind: "a character device",
+                ..
+            } | InputError::Io { .. })
+        ),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn an_endless_device_is_refused_not_read() {
+    let result = within_deadline(|| read_intent(Path::new("/dev/zero")));
+    assert!(
+        matches!(result, Err(InputError::NotAFile { .. })),
+        "{result:?}"
+    );
+}
+
+fn a_set() -> ManifestSet {
+    render(&load("cluster.yaml", &example("cluster.yaml"), None).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Every file under `dir`, relative, with its contents.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in fs::read_dir(&next).expect("list") {
+            let entry = entry.expect("entry");
+            let kind = entry.file_type().expect("type");
+            let relative = entry
+                .path()
+                .strip_prefix(dir)
+                .expect("inside")
+                .to_path_buf();
+            if kind.is_dir() {
+                stack.push(entry.path());
+                out.push((relative, Vec::new()));
+            } else if kind.is_symlink() {
+                out.push((
+                    relative,
+                    fs::read_link(entry.path())
+                        .expect("link")
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
+            } else {
+                out.push((relative, fs::read(entry.path()).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn assert_refused_untouched(dir: &Path, expect: impl Fn(&Foreign) -> bool) -> String {
+    let before = snapshot(dir);
+    let err = write_set(&a_set(), dir).expect_err("refused");
+    match &err {
+        WriteError::NotOurs { reason, .. } => assert!(expect(reason), "{reason:?}"),
+        other => panic!("{other}"),
+    }
+    assert_eq!(snapshot(dir), before, "the refused directory was changed");
+    let parent = dir.parent().expect("parent");
+    let left: Vec<_> = fs::read_dir(parent)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("zerohop"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    err.to_string()
+}
+
+#[test]
+fn a_kustomize_directory_is_never_taken_for_a_previous_output() {
+    let root = tempfile::tempdir().expect("temp");
+    let deploy = root.path().join("deploy");
+    fs::create_dir_all(deploy.join("overlays/prod")).expect("mkdir");
+    for (path, text) in [
+        ("README.md", "# deploy\n"),
+        ("kustomization.yaml", "resources: [app.yaml]\n"),
+        ("app.yaml", "kind: Deployment\n"),
+        ("overlays/prod/kustomization.yaml", "resources: [../../]\n"),
+    ] {
+        fs::write(deploy.join(path), text).expect("write");
+    }
+    let message = assert_refused_untouched(&deploy, |r| *r == Foreign::NoMarker);
+    assert!(
+        message.contains("deploy") && message.contains("no .zerohop-plan"),
+        "{message}"
+    );
+}
+
+/// A previous output at `root/plan`.
+fn previous_output(root: &Path) -> PathBuf {
+    let out = root.join("plan");
+    write_set(&a_set(), &out).expect("first write");
+    out
+}
+
+#[test]
+fn a_file_added_to_a_previous_output_is_never_deleted() {
+    let root = tempfile::tempdir().expect("temp");
+    let out = previous_output(root.path());
+    fs::write(out.join("notes.md"), "mine").expect("user file");
+    fs::create_dir(out.join("patches")).expect("user dir");
+    let message = assert_refused_untouched(
+        &out,
+        |r| matches!(r, Foreign::Changed { added, modified } if added.contains(&"notes.md".to_owned()) && added.contains(&"patches/".to_owned()) && modified.is_empty()),
+    );
+    assert!(message.contains("notes.md (added)"), "{message}");
+}
+
+#[test]
+fn a_file_changed_in_a_previous_output_is_never_overwritten() {
+    let root = tempfile::tempdir().expect("temp");
+    let out = previous_output(root.path());
+    let policy = out.join("20-nic-cluster-policy.yaml");
+    let mut text = fs::read_to_string(&policy).expect("read");
+    text.push_str("# tuned by hand\n");
+    fs::write(&policy, text).expect("edit");
+    let message = assert_refused_untouched(
+        &out,
+        |r| matches!(r, Foreign::Changed { added, modified } if added.is_empty() && modified == &["20-nic-cluster-policy.yaml".to_owned()]),
+    );
+    assert!(
+        message.contains("20-nic-cluster-policy.yaml (changed)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_link_in_a_previous_output_is_refused_not_followed() {
+    let root = tempfile::tempdir().expect("temp");
+    let out = previous_output(root.path());
+    std::os::unix::fs::symlink("/etc/passwd", out.join("passwd.yaml")).expect("link");
+    assert_refused_untouched(
+        &out,
+        |r| matches!(r, Foreign::Changed { added, .. } if added == &["passwd.yaml".to_owned()]),
+    );
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&out, &link).expect("link");
+    assert_refused_untouched(&link, |r| *r == Foreign::Link);
+}
+
+#[test]
+fn a_previous_output_with_files_deleted_or_none_changed_is_replaced() {
+    let root = tempfile::tempdir().expect("temp");
+    let out = previous_output(root.path());
+    write_set(&a_set(), &out).expect("unchanged output replaced");
+    fs::remove_file(out.join("README.md")).expect("delete a generated file");
+    write_set(&a_set(), &out).expect("output with a deleted file replaced");
+    assert!(out.join("README.md").is_file());
+    let empty = root.path().join("empty");
+    fs::create_dir(&empty).expect("mkdir");
+    write_set(&a_set(), &empty).expect("empty directory used");
+    let mut names: Vec<_> = fs::read_dir(root.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["empty", "plan"]);
+}
+
+#[test]
+fn dot_dot_dot_and_the_root_are_not_output_directories() {
+    for dir in [".", "..", "/", "plan/.."] {
+        assert!(
+            matches!(
+                write_set(&a_set(), Path::new(dir)),
+                Err(WriteError::BadTarget { .. })
+            ),
+            "{dir}"
+        );
+    }
+}
+
+#[test]
+fn a_file_or_device_as_output_is_refused() {
+    let root = tempfile::tempdir().expect("temp");
+    let file = root.path().join("plan");
+    fs::write(&file, "mine").expect("write");
+    assert!(matches!(
+        write_set(&a_set(), &file),
+        Err(WriteError::NotOurs {
+            reason: Foreign::NotADirectory,
+            ..
+        })
+    ));
+    assert_eq!(fs::read_to_string(&file).expect("kept"), "mine");
+    assert!(matches!(
+        write_set(&a_set(), Path::new("/dev/full")),
+        Err(WriteError::NotOurs {
+            reason: Foreign::NotADirectory,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_rendered_path_that_leaves_the_output_is_refused_before_anything_is_written() {
+    let root = tempfile::tempdir().expect("temp");
+    for path in [
+        "../escape.yaml",
+        "/etc/escape.yaml",
+        "host/../../escape.yaml",
+        ".zerohop-plan",
+        "",
+    ] {
+        let set = ManifestSet {
+            files: vec![ManifestFile {
+                path: path.to_owned(),
+                contents: "x".to_owned(),
+                objects: Vec::new(),
+            }],
+        };
+        let out = root.path().join("plan");
+        assert!(
+            matches!(write_set(&set, &out), Err(WriteError::UnsafePath { .. })),
+            "{path:?}"
+        );
+        assert_eq!(
+            fs::read_dir(root.path()).expect("list").count(),
+            0,
+            "{path:?}"
+        );
+    }
 }

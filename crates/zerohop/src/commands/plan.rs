@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use zerohop_plan::{MAX_INTENT_BYTES, Platform, WriteError};
+use zerohop_core::render::printable::printable;
+use zerohop_plan::{Platform, WriteError};
 
 use crate::error::CliError;
 
@@ -11,7 +12,8 @@ use crate::error::CliError;
 pub(crate) struct Args {
     /// The intent file (`kind: DataPathPlan`), e.g. examples/cluster.yaml.
     file: PathBuf,
-    /// Output directory; replaced as a whole (a previous plan output only).
+    /// Output directory: created, or replaced as a whole when it is a
+    /// previous plan output with no file added or changed.
     #[arg(short, long, default_value = "plan")]
     output: PathBuf,
     /// Target platform; defaults to `spec.platform` of the intent file.
@@ -28,30 +30,34 @@ enum PlatformArg {
     Openshift,
 }
 
-/// Runs `zerohop plan`.
+/// A usage error whose message may carry paths and values from the user:
+/// each line escaped before it reaches a terminal (the diagnostics of an
+/// intent file are several lines, the line breaks are ours).
+fn refused(message: impl std::fmt::Display) -> CliError {
+    let text = message.to_string();
+    let lines: Vec<_> = text.split('\n').map(printable).collect();
+    CliError::usage(lines.join("\n"))
+}
+
+/// Runs `zerohop plan`. Exit codes: 0 written; 2 for anything wrong with
+/// the intent file, the output directory or the file system (each said in
+/// one sentence); 3 only for a bug.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let file = args.file.display().to_string();
-    let metadata = std::fs::metadata(&args.file)
-        .map_err(|err| CliError::usage(format!("cannot read {file}: {err}")))?;
-    if metadata.len() > MAX_INTENT_BYTES as u64 {
-        return Err(CliError::usage(format!(
-            "{file}: file is larger than {MAX_INTENT_BYTES} bytes"
-        )));
-    }
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|err| CliError::usage(format!("cannot read {file}: {err}")))?;
+    let text = zerohop_plan::read_intent(&args.file).map_err(refused)?;
     let platform = args.platform.map(|p| match p {
         PlatformArg::Kubernetes => Platform::Kubernetes,
         PlatformArg::Openshift => Platform::Openshift,
     });
+    let file = args.file.display().to_string();
     let plan = zerohop_plan::load(&file, &text, platform)
-        .map_err(|err| CliError::usage(format!("{err}\nnothing was written")))?;
+        .map_err(|err| refused(format!("{err}\nnothing was written")))?;
     let set = zerohop_plan::render(&plan);
     let written = zerohop_plan::write_set(&set, &args.output).map_err(|err| match err {
-        WriteError::NotOurs { .. } => CliError::usage(err),
-        WriteError::Io { .. } => CliError::Internal(anyhow::Error::new(err)),
+        WriteError::UnsafePath { .. } => CliError::Internal(anyhow::Error::new(err)),
+        other => refused(other),
     })?;
-    let dir = args.output.display();
+    let dir = args.output.display().to_string();
+    let dir = printable(&dir);
     crate::output::to_stdout(|w| {
         writeln!(
             w,
@@ -59,9 +65,17 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             written.len()
         )?;
         for path in &written {
-            writeln!(w, "  {path}")?;
+            writeln!(w, "  {}", printable(path))?;
         }
         Ok(())
+    })
+    .map_err(|err| {
+        // The output is written by then: a full disk or a closed terminal
+        // behind standard output is the environment's doing, not a bug.
+        let reason = err
+            .downcast_ref::<std::io::Error>()
+            .map_or_else(|| err.to_string(), |io| io.kind().to_string());
+        refused(format!("cannot write to standard output: {reason}"))
     })?;
     Ok(0)
 }
