@@ -190,11 +190,22 @@ pub enum CpuVendor {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Nic {
-    /// The PF's netdev name on the node, e.g. `ens1f0np0`.
-    #[schemars(with = "String")]
+    /// The PF's netdev name on the node, e.g. `ens1f0np0`: at most 15
+    /// bytes, no `/`, `:`, white space or control character (the kernel's
+    /// `dev_valid_name()`).
+    #[schemars(
+        with = "String",
+        length(min = 1, max = 15),
+        pattern(r"^[^/:\s\x00-\x1f\x7f]+$")
+    )]
     pub pf: Spanned<String>,
-    /// The RDMA device of the PF (`mlx5_0`), used for `NCCL_IB_HCA`.
-    #[schemars(with = "String")]
+    /// The RDMA device of the PF (`mlx5_0`), used for `NCCL_IB_HCA`: at
+    /// most 63 bytes, no `/`, white space or control character.
+    #[schemars(
+        with = "String",
+        length(min = 1, max = 63),
+        pattern(r"^[^/\s\x00-\x1f\x7f]+$")
+    )]
     pub rdma_device: Spanned<String>,
     /// The PCI device ID of the physical function (vendor 15b3), e.g. `1021` for ConnectX-7.
     #[schemars(with = "String")]
@@ -371,11 +382,13 @@ pub struct NfsRdma {
     /// Server address (IP or DNS name) on the storage network.
     #[schemars(with = "String")]
     pub server: Spanned<String>,
-    /// Exported path on the server.
-    #[schemars(with = "String")]
+    /// Exported path on the server, absolute, without `.` or `..`
+    /// components, backslashes or control characters.
+    #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]*$"))]
     pub export: Spanned<String>,
-    /// Absolute mount point on the nodes, e.g. `/mnt/ai-data`.
-    #[schemars(with = "String")]
+    /// Absolute mount point on the nodes, e.g. `/mnt/ai-data`; the same
+    /// rules as `export`, and not `/`.
+    #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]+$"))]
     pub mount_point: Spanned<String>,
     /// TCP-style connection count for RPC-over-RDMA (1–16).
     #[serde(default = "defaults::nconnect")]
