@@ -47,6 +47,18 @@ pub struct Plan {
     pub workload: WorkloadPlan,
 }
 
+impl Plan {
+    /// Every NIC of every pool by rail number, in pool order: built in one
+    /// pass, so that no renderer scans all NICs once per rail.
+    pub(crate) fn nics_by_rail(&self) -> BTreeMap<u32, Vec<&NicPlan>> {
+        let mut by_rail: BTreeMap<u32, Vec<&NicPlan>> = BTreeMap::new();
+        for nic in self.pools.iter().flat_map(|p| &p.nics) {
+            by_rail.entry(nic.rail).or_default().push(nic);
+        }
+        by_rail
+    }
+}
+
 /// A node pool.
 #[derive(Debug, Clone)]
 pub struct PoolPlan {

@@ -14,7 +14,7 @@ use serde_saphyr::{Location, Spanned};
 use crate::diagnostic::Diagnostic;
 use crate::grammar;
 use crate::intent::{API_VERSION, DataPathPlan, KIND, NodePool, Operators, Platform, RdmaMode};
-use crate::plan::{Plan, PoolPlan, RailPlan};
+use crate::plan::{Plan, PoolPlan};
 
 /// Collects every problem of an intent, in any order.
 pub(crate) struct Checker {
@@ -100,7 +100,7 @@ pub(crate) fn validate(
             "describe at least one pool of gpu nodes",
         );
     }
-    let mut rails: BTreeMap<u32, RailPlan> = BTreeMap::new();
+    let mut rails = nic::Rails::default();
     let mut pools = Vec::new();
     let mut pool_names = BTreeSet::new();
     let mut all_pfs: BTreeMap<String, bool> = BTreeMap::new();
@@ -115,6 +115,7 @@ pub(crate) fn validate(
         pools.push(node_pool(&mut c, pool, rdma_mode, &mut rails, &mut all_pfs));
     }
     let storage = storage::storage(&mut c, spec.storage, &all_pfs);
+    let rails = rails.by_number;
     let workload = workload::workload(&mut c, spec.workload, &pools, &rails);
 
     if !c.found.is_empty() {
@@ -195,7 +196,7 @@ fn node_pool(
     c: &mut Checker,
     pool: NodePool,
     rdma_mode: RdmaMode,
-    rails: &mut BTreeMap<u32, RailPlan>,
+    rails: &mut nic::Rails,
     all_pfs: &mut BTreeMap<String, bool>,
 ) -> PoolPlan {
     // The pool name becomes a directory under host/ and part of object

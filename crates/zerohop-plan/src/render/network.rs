@@ -79,15 +79,15 @@ pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
 /// The RDMA shared device plugin config: one resource per rail, selecting
 /// the rail's PFs by vendor and netdev name.
 pub(crate) fn rdma_shared_config(plan: &Plan) -> String {
+    let nics = plan.nics_by_rail();
     let list: Vec<Value> = plan
         .rails
         .values()
         .map(|rail| {
-            let mut if_names: Vec<&str> = plan
-                .pools
-                .iter()
-                .flat_map(|p| &p.nics)
-                .filter(|n| n.rail == rail.rail)
+            let mut if_names: Vec<&str> = nics
+                .get(&rail.rail)
+                .into_iter()
+                .flatten()
                 .map(|n| n.pf.as_str())
                 .collect();
             if_names.sort_unstable();
@@ -279,11 +279,12 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
 /// Shared mode: one NAD per rail, macvlan (Ethernet) or ipoib (InfiniBand)
 /// over the PF, with the shared device plugin's resource.
 fn shared_nad_step(plan: &Plan) -> Step {
+    let nics = plan.nics_by_rail();
     let nads = plan
         .rails
         .values()
         .map(|rail| {
-            let master = plan.pools.iter().flat_map(|p| &p.nics).find(|n| n.rail == rail.rail).map(|n| n.pf.clone()).unwrap_or_default();
+            let master = nics.get(&rail.rail).and_then(|n| n.first()).map(|n| n.pf.clone()).unwrap_or_default();
             let ipam: Value = serde_json::from_str(&ipam(plan, rail)).unwrap_or(Value::Null);
             let plugin = match rail.link_type {
                 LinkType::Eth => json!({"type": "macvlan", "master": master, "mode": "bridge", "mtu": rail.mtu, "ipam": ipam}),

@@ -108,11 +108,11 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
     let hcas: Vec<&str> = match plan.rdma_mode {
         // The PFs' RDMA devices are visible in the pod in shared mode.
         RdmaMode::Shared => {
-            let mut names: Vec<&str> = plan
-                .pools
+            let nics = plan.nics_by_rail();
+            let mut names: Vec<&str> = rails
                 .iter()
-                .flat_map(|p| &p.nics)
-                .filter(|n| rails.iter().any(|r| r.rail == n.rail))
+                .filter_map(|r| nics.get(&r.rail))
+                .flatten()
                 .map(|n| n.rdma_device.as_str())
                 .collect();
             names.sort_unstable();

@@ -1,6 +1,6 @@
 //! One RDMA NIC port of a pool: its names, model, VFs and rail network.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use zerohop_known::names;
 
@@ -13,6 +13,15 @@ use crate::plan::{NicPlan, RailPlan};
 /// VF headroom over one per GPU, in percent.
 const VF_HEADROOM_PERCENT: u32 = 20;
 
+/// The rail networks met so far, and the resource names they use, so
+/// that each NIC is checked against them in logarithmic time.
+#[derive(Default)]
+pub(super) struct Rails {
+    /// The rails by number.
+    pub(super) by_number: BTreeMap<u32, RailPlan>,
+    resource_names: BTreeSet<String>,
+}
+
 /// Checks one NIC port and adds its rail to `rails` and its PF to
 /// `all_pfs` (with whether its network has a VLAN). `None` when the model
 /// is unknown; every problem is reported to `c`.
@@ -21,7 +30,7 @@ pub(super) fn nic(
     nic: Nic,
     gpus: u32,
     rdma_mode: RdmaMode,
-    rails: &mut BTreeMap<u32, RailPlan>,
+    rails: &mut Rails,
     all_pfs: &mut BTreeMap<String, bool>,
 ) -> Option<NicPlan> {
     // Both names are written into the RoCE QoS script that runs as root at
@@ -168,7 +177,7 @@ pub(super) fn nic(
         vlan: nic.vlan.as_ref().map(|v| v.value),
         resource_name,
     };
-    match rails.get(&rail.rail) {
+    match rails.by_number.get(&rail.rail) {
         Some(existing)
             if (
                 existing.link_type,
@@ -192,10 +201,7 @@ pub(super) fn nic(
         }
         Some(_) => {}
         None => {
-            if rails
-                .values()
-                .any(|r| r.resource_name == rail.resource_name)
-            {
+            if !rails.resource_names.insert(rail.resource_name.clone()) {
                 c.error(
                     &nic.rail.referenced,
                     format!(
@@ -205,7 +211,7 @@ pub(super) fn nic(
                     "give each rail its own resource name",
                 );
             }
-            rails.insert(rail.rail, rail);
+            rails.by_number.insert(rail.rail, rail);
         }
     }
     all_pfs.insert(nic.pf.value.clone(), nic.vlan.is_some());
