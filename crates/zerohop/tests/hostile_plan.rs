@@ -395,3 +395,73 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// An intent with `count` more rails: big enough for a run to take a
+/// while in a debug build, well within the 1 MiB cap.
+fn large_intent(count: usize) -> String {
+    let text = fs::read_to_string(example()).expect("example");
+    let mut rails = String::new();
+    for i in 0..count {
+        rails.push_str(&format!(
+            "      - {{pf: e{i}, rdmaDevice: mlx5_{i}, deviceId: \"1021\", vfs: 4, rail: {}, subnet: 10.{}.{}.0/24}}\n",
+            100 + i,
+            i / 256,
+            i % 256
+        ));
+    }
+    text.replacen(
+        "      # Storage rail",
+        &format!("{rails}      # Storage rail"),
+        1,
+    )
+}
+
+/// Whether process `pid` catches SIGTERM yet (`SigCgt` in its status).
+fn catches_sigterm(pid: u32) -> bool {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (15 - 1)) != 0)
+}
+
+#[test]
+fn an_interrupted_plan_exits_130_and_leaves_no_staging_directory() {
+    let dir = tempfile::tempdir().expect("temp");
+    let intent = dir.path().join("large.yaml");
+    fs::write(&intent, large_intent(2000)).expect("write");
+    let out = dir.path().join("out");
+    let child = zerohop()
+        .arg("plan")
+        .arg(&intent)
+        .arg("-o")
+        .arg(&out)
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + DEADLINE;
+    // Signal only once the handler is in place, so that the test does not
+    // depend on how fast the process starts.
+    while !catches_sigterm(child.id()) && Instant::now() < deadline {
+        sleep(Duration::from_millis(1));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let output = finish(child, deadline);
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with("interrupted"),
+        "{}",
+        stderr(&output)
+    );
+    // Nothing, or the whole output with its marker: never half of it.
+    assert!(!out.exists() || out.join(".zerohop-plan").is_file());
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}

@@ -1,6 +1,8 @@
 //! `zerohop plan`: renders the manifest set for an intent file.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use zerohop_core::render::printable::printable;
 use zerohop_plan::{Platform, WriteError};
@@ -30,6 +32,27 @@ enum PlatformArg {
     Openshift,
 }
 
+/// The exit code of a run ended by SIGINT or SIGTERM, as a shell reports
+/// a process killed by SIGINT (and as `bench` exits).
+const INTERRUPTED: i32 = 130;
+
+/// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
+/// process: a run takes at most a second or two and its write is all or
+/// nothing, so it is better finished (or stopped before writing) than
+/// killed with a staging directory left behind. A second signal ends the
+/// process at once.
+fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED, flag.clone())
+            .and_then(|_| signal_hook::flag::register(signal, flag.clone()))
+            .map_err(|err| {
+                CliError::Internal(anyhow::anyhow!("cannot install the signal handlers: {err}"))
+            })?;
+    }
+    Ok(flag)
+}
+
 /// A usage error whose message may carry paths and values from the user:
 /// each line escaped before it reaches a terminal (the diagnostics of an
 /// intent file are several lines, the line breaks are ours).
@@ -41,8 +64,10 @@ fn refused(message: impl std::fmt::Display) -> CliError {
 
 /// Runs `zerohop plan`. Exit codes: 0 written; 2 for anything wrong with
 /// the intent file, the output directory or the file system (each said in
-/// one sentence); 3 only for a bug.
+/// one sentence); 130 when interrupted (nothing written, or the whole
+/// output); 3 only for a bug.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    let interrupted = interrupt_flag()?;
     let text = zerohop_plan::read_intent(&args.file).map_err(refused)?;
     let platform = args.platform.map(|p| match p {
         PlatformArg::Kubernetes => Platform::Kubernetes,
@@ -52,12 +77,20 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let plan = zerohop_plan::load(&file, &text, platform)
         .map_err(|err| refused(format!("{err}\nnothing was written")))?;
     let set = zerohop_plan::render(&plan);
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted; nothing was written");
+        return Ok(INTERRUPTED);
+    }
     let written = zerohop_plan::write_set(&set, &args.output).map_err(|err| match err {
         WriteError::UnsafePath { .. } => CliError::Internal(anyhow::Error::new(err)),
         other => refused(other),
     })?;
     let dir = args.output.display().to_string();
     let dir = printable(&dir);
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted after {dir}/ was written in full");
+        return Ok(INTERRUPTED);
+    }
     crate::output::to_stdout(|w| {
         writeln!(
             w,
