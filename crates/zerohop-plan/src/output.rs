@@ -82,8 +82,8 @@ fn not_ours(path: &Path, reason: &Foreign) -> String {
         Foreign::UnknownMarker => format!(
             "{dir}/{MARKER} is not a marker this version of zerohop reads; delete {dir} to write a new plan there"
         ),
-        Foreign::TooManyEntries => format!(
-            "{dir} holds far more files than a plan output; choose another output directory"
+        Foreign::Oversized => format!(
+            "{dir} holds far more files, or deeper directories, than a plan output; choose another output directory"
         ),
         Foreign::Changed { added, modified } => {
             let mut files: Vec<String> = added

@@ -744,3 +744,40 @@ fn a_rendered_path_that_leaves_the_output_is_refused_before_anything_is_written(
         );
     }
 }
+
+#[test]
+fn a_marker_of_another_format_is_refused() {
+    let root = tempfile::tempdir().expect("temp");
+    let out = previous_output(root.path());
+    fs::write(
+        out.join(".zerohop-plan"),
+        "# zerohop plan output\n# format: 99\n",
+    )
+    .expect("write");
+    let message = assert_refused_untouched(&out, |r| *r == Foreign::UnknownMarker);
+    assert!(message.contains("delete"), "{message}");
+}
+
+#[test]
+fn a_directory_too_large_or_deep_to_be_an_output_is_refused_without_walking_it_all() {
+    let root = tempfile::tempdir().expect("temp");
+    let deep = root.path().join("deep");
+    let mut path = deep.clone();
+    for _ in 0..40 {
+        path.push("d");
+    }
+    fs::create_dir_all(&path).expect("mkdir");
+    assert_refused_untouched(&deep, |r| *r == Foreign::Oversized);
+    let wide = root.path().join("wide");
+    fs::create_dir(&wide).expect("mkdir");
+    for i in 0..10_001 {
+        fs::write(wide.join(i.to_string()), "").expect("write");
+    }
+    assert!(matches!(
+        write_set(&a_set(), &wide),
+        Err(WriteError::NotOurs {
+            reason: Foreign::Oversized,
+            ..
+        })
+    ));
+}

@@ -7,6 +7,8 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
 /// The marker's file name, in the output directory.
@@ -21,6 +23,10 @@ const FORMAT: &str = "# format: 1";
 /// The most entries a directory may hold to be checked at all; an output
 /// has a few dozen files.
 const MAX_ENTRIES: usize = 10_000;
+
+/// The deepest nesting checked; an output's deepest file is
+/// `host/<pool>/etc/systemd/system/<unit>`.
+const MAX_DEPTH: usize = 16;
 
 /// The largest file hashed; a rendered file is a few KiB, so anything
 /// larger was not written by the planner as it is.
@@ -77,8 +83,8 @@ pub enum Foreign {
     NoMarker,
     /// Its marker is not one this version reads.
     UnknownMarker,
-    /// It holds too many entries to be a plan output.
-    TooManyEntries,
+    /// It holds more entries, or deeper directories, than a plan output.
+    Oversized,
     /// Files were added to it or changed since it was written.
     Changed {
         /// Paths the marker does not list (directories end in `/`).
@@ -103,8 +109,8 @@ pub(crate) fn inspect(dir: &Path) -> std::io::Result<Existing> {
         return Ok(Existing::Foreign(Foreign::NotADirectory));
     }
     let mut entries = Vec::new();
-    if !list(dir, "", &mut entries)? {
-        return Ok(Existing::Foreign(Foreign::TooManyEntries));
+    if !list(dir, "", 0, &mut entries)? {
+        return Ok(Existing::Foreign(Foreign::Oversized));
     }
     if entries.is_empty() {
         return Ok(Existing::Empty);
@@ -163,8 +169,12 @@ struct Entry {
 }
 
 /// Lists `dir` recursively into `out`, without following links. `false`
-/// when it holds more than [`MAX_ENTRIES`].
-fn list(dir: &Path, prefix: &str, out: &mut Vec<Entry>) -> std::io::Result<bool> {
+/// when it holds more than [`MAX_ENTRIES`] or nests deeper than
+/// [`MAX_DEPTH`].
+fn list(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<Entry>) -> std::io::Result<bool> {
+    if depth > MAX_DEPTH {
+        return Ok(false);
+    }
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         if out.len() >= MAX_ENTRIES {
@@ -184,34 +194,46 @@ fn list(dir: &Path, prefix: &str, out: &mut Vec<Entry>) -> std::io::Result<bool>
             path: path.clone(),
             kind,
         });
-        if kind == Kind::Dir && !list(&entry.path(), &format!("{path}/"), out)? {
+        if kind == Kind::Dir && !list(&entry.path(), &format!("{path}/"), depth + 1, out)? {
             return Ok(false);
         }
     }
     Ok(true)
 }
 
-/// The SHA-256 of a regular file, or `None` when it is too large to be
-/// one the planner wrote.
-fn file_hash(path: &Path) -> std::io::Result<Option<String>> {
-    let file = fs::File::open(path)?;
+/// The contents of a regular file of at most [`MAX_FILE_BYTES`], or
+/// `None` when it is larger or no longer a regular file: it is opened
+/// without following a link or waiting on a FIFO put in its place since
+/// the directory was listed.
+fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let flags =
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fs::File::from(fd),
+        Err(Errno::LOOP) => return Ok(None),
+        Err(errno) => return Err(errno.into()),
+    };
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= MAX_FILE_BYTES).then(|| sha256_hex(&bytes)))
+    Ok((bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes))
+}
+
+/// The SHA-256 of a file as [`read_regular`] reads it.
+fn file_hash(path: &Path) -> std::io::Result<Option<String>> {
+    Ok(read_regular(path)?.map(|bytes| sha256_hex(&bytes)))
 }
 
 /// The files a marker lists with their hashes, or `None` when it is not
 /// a marker of this format.
 fn read_marker(path: &Path) -> std::io::Result<Option<BTreeMap<String, String>>> {
-    let file = fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    let Ok(text) = String::from_utf8(bytes) else {
-        return Ok(None);
-    };
-    Ok(parse_marker(&text))
+    let text = read_regular(path)?.and_then(|bytes| String::from_utf8(bytes).ok());
+    Ok(text.as_deref().and_then(parse_marker))
 }
 
+/// The files listed in a marker's text, `None` unless it has this format.
 fn parse_marker(text: &str) -> Option<BTreeMap<String, String>> {
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) || !text.lines().any(|l| l == FORMAT) {
