@@ -37,7 +37,8 @@ pub enum WriteError {
         /// What makes it someone else's.
         reason: Foreign,
     },
-    /// A file system operation failed; nothing was replaced.
+    /// A file system operation failed. Before the new output is in place
+    /// nothing was replaced; after, only removing the old one failed.
     #[error("cannot write {}: {reason}", path.display())]
     Io {
         /// The path as the user knows it (inside the output directory, not
@@ -116,8 +117,11 @@ fn not_ours(path: &Path, reason: &Foreign) -> String {
 /// added or in which files were changed.
 ///
 /// # Errors
-/// [`WriteError`]; on every error `dir` is as it was and no staging
-/// directory is left behind.
+/// [`WriteError`]. `dir` is then as it was, except in two cases a file
+/// system can cause after the new output took its place: the replaced
+/// output could not be deleted ([`WriteError::Io`] naming it), or a
+/// directory found foreign could not be put back ([`WriteError::Stranded`]
+/// says where it is).
 pub fn write_set(set: &ManifestSet, dir: &Path) -> Result<Vec<String>, WriteError> {
     let Some(name) = dir.file_name() else {
         return Err(WriteError::BadTarget {
