@@ -72,26 +72,32 @@ pub struct Spec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Operators {
-    /// NVIDIA Network Operator release (informational, shown in the README).
+    /// NVIDIA Network Operator release, e.g. `v26.7.0`: the image tag of its
+    /// components (`network-operator-v26.7.0`) and the release the README installs.
     #[serde(default = "defaults::network_operator_version")]
-    pub network_operator_version: String,
+    #[schemars(with = "String")]
+    pub network_operator_version: Spanned<String>,
     /// Namespace of the Network Operator (and of the SR-IOV operator it bundles on Kubernetes).
     #[serde(default = "defaults::network_operator_namespace")]
-    pub network_operator_namespace: String,
+    #[schemars(with = "String")]
+    pub network_operator_namespace: Spanned<String>,
     /// DOCA driver container tag (`ofedDriver.version`), e.g. `doca3.5.0-26.07-0.7.0.0-0`.
     #[serde(default = "defaults::doca_driver_version")]
     #[schemars(with = "String")]
     pub doca_driver_version: Spanned<String>,
     /// NVIDIA GPU Operator release (informational, shown in the README).
     #[serde(default = "defaults::gpu_operator_version")]
-    pub gpu_operator_version: String,
+    #[schemars(with = "String")]
+    pub gpu_operator_version: Spanned<String>,
     /// Namespace of the GPU Operator.
     #[serde(default = "defaults::gpu_operator_namespace")]
-    pub gpu_operator_namespace: String,
+    #[schemars(with = "String")]
+    pub gpu_operator_namespace: Spanned<String>,
     /// Namespace of the SR-IOV Network Operator; by default the Network
     /// Operator namespace on Kubernetes, `openshift-sriov-network-operator` on OpenShift.
     #[serde(default)]
-    pub sriov_operator_namespace: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub sriov_operator_namespace: Option<Spanned<String>>,
 }
 
 impl Default for Operators {
@@ -115,7 +121,8 @@ pub struct NodePool {
     #[schemars(with = "String")]
     pub name: Spanned<String>,
     /// Node labels that select the pool's nodes.
-    pub node_selector: std::collections::BTreeMap<String, String>,
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
+    pub node_selector: NodeSelector,
     /// `intel` or `amd`: selects the IOMMU kernel argument.
     pub cpu_vendor: CpuVendor,
     /// GPUs per node.
@@ -137,6 +144,38 @@ pub struct NodePool {
     pub reserved_cpus: Spanned<String>,
 }
 
+/// Node labels that select a pool's nodes, each key and value with its
+/// place in the file, in file order.
+#[derive(Debug, Default)]
+pub struct NodeSelector(pub Vec<(Spanned<String>, Spanned<String>)>);
+
+impl<'de> Deserialize<'de> for NodeSelector {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<NodeSelector, D::Error> {
+        struct Entries;
+
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = NodeSelector;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of node labels")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NodeSelector, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(NodeSelector(entries))
+            }
+        }
+
+        deserializer.deserialize_map(Entries)
+    }
+}
+
 /// The CPU vendor of a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -151,11 +190,22 @@ pub enum CpuVendor {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Nic {
-    /// The PF's netdev name on the node, e.g. `ens1f0np0`.
-    #[schemars(with = "String")]
+    /// The PF's netdev name on the node, e.g. `ens1f0np0`: at most 15
+    /// bytes, no `/`, `:`, white space or control character (the kernel's
+    /// `dev_valid_name()`).
+    #[schemars(
+        with = "String",
+        length(min = 1, max = 15),
+        pattern(r"^[^/:\s\x00-\x1f\x7f]+$")
+    )]
     pub pf: Spanned<String>,
-    /// The RDMA device of the PF (`mlx5_0`), used for `NCCL_IB_HCA`.
-    #[schemars(with = "String")]
+    /// The RDMA device of the PF (`mlx5_0`), used for `NCCL_IB_HCA`: at
+    /// most 63 bytes, no `/`, white space or control character.
+    #[schemars(
+        with = "String",
+        length(min = 1, max = 63),
+        pattern(r"^[^/\s\x00-\x1f\x7f]+$")
+    )]
     pub rdma_device: Spanned<String>,
     /// The PCI device ID of the physical function (vendor 15b3), e.g. `1021` for ConnectX-7.
     #[schemars(with = "String")]
@@ -330,11 +380,15 @@ pub struct Storage {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NfsRdma {
     /// Server address (IP or DNS name) on the storage network.
-    pub server: String,
-    /// Exported path on the server.
-    pub export: String,
-    /// Absolute mount point on the nodes, e.g. `/mnt/ai-data`.
     #[schemars(with = "String")]
+    pub server: Spanned<String>,
+    /// Exported path on the server, absolute, without `.` or `..`
+    /// components, backslashes or control characters.
+    #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]*$"))]
+    pub export: Spanned<String>,
+    /// Absolute mount point on the nodes, e.g. `/mnt/ai-data`; the same
+    /// rules as `export`, and not `/`.
+    #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]+$"))]
     pub mount_point: Spanned<String>,
     /// TCP-style connection count for RPC-over-RDMA (1–16).
     #[serde(default = "defaults::nconnect")]
@@ -357,11 +411,13 @@ pub struct NvmeOf {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NvmeTarget {
-    /// Target address.
-    pub address: String,
+    /// Target address (an IP address).
+    #[schemars(with = "String")]
+    pub address: Spanned<String>,
     /// Discovery port; 4420 by default.
     #[serde(default = "defaults::nvme_port")]
-    pub port: u16,
+    #[schemars(with = "u16", range(min = 1))]
+    pub port: Spanned<u16>,
 }
 
 /// An example workload that uses the data path.
@@ -375,7 +431,8 @@ pub struct Workload {
     #[schemars(with = "String")]
     pub namespace: Spanned<String>,
     /// Container image.
-    pub image: String,
+    #[schemars(with = "String")]
+    pub image: Spanned<String>,
     /// GPUs per pod.
     #[schemars(with = "u32", range(min = 1))]
     pub gpus_per_pod: Spanned<u32>,
@@ -385,17 +442,20 @@ pub struct Workload {
     pub vfs_per_pod: Option<Spanned<u32>>,
     /// Memory request and limit, e.g. `256Gi`.
     #[serde(default = "defaults::memory")]
-    pub memory: String,
+    #[schemars(with = "String")]
+    pub memory: Spanned<String>,
     /// `/dev/shm` size, e.g. `64Gi`.
     #[serde(default = "defaults::shm")]
-    pub shm_size: String,
+    #[schemars(with = "String")]
+    pub shm_size: Spanned<String>,
     /// Huge pages per pod, in pages of the pool's size.
     #[serde(default)]
     #[schemars(with = "Option<u32>")]
     pub hugepages: Option<Spanned<u32>>,
     /// Netdev name pattern NCCL uses for its bootstrap socket.
     #[serde(default = "defaults::socket_ifname")]
-    pub nccl_socket_ifname: String,
+    #[schemars(with = "String")]
+    pub nccl_socket_ifname: Spanned<String>,
 }
 
 /// Current defaults (operator releases as of the CRD snapshots in use).
@@ -407,20 +467,20 @@ pub(crate) mod defaults {
     fn unspanned<T>(value: T) -> Spanned<T> {
         Spanned::new(value, Location::UNKNOWN, Location::UNKNOWN)
     }
-    pub(crate) fn network_operator_version() -> String {
-        "v26.7.0".to_owned()
+    pub(crate) fn network_operator_version() -> Spanned<String> {
+        unspanned("v26.7.0".to_owned())
     }
-    pub(crate) fn network_operator_namespace() -> String {
-        "nvidia-network-operator".to_owned()
+    pub(crate) fn network_operator_namespace() -> Spanned<String> {
+        unspanned("nvidia-network-operator".to_owned())
     }
     pub(crate) fn doca_driver_version() -> Spanned<String> {
         unspanned("doca3.5.0-26.07-0.7.0.0-0".to_owned())
     }
-    pub(crate) fn gpu_operator_version() -> String {
-        "v26.7.0".to_owned()
+    pub(crate) fn gpu_operator_version() -> Spanned<String> {
+        unspanned("v26.7.0".to_owned())
     }
-    pub(crate) fn gpu_operator_namespace() -> String {
-        "gpu-operator".to_owned()
+    pub(crate) fn gpu_operator_namespace() -> Spanned<String> {
+        unspanned("gpu-operator".to_owned())
     }
     pub(crate) fn reserved_cpus() -> Spanned<String> {
         unspanned("0-1".to_owned())
@@ -440,16 +500,16 @@ pub(crate) mod defaults {
     pub(crate) fn nconnect() -> Spanned<u32> {
         unspanned(16)
     }
-    pub(crate) fn nvme_port() -> u16 {
-        4420
+    pub(crate) fn nvme_port() -> Spanned<u16> {
+        unspanned(4420)
     }
-    pub(crate) fn memory() -> String {
-        "256Gi".to_owned()
+    pub(crate) fn memory() -> Spanned<String> {
+        unspanned("256Gi".to_owned())
     }
-    pub(crate) fn shm() -> String {
-        "64Gi".to_owned()
+    pub(crate) fn shm() -> Spanned<String> {
+        unspanned("64Gi".to_owned())
     }
-    pub(crate) fn socket_ifname() -> String {
-        "eth0".to_owned()
+    pub(crate) fn socket_ifname() -> Spanned<String> {
+        unspanned("eth0".to_owned())
     }
 }

@@ -9,18 +9,22 @@
 
 pub mod devices;
 mod diagnostic;
+mod grammar;
+mod input;
 pub mod intent;
 mod output;
 mod parse;
+mod plan;
 mod render;
 mod validate;
 
 pub use diagnostic::{Diagnostic, PlanError};
+pub use input::{InputError, read_intent};
 pub use intent::{DataPathPlan, Platform};
-pub use output::{WriteError, write_set};
+pub use output::{Foreign, WriteError, write_set};
 pub use parse::MAX_INTENT_BYTES;
+pub use plan::{NfsPlan, NicPlan, Plan, PoolPlan, RailPlan, WorkloadPlan};
 pub use render::{ManifestFile, ManifestSet, render};
-pub use validate::Plan;
 
 /// Parses and validates an intent file. `file` names it in diagnostics;
 /// `platform` overrides `spec.platform`.

@@ -4,11 +4,12 @@ mod gpu;
 mod host;
 mod network;
 mod readme;
+mod unit;
 mod workload;
 
 use serde_json::Value;
 
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 /// One file of the rendered set.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,10 +1,11 @@
 //! GPU Operator `ClusterPolicy`.
 
 use serde_json::json;
+use zerohop_known::shell::quote;
 
 use super::Step;
 use crate::intent::Platform;
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 /// The GPU Operator singleton, with the open kernel modules (needed for
 /// DMA-BUF and for GDS ≥ 2.17.5), GPUDirect RDMA through the Network
@@ -39,7 +40,7 @@ pub(crate) fn cluster_policy_step(plan: &Plan) -> Step {
             "validator": {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}},
         },
     });
-    let ns = &plan.gpu_operator_namespace;
+    let ns = quote(&plan.gpu_operator_namespace);
     let mut checks = vec![
         "kubectl get clusterpolicy gpu-cluster-policy -o jsonpath='{.status.state}'   # ready"
             .to_owned(),

@@ -4,10 +4,12 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{ManifestFile, Step, plain};
-use crate::intent::{CpuVendor, HugepageSize, LinkType, Platform};
-use crate::validate::{Plan, PoolPlan};
+use zerohop_known::shell::quote;
 use zerohop_known::systemd::{escape_path, mount_unit_name};
+
+use super::{ManifestFile, Step, plain, unit};
+use crate::intent::{CpuVendor, HugepageSize, LinkType, Platform};
+use crate::plan::{Plan, PoolPlan};
 
 /// The MachineConfigPool role the rendered MachineConfigs target.
 const ROLE: &str = "worker";
@@ -15,6 +17,8 @@ const ROLE: &str = "worker";
 const ROCE_TOS: u32 = 106;
 /// The priority (and DSCP 26 maps to it) that gets PFC.
 const ROCE_PRIORITY: u32 = 3;
+/// Where the RoCE QoS script is installed on the nodes.
+const QOS_SCRIPT: &str = "/usr/local/sbin/zerohop-roce-qos.sh";
 
 fn kernel_arguments(pool: &PoolPlan) -> Vec<String> {
     let mut args = vec![
@@ -113,20 +117,23 @@ fn data_url(contents: &str) -> String {
     )
 }
 
+/// The `.mount` and `.automount` units of the NFS-over-RDMA mount: their
+/// names and contents. Every value goes through [`unit::value`].
 fn mount_unit(plan: &Plan) -> Option<(String, String, String, String)> {
     let nfs = plan.nfs.as_ref()?;
+    let source = unit::value(&format!("{}:{}", nfs.server, nfs.export));
+    let point = unit::value(&nfs.mount_point);
+    let options = unit::value(&format!(
+        "vers=4.2,proto=rdma,port=20049,nconnect={},rsize=1048576,wsize=1048576,hard,_netdev",
+        nfs.nconnect
+    ));
     let mount = format!(
-        "[Unit]\nDescription=NFS over RDMA: {server}:{export}\nWants=network-online.target\nAfter=network-online.target\n\n[Mount]\nWhat={server}:{export}\nWhere={point}\nType=nfs\nOptions=vers=4.2,proto=rdma,port=20049,nconnect={nconnect},rsize=1048576,wsize=1048576,hard,_netdev\nTimeoutSec=60\n",
-        server = nfs.server,
-        export = nfs.export,
-        point = nfs.mount_point,
-        nconnect = nfs.nconnect,
+        "[Unit]\nDescription=NFS over RDMA: {source}\nWants=network-online.target\nAfter=network-online.target\n\n[Mount]\nWhat={source}\nWhere={point}\nType=nfs\nOptions={options}\nTimeoutSec=60\n",
     );
     // The automount waits for first access, by which time the DOCA driver
     // container has loaded rpcrdma; a boot-time mount would race it.
     let automount = format!(
         "[Unit]\nDescription=Automount of {point} over NFS/RDMA\n\n[Automount]\nWhere={point}\nTimeoutIdleSec=0\n\n[Install]\nWantedBy=remote-fs.target\n",
-        point = nfs.mount_point
     );
     let name = mount_unit_name(&nfs.mount_point);
     let auto_name = format!("{}.automount", escape_path(&nfs.mount_point));
@@ -135,6 +142,9 @@ fn mount_unit(plan: &Plan) -> Option<(String, String, String, String)> {
 
 const SYSCTL: &str = "# Multi-rail RDMA: answer ARP only on the interface that owns the address,\n# so each rail's traffic stays on its own NIC.\nnet.ipv4.conf.all.arp_ignore = 1\nnet.ipv4.conf.all.arp_announce = 2\nnet.ipv4.conf.all.rp_filter = 2\n";
 
+/// The RoCE QoS script, run as root at boot: one `configure PF DEVICE`
+/// line per Ethernet rail PF, each name shell-quoted, and a function that
+/// only ever uses them as quoted parameters.
 fn qos_script(plan: &Plan) -> Option<String> {
     let mut pfs: Vec<(&str, &str)> = plan
         .pools
@@ -148,19 +158,27 @@ fn qos_script(plan: &Plan) -> Option<String> {
     if pfs.is_empty() {
         return None;
     }
-    let list: Vec<String> = pfs.iter().map(|(pf, dev)| format!("{pf}:{dev}")).collect();
+    let calls: String = pfs
+        .iter()
+        .map(|(pf, dev)| format!("configure {} {}\n", quote(pf), quote(dev)))
+        .collect();
     let mut pfc = ["0"; 8];
     pfc[ROCE_PRIORITY as usize] = "1";
     Some(format!(
-        "#!/bin/sh\n# RoCE v2 QoS: DSCP trust, PFC on priority {prio}, DCQCN, ToS {tos} for RDMA-CM.\nset -eu\nfor pair in {list}; do\n  pf=${{pair%%:*}}; dev=${{pair#*:}}\n  [ -d /sys/class/net/$pf ] || {{ echo \"skip $pf: absent\"; continue; }}\n  if command -v mlnx_qos >/dev/null; then\n    mlnx_qos -i \"$pf\" --trust dscp --pfc {pfc}\n  else\n    echo \"mlnx_qos not found: set trust dscp and pfc {pfc} on $pf by other means\"\n  fi\n  echo 1 > /sys/class/net/$pf/ecn/roce_np/enable/{prio}\n  echo 1 > /sys/class/net/$pf/ecn/roce_rp/enable/{prio}\n  if [ -d /sys/class/infiniband/$dev/tc/1 ]; then echo {tos} > /sys/class/infiniband/$dev/tc/1/traffic_class; fi\n  if command -v cma_roce_tos >/dev/null; then cma_roce_tos -d \"$dev\" -t {tos}; fi\ndone\n",
+        "#!/bin/sh\n# RoCE v2 QoS: DSCP trust, PFC on priority {prio}, DCQCN, ToS {tos} for RDMA-CM.\nset -eu\n\n# configure PF RDMA_DEVICE\nconfigure() {{\n  pf=$1 dev=$2\n  if [ ! -d \"/sys/class/net/$pf\" ]; then echo \"skip $pf: absent\"; return 0; fi\n  if command -v mlnx_qos >/dev/null; then\n    mlnx_qos -i \"$pf\" --trust dscp --pfc {pfc}\n  else\n    echo \"mlnx_qos not found: set trust dscp and pfc {pfc} on $pf by other means\"\n  fi\n  echo 1 > \"/sys/class/net/$pf/ecn/roce_np/enable/{prio}\"\n  echo 1 > \"/sys/class/net/$pf/ecn/roce_rp/enable/{prio}\"\n  if [ -d \"/sys/class/infiniband/$dev/tc/1\" ]; then echo {tos} > \"/sys/class/infiniband/$dev/tc/1/traffic_class\"; fi\n  if command -v cma_roce_tos >/dev/null; then cma_roce_tos -d \"$dev\" -t {tos}; fi\n}}\n\n{calls}",
         prio = ROCE_PRIORITY,
         tos = ROCE_TOS,
-        list = list.join(" "),
         pfc = pfc.join(","),
     ))
 }
 
-const QOS_SERVICE: &str = "[Unit]\nDescription=RoCE QoS and DCQCN for the RDMA rails\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/sbin/zerohop-roce-qos.sh\n\n[Install]\nWantedBy=multi-user.target\n";
+/// The oneshot service that runs [`QOS_SCRIPT`] at boot.
+fn qos_service() -> String {
+    format!(
+        "[Unit]\nDescription=RoCE QoS and DCQCN for the RDMA rails\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart={}\n\n[Install]\nWantedBy=multi-user.target\n",
+        unit::command_line(&[QOS_SCRIPT])
+    )
+}
 
 fn nvme_discovery(plan: &Plan) -> Option<String> {
     (!plan.nvme_targets.is_empty()).then(|| {
@@ -183,9 +201,9 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     ];
     let mut units = Vec::new();
     if let Some(script) = qos_script(plan) {
-        files.push(json!({"path": "/usr/local/sbin/zerohop-roce-qos.sh", "mode": 493, "overwrite": true, "contents": {"source": data_url(&script)}}));
+        files.push(json!({"path": QOS_SCRIPT, "mode": 493, "overwrite": true, "contents": {"source": data_url(&script)}}));
         units.push(
-            json!({"name": "zerohop-roce-qos.service", "enabled": true, "contents": QOS_SERVICE}),
+            json!({"name": "zerohop-roce-qos.service", "enabled": true, "contents": qos_service()}),
         );
     }
     if let Some(discovery) = nvme_discovery(plan) {
@@ -202,7 +220,12 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     );
     let mut checks = vec![format!("oc get mcp {ROLE}   # UPDATED=True")];
     if let Some(nfs) = &plan.nfs {
-        checks.push(format!("oc debug node/<node> -- chroot /host sh -c 'ls {p} >/dev/null; nfsstat -m | grep -A1 {p}'   # proto=rdma,port=20049", p = nfs.mount_point));
+        let point = quote(&nfs.mount_point);
+        let on_node = format!("ls {point} >/dev/null; nfsstat -m | grep -A1 {point}");
+        checks.push(format!(
+            "oc debug node/<node> -- chroot /host sh -c {}   # proto=rdma,port=20049",
+            quote(&on_node)
+        ));
     }
     vec![Step {
         path: "60-machineconfig-storage-fabric.yaml".to_owned(),
@@ -223,9 +246,11 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
     }
     for pool in &plan.pools {
         let dir = format!("host/{}", pool.name);
+        // grub-mkconfig sources this file with the shell: the arguments are
+        // appended as one quoted word after the expansion of the old value.
         let grub = format!(
-            "# /etc/default/grub.d/90-zerohop.cfg, then: update-grub (or grub2-mkconfig) and reboot\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX {}\"\n",
-            kernel_arguments(pool).join(" ")
+            "# /etc/default/grub.d/90-zerohop.cfg, then: update-grub (or grub2-mkconfig) and reboot\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX \"{}\n",
+            quote(&kernel_arguments(pool).join(" "))
         );
         files.push(plain(
             &format!("{dir}/etc/default/grub.d/90-zerohop.cfg"),
@@ -247,13 +272,10 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
             SYSCTL.to_owned(),
         ));
         if let Some(script) = qos_script(plan) {
-            files.push(plain(
-                &format!("{dir}/usr/local/sbin/zerohop-roce-qos.sh"),
-                script,
-            ));
+            files.push(plain(&format!("{dir}{QOS_SCRIPT}"), script));
             files.push(plain(
                 &format!("{dir}/etc/systemd/system/zerohop-roce-qos.service"),
-                QOS_SERVICE.to_owned(),
+                qos_service(),
             ));
         }
         if let Some(discovery) = nvme_discovery(plan) {

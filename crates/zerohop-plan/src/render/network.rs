@@ -2,11 +2,12 @@
 //! NetworkAttachmentDefinitions.
 
 use serde_json::{Value, json};
+use zerohop_known::shell::quote;
 
 use super::Step;
 use crate::devices::VENDOR;
 use crate::intent::{Ipam, LinkType, Platform, RdmaMode};
-use crate::validate::{Plan, RailPlan};
+use crate::plan::{Plan, RailPlan};
 
 /// Where NVIDIA publishes the Network Operator's images.
 const NVIDIA_MELLANOX_REPOSITORY: &str = "nvcr.io/nvidia/mellanox";
@@ -70,7 +71,7 @@ pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
         checks: vec![
             "kubectl get nicclusterpolicy nic-cluster-policy -o jsonpath='{.status.state}'   # ready".to_owned(),
             format!("kubectl get nodes -l {MOFED_WAIT_LABEL}=false   # every gpu node listed"),
-            format!("kubectl -n {} get pods -o wide | grep mofed   # 1/1 Running on every gpu node", plan.network_operator_namespace),
+            format!("kubectl -n {} get pods -o wide | grep mofed   # 1/1 Running on every gpu node", quote(&plan.network_operator_namespace)),
         ],
     }
 }
@@ -78,15 +79,15 @@ pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
 /// The RDMA shared device plugin config: one resource per rail, selecting
 /// the rail's PFs by vendor and netdev name.
 pub(crate) fn rdma_shared_config(plan: &Plan) -> String {
+    let nics = plan.nics_by_rail();
     let list: Vec<Value> = plan
         .rails
         .values()
         .map(|rail| {
-            let mut if_names: Vec<&str> = plan
-                .pools
-                .iter()
-                .flat_map(|p| &p.nics)
-                .filter(|n| n.rail == rail.rail)
+            let mut if_names: Vec<&str> = nics
+                .get(&rail.rail)
+                .into_iter()
+                .flatten()
                 .map(|n| n.pf.as_str())
                 .collect();
             if_names.sort_unstable();
@@ -113,7 +114,7 @@ pub(crate) fn rdma_steps(plan: &Plan) -> Vec<Step> {
 }
 
 fn sriov_steps(plan: &Plan) -> Vec<Step> {
-    let ns = &plan.sriov_namespace;
+    let ns = quote(&plan.sriov_namespace);
     let mut steps = Vec::new();
     if plan.platform == Platform::Openshift {
         // OpenShift 4.16+ no longer creates it, and policies are not
@@ -121,7 +122,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         let config = json!({
             "apiVersion": "sriovnetwork.openshift.io/v1",
             "kind": "SriovOperatorConfig",
-            "metadata": {"name": "default", "namespace": ns},
+            "metadata": {"name": "default", "namespace": plan.sriov_namespace},
             "spec": {
                 "enableInjector": true,
                 "enableOperatorWebhook": true,
@@ -140,7 +141,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
     let pool_config = json!({
         "apiVersion": "sriovnetwork.openshift.io/v1",
         "kind": "SriovNetworkPoolConfig",
-        "metadata": {"name": format!("{}-rdma-exclusive", plan.name), "namespace": ns},
+        "metadata": {"name": format!("{}-rdma-exclusive", plan.name), "namespace": plan.sriov_namespace},
         "spec": {
             "rdmaMode": "exclusive",
             "maxUnavailable": 1,
@@ -174,7 +175,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
             policies.push(json!({
                 "apiVersion": "sriovnetwork.openshift.io/v1",
                 "kind": "SriovNetworkNodePolicy",
-                "metadata": {"name": format!("{}-rail{}", pool.name, nic.rail), "namespace": ns},
+                "metadata": {"name": format!("{}-rail{}", pool.name, nic.rail), "namespace": plan.sriov_namespace},
                 "spec": spec,
             }));
         }
@@ -185,7 +186,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         title: "VFs on every rail PF (one policy per PF; may reboot nodes for firmware changes)".to_owned(),
         checks: vec![
             format!("kubectl -n {ns} get sriovnetworknodestates -o custom-columns=NODE:.metadata.name,SYNC:.status.syncStatus   # Succeeded"),
-            format!("kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", plan.resource_prefix),
+            format!("kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", quote(&plan.resource_prefix)),
         ],
     });
     let networks: Vec<Value> = plan
@@ -200,7 +201,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
             .to_owned(),
         checks: vec![format!(
             "kubectl -n {} get network-attachment-definitions",
-            plan.workload.namespace
+            quote(&plan.workload.namespace)
         )],
     });
     steps
@@ -278,11 +279,12 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
 /// Shared mode: one NAD per rail, macvlan (Ethernet) or ipoib (InfiniBand)
 /// over the PF, with the shared device plugin's resource.
 fn shared_nad_step(plan: &Plan) -> Step {
+    let nics = plan.nics_by_rail();
     let nads = plan
         .rails
         .values()
         .map(|rail| {
-            let master = plan.pools.iter().flat_map(|p| &p.nics).find(|n| n.rail == rail.rail).map(|n| n.pf.clone()).unwrap_or_default();
+            let master = nics.get(&rail.rail).and_then(|n| n.first()).map(|n| n.pf.clone()).unwrap_or_default();
             let ipam: Value = serde_json::from_str(&ipam(plan, rail)).unwrap_or(Value::Null);
             let plugin = match rail.link_type {
                 LinkType::Eth => json!({"type": "macvlan", "master": master, "mode": "bridge", "mtu": rail.mtu, "ipam": ipam}),
@@ -307,7 +309,7 @@ fn shared_nad_step(plan: &Plan) -> Step {
         title: "Rail networks over the shared RDMA devices".to_owned(),
         checks: vec![format!(
             "kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
-            plan.resource_prefix
+            quote(&plan.resource_prefix)
         )],
     }
 }

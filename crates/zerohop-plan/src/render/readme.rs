@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::Step;
 use crate::intent::{Platform, RdmaMode};
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 /// The README text.
 pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {

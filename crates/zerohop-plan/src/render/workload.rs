@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use zerohop_known::shell::quote;
 
 use super::Step;
 use crate::intent::{HugepageSize, LinkType, RdmaMode};
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 /// Where the pod finds `cufile.json`.
 const CUFILE_DIR: &str = "/etc/cufile";
@@ -18,7 +19,10 @@ pub(crate) fn namespace_step(plan: &Plan) -> Step {
         path: "00-namespace.yaml".to_owned(),
         objects: vec![namespace],
         title: "Workload namespace".to_owned(),
-        checks: vec![format!("kubectl get namespace {}", plan.workload.namespace)],
+        checks: vec![format!(
+            "kubectl get namespace {}",
+            quote(&plan.workload.namespace)
+        )],
     }
 }
 
@@ -79,7 +83,7 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
             title: "GPUDirect Storage configuration (cufile.json)".to_owned(),
             checks: vec![format!(
                 "kubectl -n {} get configmap cufile-config",
-                w.namespace
+                quote(&w.namespace)
             )],
         });
     }
@@ -104,11 +108,11 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
     let hcas: Vec<&str> = match plan.rdma_mode {
         // The PFs' RDMA devices are visible in the pod in shared mode.
         RdmaMode::Shared => {
-            let mut names: Vec<&str> = plan
-                .pools
+            let nics = plan.nics_by_rail();
+            let mut names: Vec<&str> = rails
                 .iter()
-                .flat_map(|p| &p.nics)
-                .filter(|n| rails.iter().any(|r| r.rail == n.rail))
+                .filter_map(|r| nics.get(&r.rail))
+                .flatten()
                 .map(|n| n.rdma_device.as_str())
                 .collect();
             names.sort_unstable();
@@ -186,14 +190,14 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
             "volumes": volumes,
         },
     });
-    let ns = &w.namespace;
+    let (ns, name) = (quote(&w.namespace), quote(&w.name));
     steps.push(Step {
         path: "90-workload-pod.yaml".to_owned(),
         objects: vec![pod],
         title: "Example workload: GPUs and one RDMA device per rail".to_owned(),
         checks: vec![
-            format!("kubectl -n {ns} exec {} -- ibv_devinfo | grep -E 'hca_id|state'   # PORT_ACTIVE per rail", w.name),
-            format!("kubectl -n {ns} exec {} -- sh -c 'cat /proc/self/status | grep Cpus_allowed_list'   # pinned cores", w.name),
+            format!("kubectl -n {ns} exec {name} -- ibv_devinfo | grep -E 'hca_id|state'   # PORT_ACTIVE per rail"),
+            format!("kubectl -n {ns} exec {name} -- sh -c 'cat /proc/self/status | grep Cpus_allowed_list'   # pinned cores"),
         ],
     });
     steps

@@ -1,8 +1,11 @@
 //! `zerohop plan`: renders the manifest set for an intent file.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use zerohop_plan::{MAX_INTENT_BYTES, Platform, WriteError};
+use zerohop_core::render::printable::printable;
+use zerohop_plan::{Platform, WriteError};
 
 use crate::error::CliError;
 
@@ -11,7 +14,8 @@ use crate::error::CliError;
 pub(crate) struct Args {
     /// The intent file (`kind: DataPathPlan`), e.g. examples/cluster.yaml.
     file: PathBuf,
-    /// Output directory; replaced as a whole (a previous plan output only).
+    /// Output directory: created, or replaced as a whole when it is a
+    /// previous plan output with no file added or changed.
     #[arg(short, long, default_value = "plan")]
     output: PathBuf,
     /// Target platform; defaults to `spec.platform` of the intent file.
@@ -28,30 +32,65 @@ enum PlatformArg {
     Openshift,
 }
 
-/// Runs `zerohop plan`.
-pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let file = args.file.display().to_string();
-    let metadata = std::fs::metadata(&args.file)
-        .map_err(|err| CliError::usage(format!("cannot read {file}: {err}")))?;
-    if metadata.len() > MAX_INTENT_BYTES as u64 {
-        return Err(CliError::usage(format!(
-            "{file}: file is larger than {MAX_INTENT_BYTES} bytes"
-        )));
+/// The exit code of a run ended by SIGINT or SIGTERM, as a shell reports
+/// a process killed by SIGINT (and as `bench` exits).
+const INTERRUPTED: i32 = 130;
+
+/// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
+/// process: a run takes at most a second or two and its write is all or
+/// nothing, so it is better finished (or stopped before writing) than
+/// killed with a staging directory left behind. A second signal ends the
+/// process at once.
+fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED, flag.clone())
+            .and_then(|_| signal_hook::flag::register(signal, flag.clone()))
+            .map_err(|err| {
+                CliError::Internal(anyhow::anyhow!("cannot install the signal handlers: {err}"))
+            })?;
     }
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|err| CliError::usage(format!("cannot read {file}: {err}")))?;
+    Ok(flag)
+}
+
+/// A usage error whose message may carry paths and values from the user:
+/// each line escaped before it reaches a terminal (the diagnostics of an
+/// intent file are several lines, the line breaks are ours).
+fn refused(message: impl std::fmt::Display) -> CliError {
+    let text = message.to_string();
+    let lines: Vec<_> = text.split('\n').map(printable).collect();
+    CliError::usage(lines.join("\n"))
+}
+
+/// Runs `zerohop plan`. Exit codes: 0 written; 2 for anything wrong with
+/// the intent file, the output directory or the file system (each said in
+/// one sentence); 130 when interrupted (nothing written, or the whole
+/// output); 3 only for a bug.
+pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    let interrupted = interrupt_flag()?;
+    let text = zerohop_plan::read_intent(&args.file).map_err(refused)?;
     let platform = args.platform.map(|p| match p {
         PlatformArg::Kubernetes => Platform::Kubernetes,
         PlatformArg::Openshift => Platform::Openshift,
     });
+    let file = args.file.display().to_string();
     let plan = zerohop_plan::load(&file, &text, platform)
-        .map_err(|err| CliError::usage(format!("{err}\nnothing was written")))?;
+        .map_err(|err| refused(format!("{err}\nnothing was written")))?;
     let set = zerohop_plan::render(&plan);
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted; nothing was written");
+        return Ok(INTERRUPTED);
+    }
     let written = zerohop_plan::write_set(&set, &args.output).map_err(|err| match err {
-        WriteError::NotOurs { .. } => CliError::usage(err),
-        WriteError::Io { .. } => CliError::Internal(anyhow::Error::new(err)),
+        WriteError::UnsafePath { .. } => CliError::Internal(anyhow::Error::new(err)),
+        other => refused(other),
     })?;
-    let dir = args.output.display();
+    let dir = args.output.display().to_string();
+    let dir = printable(&dir);
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted after {dir}/ was written in full");
+        return Ok(INTERRUPTED);
+    }
     crate::output::to_stdout(|w| {
         writeln!(
             w,
@@ -59,9 +98,17 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             written.len()
         )?;
         for path in &written {
-            writeln!(w, "  {path}")?;
+            writeln!(w, "  {}", printable(path))?;
         }
         Ok(())
+    })
+    .map_err(|err| {
+        // The output is written by then: a full disk or a closed terminal
+        // behind standard output is the environment's doing, not a bug.
+        let reason = err
+            .downcast_ref::<std::io::Error>()
+            .map_or_else(|| err.to_string(), |io| io.kind().to_string());
+        refused(format!("cannot write to standard output: {reason}"))
     })?;
     Ok(0)
 }

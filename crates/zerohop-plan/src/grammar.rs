@@ -1,0 +1,22 @@
+//! The grammars the intent's strings must follow before they reach a
+//! manifest, a script, a systemd unit, a mount or a command.
+//!
+//! Each check returns what is wrong as a lowercase fragment that follows
+//! the value in a diagnostic (`pf "eth/0" contains `/`, which the kernel
+//! refuses`). Names the kernel defines (netdev, RDMA device, PCI address)
+//! come from `zerohop_known::names`, Kubernetes names and labels from
+//! `zerohop_k8s`; what is here is what only the planner needs.
+
+mod kernel;
+mod kubernetes;
+mod network;
+mod path;
+mod version;
+
+pub(crate) use kernel::cpu_list;
+pub(crate) use kubernetes::{
+    dns_label, dns_subdomain, image_reference, label, quantity, resource_name,
+};
+pub(crate) use network::{cidr, host, ip_address, nccl_socket_ifname};
+pub(crate) use path::absolute_path;
+pub(crate) use version::{doca_driver_tag, image_tag};

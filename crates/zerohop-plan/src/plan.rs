@@ -1,0 +1,150 @@
+//! The resolved plan: a validated intent with every default filled in,
+//! which is all the renderers read. Every string in it has passed its
+//! grammar (`crate::grammar`), so it is what the intent meant; the
+//! renderers still quote what they write into scripts and units.
+
+use std::collections::BTreeMap;
+
+use crate::devices::NicModel;
+use crate::intent::{CpuVendor, HugepageSize, Ipam, LinkType, Platform, RdmaMode};
+
+/// A validated intent with every default resolved; what the renderers read.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `metadata.name`.
+    pub name: String,
+    /// The target platform.
+    pub platform: Platform,
+    /// Network Operator release.
+    pub network_operator_version: String,
+    /// Network Operator namespace.
+    pub network_operator_namespace: String,
+    /// SR-IOV operator namespace.
+    pub sriov_namespace: String,
+    /// `ofedDriver.version`.
+    pub doca_driver_version: String,
+    /// GPU Operator release.
+    pub gpu_operator_version: String,
+    /// GPU Operator namespace.
+    pub gpu_operator_namespace: String,
+    /// Node pools.
+    pub pools: Vec<PoolPlan>,
+    /// Rail networks, by rail number.
+    pub rails: BTreeMap<u32, RailPlan>,
+    /// SR-IOV VFs or the shared RDMA device plugin.
+    pub rdma_mode: RdmaMode,
+    /// IPAM of the rail networks.
+    pub ipam: Ipam,
+    /// Device plugin resource prefix.
+    pub resource_prefix: String,
+    /// NFS over RDMA, when wanted.
+    pub nfs: Option<NfsPlan>,
+    /// NVMe-oF discovery targets (IP address, port).
+    pub nvme_targets: Vec<(std::net::IpAddr, u16)>,
+    /// GPUDirect Storage.
+    pub gds: bool,
+    /// The example workload.
+    pub workload: WorkloadPlan,
+}
+
+impl Plan {
+    /// Every NIC of every pool by rail number, in pool order: built in one
+    /// pass, so that no renderer scans all NICs once per rail.
+    pub(crate) fn nics_by_rail(&self) -> BTreeMap<u32, Vec<&NicPlan>> {
+        let mut by_rail: BTreeMap<u32, Vec<&NicPlan>> = BTreeMap::new();
+        for nic in self.pools.iter().flat_map(|p| &p.nics) {
+            by_rail.entry(nic.rail).or_default().push(nic);
+        }
+        by_rail
+    }
+}
+
+/// A node pool.
+#[derive(Debug, Clone)]
+pub struct PoolPlan {
+    /// Name (DNS label).
+    pub name: String,
+    /// Node labels that select it.
+    pub node_selector: BTreeMap<String, String>,
+    /// CPU vendor.
+    pub cpu_vendor: CpuVendor,
+    /// GPUs per node.
+    pub gpus: u32,
+    /// NIC ports, in rail order.
+    pub nics: Vec<NicPlan>,
+    /// Huge pages: size and count.
+    pub hugepages: Option<(HugepageSize, u32)>,
+    /// Isolated CPUs.
+    pub isolated_cpus: Option<String>,
+    /// Reserved CPUs.
+    pub reserved_cpus: String,
+}
+
+/// One NIC port.
+#[derive(Debug, Clone)]
+pub struct NicPlan {
+    /// PF netdev name.
+    pub pf: String,
+    /// RDMA device name.
+    pub rdma_device: String,
+    /// The NIC model.
+    pub model: &'static NicModel,
+    /// VFs to create (0 in shared mode).
+    pub num_vfs: u32,
+    /// Rail number.
+    pub rail: u32,
+}
+
+/// One rail network, shared by the NICs with that rail number.
+#[derive(Debug, Clone)]
+pub struct RailPlan {
+    /// Rail number.
+    pub rail: u32,
+    /// Link type.
+    pub link_type: LinkType,
+    /// MTU.
+    pub mtu: u32,
+    /// Subnet (CIDR).
+    pub subnet: String,
+    /// VLAN (Ethernet only).
+    pub vlan: Option<u32>,
+    /// Resource name without prefix.
+    pub resource_name: String,
+}
+
+/// NFS over RDMA.
+#[derive(Debug, Clone)]
+pub struct NfsPlan {
+    /// Server, as an NFS source names it: a host name, an IPv4 address, or
+    /// an IPv6 address in brackets.
+    pub server: String,
+    /// Exported path, normalized (no repeated or trailing slashes).
+    pub export: String,
+    /// Mount point, normalized as the export.
+    pub mount_point: String,
+    /// nconnect.
+    pub nconnect: u32,
+}
+
+/// The example workload.
+#[derive(Debug, Clone)]
+pub struct WorkloadPlan {
+    /// Pod name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Image.
+    pub image: String,
+    /// GPUs per pod.
+    pub gpus: u32,
+    /// RDMA devices per pod.
+    pub vfs: u32,
+    /// Memory request/limit.
+    pub memory: String,
+    /// `/dev/shm` size.
+    pub shm_size: String,
+    /// Huge pages per pod (count, size).
+    pub hugepages: Option<(HugepageSize, u32)>,
+    /// `NCCL_SOCKET_IFNAME`.
+    pub socket_ifname: String,
+}

@@ -1,0 +1,104 @@
+//! The example workload: its names, image, sizes and NCCL settings.
+
+use std::collections::BTreeMap;
+
+use super::{Checker, DNS_LABEL_HELP};
+use crate::grammar;
+use crate::intent::Workload;
+use crate::plan::{PoolPlan, RailPlan, WorkloadPlan};
+
+/// Checks the workload against the pools and rails it runs on.
+pub(super) fn workload(
+    c: &mut Checker,
+    w: Workload,
+    pools: &[PoolPlan],
+    rails: &BTreeMap<u32, RailPlan>,
+) -> WorkloadPlan {
+    c.grammar(
+        &w.namespace,
+        "namespace",
+        grammar::dns_label,
+        DNS_LABEL_HELP,
+    );
+    c.grammar(&w.name, "name", grammar::dns_label, DNS_LABEL_HELP);
+    c.grammar(
+        &w.image,
+        "image",
+        grammar::image_reference,
+        "give an image such as nvcr.io/nvidia/pytorch:25.08-py3",
+    );
+    for size in [&w.memory, &w.shm_size] {
+        c.grammar(
+            size,
+            "size",
+            grammar::quantity,
+            "write a size such as 256Gi",
+        );
+    }
+    c.grammar(
+        &w.nccl_socket_ifname,
+        "ncclSocketIfname",
+        grammar::nccl_socket_ifname,
+        "give interface names or prefixes, e.g. eth0 or ^docker,lo",
+    );
+    let min_gpus = pools.iter().map(|p| p.gpus).min().unwrap_or(0);
+    if w.gpus_per_pod.value == 0 || w.gpus_per_pod.value > min_gpus {
+        c.error(
+            &w.gpus_per_pod.referenced,
+            format!(
+                "gpusPerPod {} does not fit a node with {min_gpus} gpus",
+                w.gpus_per_pod.value
+            ),
+            "use 1 to the pool's gpus",
+        );
+    }
+    let vfs = w
+        .vfs_per_pod
+        .as_ref()
+        .map_or(rails.len() as u32, |v| v.value);
+    if let Some(v) = &w.vfs_per_pod
+        && (v.value == 0 || v.value as usize > rails.len())
+    {
+        c.error(
+            &v.referenced,
+            format!("vfsPerPod {} but there are {} rails", v.value, rails.len()),
+            "request at most one rdma device per rail",
+        );
+    }
+    let pool_hugepages = pools
+        .iter()
+        .filter_map(|p| p.hugepages)
+        .min_by_key(|(_, n)| *n);
+    let hugepages = match (&w.hugepages, pool_hugepages) {
+        (Some(h), None) => {
+            c.error(
+                &h.referenced,
+                "workload hugepages but no pool reserves hugepages",
+                "add hugepages to the node pool",
+            );
+            None
+        }
+        (Some(h), Some((size, count))) => {
+            if h.value == 0 || h.value > count {
+                c.error(
+                    &h.referenced,
+                    format!("{} hugepages per pod but nodes reserve {count}", h.value),
+                    "request at most the pages a node reserves",
+                );
+            }
+            Some((size, h.value))
+        }
+        (None, _) => None,
+    };
+    WorkloadPlan {
+        name: w.name.value,
+        namespace: w.namespace.value,
+        image: w.image.value,
+        gpus: w.gpus_per_pod.value,
+        vfs,
+        memory: w.memory.value,
+        shm_size: w.shm_size.value,
+        hugepages,
+        socket_ifname: w.nccl_socket_ifname.value,
+    }
+}
