@@ -140,7 +140,14 @@ fn binary_input_is_not_text() {
     assert_eq!(err.at, Mark { line: 2, column: 7 });
     let err =
         load_bytes(b"kind: Pod\x00\x01\x02", &Limits::default()).expect_err("control characters");
-    assert!(matches!(err.kind, LoadErrorKind::Syntax(_)), "{err}");
+    assert_eq!(err.kind, LoadErrorKind::ControlCharacter('\0'));
+    assert_eq!(
+        err.at,
+        Mark {
+            line: 1,
+            column: 10
+        }
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Builds spanned node trees from the parser's event stream, enforcing the
-//! depth and alias-expansion limits as it goes.
+//! depth and alias limits as it goes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::mem::size_of;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as ParserSpan};
 
@@ -21,41 +22,75 @@ enum Frame {
         entries: Vec<Entry>,
         /// The key read, waiting for its value; `is_merge` for a plain `<<`.
         pending: Option<(String, Span, bool)>,
-        /// Entries brought in by `<<` merge keys, applied at the end where
-        /// the mapping does not set the key itself.
-        merged: Vec<Entry>,
+        /// The mappings brought in by `<<` merge keys, in order, applied at
+        /// the end where the mapping does not set the key itself.
+        merged: Vec<Vec<Entry>>,
     },
 }
 
-/// An anchored node and how many nodes an alias to it adds.
+/// What a copy of a node costs: its nodes, and its bytes (the nodes
+/// themselves plus the text of their keys and strings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Footprint {
+    nodes: usize,
+    bytes: usize,
+}
+
+/// An anchored node that an alias refers to, and what a copy of it costs.
 struct Anchored {
     node: Node,
-    size: usize,
+    footprint: Footprint,
 }
 
 struct Builder<'a> {
     limits: &'a Limits,
     stack: Vec<Frame>,
+    /// The anchors some alias refers to; no other anchored node is copied.
+    aliased: HashSet<usize>,
     anchors: HashMap<usize, Anchored>,
     documents: Vec<Node>,
+    /// Nodes added by aliases so far, against `Limits::max_alias_nodes`.
     alias_nodes: usize,
+    /// Bytes copied for anchors and aliases so far, against
+    /// `Limits::max_bytes`.
+    copied_bytes: usize,
 }
 
 /// Parses `text` into one node per document.
 pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
-    let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
         limits,
         stack: Vec::new(),
+        aliased: aliased_anchors(text)?,
         anchors: HashMap::new(),
         documents: Vec::new(),
         alias_nodes: 0,
+        copied_bytes: 0,
     };
+    let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(syntax_error)?;
         builder.on_event(event, span)?;
     }
     Ok(builder.documents)
+}
+
+/// The anchors that some alias refers to. Knowing them up front spares a
+/// copy of every anchored node that nothing refers to, which nested anchors
+/// would otherwise multiply. A stream without both `&` and `*` has no alias
+/// and is parsed once; any other is parsed twice, which is still linear.
+fn aliased_anchors(text: &str) -> Result<HashSet<usize>, LoadError> {
+    let mut aliased = HashSet::new();
+    if !(text.contains('&') && text.contains('*')) {
+        return Ok(aliased);
+    }
+    let mut parser = Parser::new_from_str(text);
+    while let Some(event) = parser.next_event() {
+        if let (Event::Alias(anchor), _) = event.map_err(syntax_error)? {
+            aliased.insert(anchor);
+        }
+    }
+    Ok(aliased)
 }
 
 fn syntax_error(err: ScanError) -> LoadError {
@@ -79,17 +114,62 @@ fn span(parser_span: ParserSpan) -> Span {
     }
 }
 
-/// Number of nodes in a tree; recursion is bounded by the depth limit.
-fn size(node: &Node) -> usize {
+/// What a copy of `node` costs; recursion is bounded by the depth limit.
+fn footprint(node: &Node) -> Footprint {
+    let mut total = Footprint {
+        nodes: 1,
+        bytes: size_of::<Node>(),
+    };
+    let mut add = |child: Footprint, extra: usize| {
+        total.nodes = total.nodes.saturating_add(child.nodes);
+        total.bytes = total
+            .bytes
+            .saturating_add(child.bytes)
+            .saturating_add(extra);
+    };
     match &node.value {
-        Value::Sequence(items) => 1 + items.iter().map(size).sum::<usize>(),
-        Value::Mapping(entries) => {
-            1 + entries
-                .iter()
-                .map(|entry| size(&entry.value))
-                .sum::<usize>()
-        }
-        _ => 1,
+        Value::String(text) => add(Footprint::default(), text.len()),
+        Value::Sequence(items) => items.iter().for_each(|item| add(footprint(item), 0)),
+        Value::Mapping(entries) => entries.iter().for_each(|entry| {
+            let key = size_of::<Entry>() - size_of::<Node>() + entry.key.len();
+            add(footprint(&entry.value), key);
+        }),
+        Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) => {}
+    }
+    total
+}
+
+/// Applies `<<` merge keys to a mapping's own entries. A key the mapping
+/// sets itself wins; among the merged mappings, the first one that sets a
+/// key wins (the YAML merge-key rule; goyaml.v2 applies them backwards to
+/// the same effect); within one merged mapping, its last value of a repeated
+/// key wins, as when that mapping is read on its own. One hash set makes
+/// this linear in the entries, however many there are.
+fn merge(entries: &mut Vec<Entry>, sources: Vec<Vec<Entry>>) {
+    let keep: Vec<Vec<bool>> = {
+        let mut seen: HashSet<&str> = entries.iter().map(|entry| entry.key.as_str()).collect();
+        sources
+            .iter()
+            .map(|source| {
+                let mut keep = vec![false; source.len()];
+                for (index, entry) in source.iter().enumerate().rev() {
+                    if seen.insert(entry.key.as_str())
+                        && let Some(slot) = keep.get_mut(index)
+                    {
+                        *slot = true;
+                    }
+                }
+                keep
+            })
+            .collect()
+    };
+    for (source, keep) in sources.into_iter().zip(keep) {
+        entries.extend(
+            source
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(entry, keep)| keep.then_some(entry)),
+        );
     }
 }
 
@@ -103,12 +183,14 @@ impl Builder<'_> {
             | Event::DocumentStart(_)
             | Event::DocumentEnd => Ok(()),
             Event::Scalar(text, style, anchor, tag) => {
+                let is_key = self.expects_key();
+                let is_merge_key = is_key && style == ScalarStyle::Plain && text == "<<";
                 // Keys keep their text: `y:` or `0644:` as a key names a field,
                 // it is not a boolean or a number.
-                let node = if self.expects_key() {
+                let node = if is_key {
                     Node {
                         span: at,
-                        value: Value::String(text.clone().into_owned()),
+                        value: Value::String(text.into_owned()),
                         yaml11: None,
                     }
                 } else if let Some(tag) = tag.filter(|tag| tag.is_yaml_core_schema()) {
@@ -122,25 +204,33 @@ impl Builder<'_> {
                         yaml11: None,
                     }
                 };
-                let is_merge_key = style == ScalarStyle::Plain
-                    && matches!(&node.value, Value::String(key) if key == "<<");
                 self.finish(node, anchor, is_merge_key, at)
             }
             Event::Alias(anchor) => {
-                let Some(anchored) = self.anchors.get(&anchor) else {
+                let Some(footprint) = self.anchors.get(&anchor).map(|a| a.footprint) else {
                     return Err(LoadError {
                         at: at.start,
                         kind: LoadErrorKind::UnknownAnchor,
                     });
                 };
-                self.alias_nodes = self.alias_nodes.saturating_add(anchored.size);
+                self.alias_nodes = self.alias_nodes.saturating_add(footprint.nodes);
                 if self.alias_nodes > self.limits.max_alias_nodes {
                     return Err(LoadError {
                         at: at.start,
                         kind: LoadErrorKind::AliasBomb(self.limits.max_alias_nodes),
                     });
                 }
-                let node = anchored.node.clone();
+                // Checked before the copy is made: a long scalar aliased many
+                // times is refused before it takes the memory.
+                self.charge(footprint, at)?;
+                let node = self
+                    .anchors
+                    .get(&anchor)
+                    .map(|anchored| anchored.node.clone())
+                    .ok_or(LoadError {
+                        at: at.start,
+                        kind: LoadErrorKind::UnknownAnchor,
+                    })?;
                 self.finish(node, 0, false, at)
             }
             Event::SequenceStart(anchor, _) => self.open(
@@ -183,16 +273,34 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// Charges a copy against the byte budget for anchors and aliases.
+    fn charge(&mut self, footprint: Footprint, at: Span) -> Result<(), LoadError> {
+        self.copied_bytes = self.copied_bytes.saturating_add(footprint.bytes);
+        if self.copied_bytes > self.limits.max_bytes {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::AliasBytes(self.limits.max_bytes),
+            });
+        }
+        Ok(())
+    }
+
     fn close(&mut self, at: Span) -> Result<(), LoadError> {
+        // Collections are trimmed to their length once complete: a vector
+        // grows by doubling from four slots, and a tree of small mappings
+        // would otherwise hold several times the memory its nodes need.
         let (node, anchor) = match self.stack.pop() {
             Some(Frame::Sequence {
                 start,
                 anchor,
-                items,
+                mut items,
             }) => (
                 Node {
                     span: Span { start, end: at.end },
-                    value: Value::Sequence(items),
+                    value: Value::Sequence({
+                        items.shrink_to_fit();
+                        items
+                    }),
                     yaml11: None,
                 },
                 anchor,
@@ -204,11 +312,10 @@ impl Builder<'_> {
                 merged,
                 ..
             }) => {
-                for entry in merged {
-                    if !entries.iter().any(|own| own.key == entry.key) {
-                        entries.push(entry);
-                    }
+                if !merged.is_empty() {
+                    merge(&mut entries, merged);
                 }
+                entries.shrink_to_fit();
                 (
                     Node {
                         span: Span { start, end: at.end },
@@ -238,13 +345,14 @@ impl Builder<'_> {
         is_merge_key: bool,
         at: Span,
     ) -> Result<(), LoadError> {
-        if anchor != 0 {
-            let size = size(&node);
+        if anchor != 0 && self.aliased.contains(&anchor) {
+            let footprint = footprint(&node);
+            self.charge(footprint, at)?;
             self.anchors.insert(
                 anchor,
                 Anchored {
                     node: node.clone(),
-                    size,
+                    footprint,
                 },
             );
         }
@@ -274,11 +382,11 @@ impl Builder<'_> {
                     *pending = Some((key, node.span, is_merge_key));
                 }
                 Some((key, key_span, true)) => match node.value {
-                    Value::Mapping(more) => merged.extend(more),
+                    Value::Mapping(more) => merged.push(more),
                     Value::Sequence(sources) => {
                         for source in sources {
                             if let Value::Mapping(more) = source.value {
-                                merged.extend(more);
+                                merged.push(more);
                             }
                         }
                     }
