@@ -4,9 +4,10 @@
 use std::collections::{HashMap, HashSet};
 use std::mem::size_of;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as ParserSpan};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
 
 use super::resolve::{resolve_plain, resolve_tagged};
+use super::source::Source;
 use super::{Entry, Limits, LoadError, LoadErrorKind, Mark, Node, Span, Value};
 
 /// A collection whose children are still being read.
@@ -44,6 +45,7 @@ struct Anchored {
 
 struct Builder<'a> {
     limits: &'a Limits,
+    source: &'a Source<'a>,
     stack: Vec<Frame>,
     /// The anchors some alias refers to; no other anchored node is copied.
     aliased: HashSet<usize>,
@@ -58,18 +60,20 @@ struct Builder<'a> {
 
 /// Parses `text` into one node per document.
 pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
+    let source = Source::new(text);
     let mut builder = Builder {
         limits,
+        source: &source,
         stack: Vec::new(),
-        aliased: aliased_anchors(text)?,
+        aliased: aliased_anchors(&source)?,
         anchors: HashMap::new(),
         documents: Vec::new(),
         alias_nodes: 0,
         copied_bytes: 0,
     };
-    let mut parser = Parser::new_from_str(text);
+    let mut parser = Parser::new_from_str(source.text());
     while let Some(event) = parser.next_event() {
-        let (event, span) = event.map_err(syntax_error)?;
+        let (event, span) = event.map_err(|err| source.syntax_error(&err))?;
         builder.on_event(event, span)?;
     }
     Ok(builder.documents)
@@ -79,39 +83,19 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
 /// copy of every anchored node that nothing refers to, which nested anchors
 /// would otherwise multiply. A stream without both `&` and `*` has no alias
 /// and is parsed once; any other is parsed twice, which is still linear.
-fn aliased_anchors(text: &str) -> Result<HashSet<usize>, LoadError> {
+fn aliased_anchors(source: &Source<'_>) -> Result<HashSet<usize>, LoadError> {
     let mut aliased = HashSet::new();
+    let text = source.text();
     if !(text.contains('&') && text.contains('*')) {
         return Ok(aliased);
     }
     let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
-        if let (Event::Alias(anchor), _) = event.map_err(syntax_error)? {
+        if let (Event::Alias(anchor), _) = event.map_err(|err| source.syntax_error(&err))? {
             aliased.insert(anchor);
         }
     }
     Ok(aliased)
-}
-
-fn syntax_error(err: ScanError) -> LoadError {
-    LoadError {
-        at: mark(err.marker().line(), err.marker().col()),
-        kind: LoadErrorKind::Syntax(err.info().to_owned()),
-    }
-}
-
-fn mark(line: usize, col: usize) -> Mark {
-    Mark {
-        line: u32::try_from(line).unwrap_or(u32::MAX),
-        column: u32::try_from(col.saturating_add(1)).unwrap_or(u32::MAX),
-    }
-}
-
-fn span(parser_span: ParserSpan) -> Span {
-    Span {
-        start: mark(parser_span.start.line(), parser_span.start.col()),
-        end: mark(parser_span.end.line(), parser_span.end.col()),
-    }
 }
 
 /// What a copy of `node` costs; recursion is bounded by the depth limit.
@@ -175,7 +159,7 @@ fn merge(entries: &mut Vec<Entry>, sources: Vec<Vec<Entry>>) {
 
 impl Builder<'_> {
     fn on_event(&mut self, event: Event<'_>, at: ParserSpan) -> Result<(), LoadError> {
-        let at = span(at);
+        let at = self.source.span(at);
         match event {
             Event::Nothing
             | Event::StreamStart
