@@ -38,7 +38,10 @@ pub use path::{Found, PathStep};
 /// Bounds on what one input may cost to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest input accepted, in bytes.
+    /// Largest input accepted, in bytes. It also bounds the nodes of a
+    /// stream, at one per 8 bytes ([`Limits::max_nodes`]), since memory and
+    /// time grow with nodes, and a stream of one-character nodes holds
+    /// several times more of them than any manifest of its size.
     pub max_bytes: usize,
     /// Deepest nesting of sequences and mappings accepted.
     pub max_depth: usize,
@@ -47,6 +50,16 @@ pub struct Limits {
     /// bytes (text and nodes together), so that one long scalar aliased many
     /// times cannot exhaust memory either.
     pub max_alias_nodes: usize,
+}
+
+impl Limits {
+    /// The most nodes a stream may hold (mapping keys aside, aliases
+    /// counted as what they expand to): one per 8 bytes of
+    /// [`Limits::max_bytes`], 4,194,304 by default. Real manifests hold one
+    /// node per 15 to 30 bytes.
+    pub fn max_nodes(&self) -> usize {
+        self.max_bytes / 8
+    }
 }
 
 impl Default for Limits {
@@ -264,6 +277,9 @@ pub enum LoadErrorKind {
     /// times.
     #[error("anchors and aliases copy more than {0} bytes (an alias bomb?)")]
     AliasBytes(usize),
+    /// The stream holds more nodes than [`Limits::max_nodes`].
+    #[error("input holds more than {0} nodes (one per 8 bytes of the size limit)")]
+    TooManyNodes(usize),
     /// An alias names an anchor that is not defined before it.
     #[error("alias refers to an unknown anchor")]
     UnknownAnchor,

@@ -332,6 +332,38 @@ fn one_long_line_and_thousands_of_flow_mappings_on_it_load_quickly() {
 }
 
 #[test]
+fn a_stream_of_tiny_nodes_is_refused_once_past_one_node_per_8_bytes() {
+    within_deadline(|| {
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        assert_eq!(limits.max_nodes(), 131_072);
+        let text = format!("[{}1]\n", "1,".repeat(400_000));
+        let err = load_str(&text, &limits).expect_err("too many nodes");
+        assert_eq!(err.kind, LoadErrorKind::TooManyNodes(131_072));
+        // The sequence is node 1; the scalar refused is the 131,072nd.
+        assert_eq!(
+            err.at,
+            Mark {
+                line: 1,
+                column: 2 + 2 * 131_071
+            }
+        );
+        // The same with an alias in the stream, which parses it twice.
+        let text = format!("- &a 1\n- *a\n{}", "- 1\n".repeat(200_000));
+        let err = load_str(&text, &limits).expect_err("too many nodes");
+        assert_eq!(err.kind, LoadErrorKind::TooManyNodes(131_072));
+        // A manifest of the same size, at one node per 20 bytes, loads.
+        let mut text = String::from("data:\n");
+        while text.len() < (1 << 20) - 32 {
+            text.push_str(&format!("  key-{:08}: value\n", text.len()));
+        }
+        assert!(load_str(&text, &limits).is_ok());
+    });
+}
+
+#[test]
 fn a_json_document_loads_with_its_spans() {
     let docs =
         load("# generated\n{\"kind\": \"List\", \"items\": [{\"a\": 1}, {\"b\": [1, 2]}]}\n");

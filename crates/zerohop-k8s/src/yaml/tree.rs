@@ -56,6 +56,8 @@ struct Builder<'a> {
     /// Bytes copied for anchors and aliases so far, against
     /// `Limits::max_bytes`.
     copied_bytes: usize,
+    /// Nodes so far (mapping keys aside), against `Limits::max_nodes`.
+    nodes: usize,
 }
 
 /// Parses `text` into one node per document.
@@ -65,11 +67,12 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
         limits,
         source: &source,
         stack: Vec::new(),
-        aliased: aliased_anchors(&source)?,
+        aliased: aliased_anchors(&source, limits)?,
         anchors: HashMap::new(),
         documents: Vec::new(),
         alias_nodes: 0,
         copied_bytes: 0,
+        nodes: 0,
     };
     let mut parser = Parser::new_from_str(source.text());
     while let Some(event) = parser.next_event() {
@@ -82,16 +85,30 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
 /// The anchors that some alias refers to. Knowing them up front spares a
 /// copy of every anchored node that nothing refers to, which nested anchors
 /// would otherwise multiply. A stream without both `&` and `*` has no alias
-/// and is parsed once; any other is parsed twice, which is still linear.
-fn aliased_anchors(source: &Source<'_>) -> Result<HashSet<usize>, LoadError> {
+/// and is parsed once; any other is parsed twice, which is still linear, and
+/// this first pass stops where the node limit is sure to be passed.
+fn aliased_anchors(source: &Source<'_>, limits: &Limits) -> Result<HashSet<usize>, LoadError> {
     let mut aliased = HashSet::new();
     let text = source.text();
     if !(text.contains('&') && text.contains('*')) {
         return Ok(aliased);
     }
+    // A node takes at most four events: its start and end, then its key's
+    // event, or its document's start and end when it is a document's root.
+    // More events than this mean more nodes than allowed.
+    let most_events = limits.max_nodes().saturating_mul(4).saturating_add(2);
     let mut parser = Parser::new_from_str(text);
+    let mut events = 0usize;
     while let Some(event) = parser.next_event() {
-        if let (Event::Alias(anchor), _) = event.map_err(|err| source.syntax_error(&err))? {
+        let (event, at) = event.map_err(|err| source.syntax_error(&err))?;
+        events += 1;
+        if events > most_events {
+            return Err(LoadError {
+                at: source.span(at).start,
+                kind: LoadErrorKind::TooManyNodes(limits.max_nodes()),
+            });
+        }
+        if let Event::Alias(anchor) = event {
             aliased.insert(anchor);
         }
     }
@@ -168,6 +185,9 @@ impl Builder<'_> {
             | Event::DocumentEnd => Ok(()),
             Event::Scalar(text, style, anchor, tag) => {
                 let is_key = self.expects_key();
+                if !is_key {
+                    self.count(1, at)?;
+                }
                 let is_merge_key = is_key && style == ScalarStyle::Plain && text == "<<";
                 // Keys keep their text: `y:` or `0644:` as a key names a field,
                 // it is not a boolean or a number.
@@ -207,6 +227,7 @@ impl Builder<'_> {
                 // Checked before the copy is made: a long scalar aliased many
                 // times is refused before it takes the memory.
                 self.charge(footprint, at)?;
+                self.count(footprint.nodes, at)?;
                 let node = self
                     .anchors
                     .get(&anchor)
@@ -246,7 +267,20 @@ impl Builder<'_> {
         )
     }
 
+    /// Counts nodes against the limit on nodes in a stream.
+    fn count(&mut self, nodes: usize, at: Span) -> Result<(), LoadError> {
+        self.nodes = self.nodes.saturating_add(nodes);
+        if self.nodes > self.limits.max_nodes() {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::TooManyNodes(self.limits.max_nodes()),
+            });
+        }
+        Ok(())
+    }
+
     fn open(&mut self, frame: Frame, at: Span) -> Result<(), LoadError> {
+        self.count(1, at)?;
         if self.stack.len() >= self.limits.max_depth {
             return Err(LoadError {
                 at: at.start,
