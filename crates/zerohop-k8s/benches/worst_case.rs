@@ -139,6 +139,11 @@ fn shapes() -> Vec<Shape> {
             text: || fill("[", |t, _| t.push_str("{a: 1}, "), "{a: 1}]\n"),
         },
         Shape {
+            name: "nested-flow",
+            what: "a flow sequence as the only item of another",
+            text: || fill("[[", |t, _| t.push_str("1, "), "1]]\n"),
+        },
+        Shape {
             name: "long-plain",
             what: "one plain scalar of 32 MiB on one line",
             text: || format!("data: {}\n", "x".repeat(TARGET - 8)),

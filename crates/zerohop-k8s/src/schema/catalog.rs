@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use regex::{Regex, RegexBuilder};
@@ -105,14 +106,18 @@ impl CrdCatalog {
         files.sort();
         let mut docs = Vec::new();
         for path in files {
-            let size = fs::metadata(&path).map_err(io(&path))?.len();
-            if size > MAX_FILE_BYTES {
+            // Read through a cap rather than trusting the size first seen:
+            // a file may grow between the two.
+            let mut text = String::new();
+            fs::File::open(&path)
+                .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+                .map_err(io(&path))?;
+            if text.len() as u64 > MAX_FILE_BYTES {
                 return Err(SchemaError::Parse {
                     path,
                     message: format!("file is larger than {MAX_FILE_BYTES} bytes"),
                 });
             }
-            let text = fs::read_to_string(&path).map_err(io(&path))?;
             docs.extend(parse_documents(&path, &text)?);
         }
         CrdCatalog::from_documents(docs)
