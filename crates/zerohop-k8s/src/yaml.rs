@@ -15,17 +15,14 @@
 //!
 //! Loading is linear in the input: the parser reads each character once,
 //! merge keys are applied through a hash set, and no step scans the siblings
-//! of a node once per sibling. One bound is the parser's, not the loader's:
-//! a flow collection nested as an item of another (`[[...]]`) is held as
-//! tokens until it ends, about a hundred bytes per byte of input (a JSON
-//! document's root collection is not; see `source.rs`). To look up many paths in one large document,
+//! of a node once per sibling, and the parser holds at most 1,024
+//! characters' worth of tokens ahead of the tree. To look up many paths in one large document,
 //! use a [`Finder`] rather than [`Node::find`].
 
 mod charset;
 mod finder;
 mod path;
 mod resolve;
-mod source;
 mod tree;
 
 use std::fmt;
@@ -43,7 +40,9 @@ pub struct Limits {
     /// time grow with nodes, and a stream of one-character nodes holds
     /// several times more of them than any manifest of its size.
     pub max_bytes: usize,
-    /// Deepest nesting of sequences and mappings accepted.
+    /// Deepest nesting of sequences and mappings accepted; never more than
+    /// 1,024 whatever this says, so that the recursive walks of a tree fit
+    /// on any thread's stack.
     pub max_depth: usize,
     /// Most nodes that aliases may add to a stream by expansion. What
     /// anchors and aliases copy is also capped at [`Limits::max_bytes`]

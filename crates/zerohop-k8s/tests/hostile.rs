@@ -364,6 +364,53 @@ fn a_stream_of_tiny_nodes_is_refused_once_past_one_node_per_8_bytes() {
 }
 
 #[test]
+fn the_deepest_tree_loaded_is_walked_on_a_small_stack() {
+    // Whatever the limits say, nesting stops at 1,024 levels; a tree that
+    // deep is loaded, cloned, converted, validated and dropped on the 2 MiB
+    // stack of a spawned thread (in a debug build, where frames are largest).
+    let limits = Limits {
+        max_depth: usize::MAX,
+        ..Limits::default()
+    };
+    let err = load_str(&format!("{}1\n", "- ".repeat(5_000)), &limits).expect_err("too deep");
+    assert_eq!(err.kind, LoadErrorKind::TooDeep(1_024));
+    let mut schema = json!({"type": "integer"});
+    // The root and `spec` are two levels; the sequences are the rest.
+    for _ in 0..1_022 {
+        schema = json!({"type": "array", "items": schema, "x-kubernetes-list-type": "set"});
+    }
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "deep.example.com"},
+        "spec": {"group": "example.com", "names": {"kind": "Deep"}, "versions": [{"name": "v1",
+            "served": true, "schema": {"openAPIV3Schema": {"type": "object",
+                "properties": {"spec": schema}}}}]}});
+    let handle = thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let text = format!("spec:\n{}1\n", "- ".repeat(1_022));
+            let docs = load_str(&text, &limits).expect("1,024 levels load");
+            let copy = docs.clone();
+            let mut object = copy[0].to_json();
+            object["apiVersion"] = json!("example.com/v1");
+            object["kind"] = json!("Deep");
+            let catalog = CrdCatalog::from_documents([crd]).expect("the crd loads");
+            let found = catalog.validate(&object).expect("a known kind");
+            drop(docs);
+            found.len()
+        })
+        .expect("a thread");
+    assert_eq!(handle.join().expect("no stack overflow"), 0);
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    // What SARIF calls `unicodeCodePoints`: `é` and `😀` are one column each.
+    let docs = load("é😀: [ü, x]\n");
+    let found = docs[0].find([PathStep::Key("é😀"), PathStep::Index(1)]);
+    assert_eq!(found.node.span.start, Mark { line: 1, column: 9 });
+}
+
+#[test]
 fn a_json_document_loads_with_its_spans() {
     let docs =
         load("# generated\n{\"kind\": \"List\", \"items\": [{\"a\": 1}, {\"b\": [1, 2]}]}\n");

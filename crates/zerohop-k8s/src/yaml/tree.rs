@@ -4,11 +4,17 @@
 use std::collections::{HashMap, HashSet};
 use std::mem::size_of;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
+use granit_parser::{
+    Event, Marker, Options, Parser, ScalarStyle, ScanError, Span as ParserSpan, Tag,
+};
 
 use super::resolve::{resolve_plain, resolve_tagged};
-use super::source::Source;
 use super::{Entry, Limits, LoadError, LoadErrorKind, Mark, Node, Span, Value};
+
+/// The deepest nesting loaded whatever the limits say: trees are cloned,
+/// converted, validated and dropped by recursion, and a thread's stack
+/// (2 MiB for a spawned one) must hold that many levels.
+const MAX_DEPTH: usize = 1_024;
 
 /// A collection whose children are still being read.
 enum Frame {
@@ -45,7 +51,6 @@ struct Anchored {
 
 struct Builder<'a> {
     limits: &'a Limits,
-    source: &'a Source<'a>,
     stack: Vec<Frame>,
     /// The anchors some alias refers to; no other anchored node is copied.
     aliased: HashSet<usize>,
@@ -62,24 +67,38 @@ struct Builder<'a> {
 
 /// Parses `text` into one node per document.
 pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
-    let source = Source::new(text);
     let mut builder = Builder {
         limits,
-        source: &source,
         stack: Vec::new(),
-        aliased: aliased_anchors(&source, limits)?,
+        aliased: aliased_anchors(text, limits)?,
         anchors: HashMap::new(),
         documents: Vec::new(),
         alias_nodes: 0,
         copied_bytes: 0,
         nodes: 0,
     };
-    let mut parser = Parser::new_from_str(source.text());
+    let mut parser = parser(text);
     while let Some(event) = parser.next_event() {
-        let (event, span) = event.map_err(|err| source.syntax_error(&err))?;
+        let (event, span) = event.map_err(|err| syntax_error(&err))?;
         builder.on_event(event, span)?;
     }
     Ok(builder.documents)
+}
+
+/// A parser for `text`. The parser gives up on a possible implicit key
+/// after 1,024 characters (YAML's own bound on implicit keys) in flow
+/// collections too, so it holds no more than that many characters' tokens
+/// at a time: a parser that waits for the end of a flow collection that
+/// might be a key (`[a, b]: c`) holds every token of a JSON document until
+/// its last line, about a hundred bytes per byte of input. Its nesting
+/// limits sit just past the loader's, which speaks first with a clearer
+/// error; comments are not wanted.
+fn parser(text: &str) -> Parser<'_, granit_parser::StrInput<'_>> {
+    let mut options = Options::default();
+    options.emit_comments = false;
+    options.flow_nesting_limit = MAX_DEPTH + 1;
+    options.block_nesting_limit = MAX_DEPTH + 1;
+    Parser::new_from_str_with_options(text, options)
 }
 
 /// The anchors that some alias refers to. Knowing them up front spares a
@@ -87,9 +106,8 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
 /// would otherwise multiply. A stream without both `&` and `*` has no alias
 /// and is parsed once; any other is parsed twice, which is still linear, and
 /// this first pass stops where the node limit is sure to be passed.
-fn aliased_anchors(source: &Source<'_>, limits: &Limits) -> Result<HashSet<usize>, LoadError> {
+fn aliased_anchors(text: &str, limits: &Limits) -> Result<HashSet<usize>, LoadError> {
     let mut aliased = HashSet::new();
-    let text = source.text();
     if !(text.contains('&') && text.contains('*')) {
         return Ok(aliased);
     }
@@ -97,14 +115,14 @@ fn aliased_anchors(source: &Source<'_>, limits: &Limits) -> Result<HashSet<usize
     // event, or its document's start and end when it is a document's root.
     // More events than this mean more nodes than allowed.
     let most_events = limits.max_nodes().saturating_mul(4).saturating_add(2);
-    let mut parser = Parser::new_from_str(text);
+    let mut parser = parser(text);
     let mut events = 0usize;
     while let Some(event) = parser.next_event() {
-        let (event, at) = event.map_err(|err| source.syntax_error(&err))?;
+        let (event, at) = event.map_err(|err| syntax_error(&err))?;
         events += 1;
         if events > most_events {
             return Err(LoadError {
-                at: source.span(at).start,
+                at: mark(at.start),
                 kind: LoadErrorKind::TooManyNodes(limits.max_nodes()),
             });
         }
@@ -113,6 +131,27 @@ fn aliased_anchors(source: &Source<'_>, limits: &Limits) -> Result<HashSet<usize
         }
     }
     Ok(aliased)
+}
+
+fn syntax_error(err: &ScanError) -> LoadError {
+    LoadError {
+        at: mark(*err.marker()),
+        kind: LoadErrorKind::Syntax(err.info()),
+    }
+}
+
+fn mark(marker: Marker) -> Mark {
+    Mark {
+        line: u32::try_from(marker.line()).unwrap_or(u32::MAX),
+        column: u32::try_from(marker.col().saturating_add(1)).unwrap_or(u32::MAX),
+    }
+}
+
+fn span(parser_span: ParserSpan) -> Span {
+    Span {
+        start: mark(parser_span.start),
+        end: mark(parser_span.end),
+    }
 }
 
 /// What a copy of `node` costs; recursion is bounded by the depth limit.
@@ -176,13 +215,13 @@ fn merge(entries: &mut Vec<Entry>, sources: Vec<Vec<Entry>>) {
 
 impl Builder<'_> {
     fn on_event(&mut self, event: Event<'_>, at: ParserSpan) -> Result<(), LoadError> {
-        let at = self.source.span(at);
+        let at = span(at);
         match event {
-            Event::Nothing
-            | Event::StreamStart
+            Event::StreamStart
             | Event::StreamEnd
-            | Event::DocumentStart(_)
-            | Event::DocumentEnd => Ok(()),
+            | Event::DocumentStart(..)
+            | Event::DocumentEnd
+            | Event::Comment(..) => Ok(()),
             Event::Scalar(text, style, anchor, tag) => {
                 let is_key = self.expects_key();
                 if !is_key {
@@ -197,8 +236,8 @@ impl Builder<'_> {
                         value: Value::String(text.into_owned()),
                         yaml11: None,
                     }
-                } else if let Some(tag) = tag.filter(|tag| tag.is_yaml_core_schema()) {
-                    resolve_tagged(&text, &tag.suffix, at)
+                } else if let Some(suffix) = tag.as_deref().and_then(Tag::core_suffix) {
+                    resolve_tagged(&text, suffix, at)
                 } else if style == ScalarStyle::Plain {
                     resolve_plain(&text, at)
                 } else {
@@ -238,7 +277,7 @@ impl Builder<'_> {
                     })?;
                 self.finish(node, 0, false, at)
             }
-            Event::SequenceStart(anchor, _) => self.open(
+            Event::SequenceStart(_, anchor, _) => self.open(
                 Frame::Sequence {
                     start: at.start,
                     anchor,
@@ -246,7 +285,7 @@ impl Builder<'_> {
                 },
                 at,
             ),
-            Event::MappingStart(anchor, _) => self.open(
+            Event::MappingStart(_, anchor, _) => self.open(
                 Frame::Mapping {
                     start: at.start,
                     anchor,
@@ -257,6 +296,12 @@ impl Builder<'_> {
                 at,
             ),
             Event::SequenceEnd | Event::MappingEnd => self.close(at),
+            // The parser may learn new events; one this loader does not know
+            // could carry content, so it is refused rather than dropped.
+            _ => Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::Syntax("unsupported YAML construct".to_owned()),
+            }),
         }
     }
 
@@ -281,10 +326,11 @@ impl Builder<'_> {
 
     fn open(&mut self, frame: Frame, at: Span) -> Result<(), LoadError> {
         self.count(1, at)?;
-        if self.stack.len() >= self.limits.max_depth {
+        let max_depth = self.limits.max_depth.min(MAX_DEPTH);
+        if self.stack.len() >= max_depth {
             return Err(LoadError {
                 at: at.start,
-                kind: LoadErrorKind::TooDeep(self.limits.max_depth),
+                kind: LoadErrorKind::TooDeep(max_depth),
             });
         }
         self.stack.push(frame);
