@@ -6,18 +6,18 @@
 //! is what the API server would see, and marks every scalar that a YAML 1.2
 //! reader would read differently (see [`Yaml11`]).
 //!
-//! Input is bounded: a size cap, a nesting-depth cap and caps on what
-//! aliases may expand to (the "billion laughs" attack), in nodes and in
-//! bytes. The stream must be printable text, as the YAML specification and
+//! Input is bounded: a size cap, a cap on nodes (one per 8 bytes of the
+//! size cap), a nesting-depth cap and caps on what aliases may expand to (the
+//! "billion laughs" attack), in nodes and in bytes. The stream must be printable text, as the YAML specification and
 //! Kubernetes' YAML library require: a raw control character (an escape
 //! sequence aimed at a terminal, say) is refused, never loaded. Every failure
 //! is a [`LoadError`] with a line and column, never a panic.
 //!
-//! Loading is linear in the input: the parser reads each character once,
-//! merge keys are applied through a hash set, and no step scans the siblings
-//! of a node once per sibling, and the parser holds at most 1,024
-//! characters' worth of tokens ahead of the tree. To look up many paths in one large document,
-//! use a [`Finder`] rather than [`Node::find`].
+//! Loading is linear in the input: the parser reads each character once and
+//! holds at most 1,024 characters' worth of tokens ahead of the tree, merge
+//! keys are applied through a hash set, and no step scans the siblings of a
+//! node once per sibling. To look up many paths in one large document, use a
+//! [`Finder`] rather than [`Node::find`].
 
 mod charset;
 mod finder;

@@ -243,7 +243,7 @@ impl<'a> Walker<'a> {
     /// identities are hashed (with [`json_equal`]'s notion of equality, and
     /// a random key so that no input can make them collide on purpose) and
     /// compared only within a bucket: linear in the list, where comparing
-    /// each item with every earlier one took 20,000 conditions seconds.
+    /// each item with every earlier one took seconds for 20,000 conditions.
     fn duplicates<'v>(
         &mut self,
         items: &'v [Value],

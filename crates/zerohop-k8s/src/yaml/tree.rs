@@ -250,32 +250,20 @@ impl Builder<'_> {
                 self.finish(node, anchor, is_merge_key, at)
             }
             Event::Alias(anchor) => {
-                let Some(footprint) = self.anchors.get(&anchor).map(|a| a.footprint) else {
+                // Taken out while the copy is paid for, put back after.
+                let Some(anchored) = self.anchors.remove(&anchor) else {
                     return Err(LoadError {
                         at: at.start,
                         kind: LoadErrorKind::UnknownAnchor,
                     });
                 };
-                self.alias_nodes = self.alias_nodes.saturating_add(footprint.nodes);
-                if self.alias_nodes > self.limits.max_alias_nodes {
-                    return Err(LoadError {
-                        at: at.start,
-                        kind: LoadErrorKind::AliasBomb(self.limits.max_alias_nodes),
-                    });
-                }
                 // Checked before the copy is made: a long scalar aliased many
                 // times is refused before it takes the memory.
-                self.charge(footprint, at)?;
-                self.count(footprint.nodes, at)?;
-                let node = self
-                    .anchors
-                    .get(&anchor)
-                    .map(|anchored| anchored.node.clone())
-                    .ok_or(LoadError {
-                        at: at.start,
-                        kind: LoadErrorKind::UnknownAnchor,
-                    })?;
-                self.finish(node, 0, false, at)
+                let copy = self
+                    .spend_on_alias(anchored.footprint, at)
+                    .map(|()| anchored.node.clone());
+                self.anchors.insert(anchor, anchored);
+                self.finish(copy?, 0, false, at)
             }
             Event::SequenceStart(_, anchor, _) => self.open(
                 Frame::Sequence {
@@ -335,6 +323,19 @@ impl Builder<'_> {
         }
         self.stack.push(frame);
         Ok(())
+    }
+
+    /// Charges the copy an alias makes against every limit it counts for.
+    fn spend_on_alias(&mut self, footprint: Footprint, at: Span) -> Result<(), LoadError> {
+        self.alias_nodes = self.alias_nodes.saturating_add(footprint.nodes);
+        if self.alias_nodes > self.limits.max_alias_nodes {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::AliasBomb(self.limits.max_alias_nodes),
+            });
+        }
+        self.charge(footprint, at)?;
+        self.count(footprint.nodes, at)
     }
 
     /// Charges a copy against the byte budget for anchors and aliases.
