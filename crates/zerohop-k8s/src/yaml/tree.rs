@@ -104,30 +104,30 @@ fn parser(text: &str) -> Parser<'_, granit_parser::StrInput<'_>> {
 /// The anchors that some alias refers to. Knowing them up front spares a
 /// copy of every anchored node that nothing refers to, which nested anchors
 /// would otherwise multiply. A stream without both `&` and `*` has no alias
-/// and is parsed once; any other is parsed twice, which is still linear, and
-/// this first pass stops where the node limit is sure to be passed.
+/// and is parsed once; any other is parsed twice, which is still linear.
+///
+/// This first pass stops early where the second is sure to fail before it:
+/// past `max_alias_nodes` aliases (each adds at least one node), or past
+/// four events per node allowed (a node takes at most four: its start and
+/// end, then its key, or its document's start and end for a root). The
+/// anchors it has not seen are then never reached.
 fn aliased_anchors(text: &str, limits: &Limits) -> Result<HashSet<usize>, LoadError> {
     let mut aliased = HashSet::new();
     if !(text.contains('&') && text.contains('*')) {
         return Ok(aliased);
     }
-    // A node takes at most four events: its start and end, then its key's
-    // event, or its document's start and end when it is a document's root.
-    // More events than this mean more nodes than allowed.
     let most_events = limits.max_nodes().saturating_mul(4).saturating_add(2);
     let mut parser = parser(text);
-    let mut events = 0usize;
+    let (mut events, mut aliases) = (0usize, 0usize);
     while let Some(event) = parser.next_event() {
-        let (event, at) = event.map_err(|err| syntax_error(&err))?;
+        let (event, _) = event.map_err(|err| syntax_error(&err))?;
         events += 1;
-        if events > most_events {
-            return Err(LoadError {
-                at: mark(at.start),
-                kind: LoadErrorKind::TooManyNodes(limits.max_nodes()),
-            });
-        }
         if let Event::Alias(anchor) = event {
+            aliases += 1;
             aliased.insert(anchor);
+        }
+        if events > most_events || aliases > limits.max_alias_nodes {
+            break;
         }
     }
     Ok(aliased)
