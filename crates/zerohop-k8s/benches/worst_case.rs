@@ -9,7 +9,8 @@
 //! run that shape alone, which makes the peak RSS printed that shape's own
 //! (the input's 32 MiB included). Prints, per shape, the median of the
 //! repeats for loading (YAML to spanned nodes), for the conversion to JSON,
-//! and for validation, and the peak RSS after loading.
+//! and for validation (wall clock, then the thread's CPU time), and the
+//! peak RSS after loading.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -275,27 +276,58 @@ fn shapes() -> Vec<Shape> {
     ]
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
+/// A run's wall-clock time and the CPU time of the thread that ran it: on
+/// a machine shared with other work the second is the one to compare.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Timing {
+    wall: Duration,
+    cpu: Duration,
 }
 
-fn timed<T>(mut run: impl FnMut() -> T) -> (T, Duration) {
+fn timed<T>(mut run: impl FnMut() -> T) -> (T, Timing) {
     let mut samples = Vec::with_capacity(REPEATS);
     let mut last = None;
     for _ in 0..REPEATS {
         // The previous result is dropped first, so that the peak is one result's.
         drop(last.take());
-        let start = Instant::now();
+        let (start, cpu_start) = (Instant::now(), thread_cpu());
         let result = black_box(run());
-        samples.push(start.elapsed());
+        samples.push(Timing {
+            wall: start.elapsed(),
+            cpu: thread_cpu().saturating_sub(cpu_start),
+        });
         last = Some(result);
     }
-    (last.expect("at least one repeat"), median(samples))
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    (last.expect("at least one repeat"), median)
 }
 
-fn milliseconds(duration: Duration) -> String {
-    format!("{:.0} ms", duration.as_secs_f64() * 1e3)
+/// The CPU time (user and system) of this thread so far, from
+/// `/proc/thread-self/stat` in clock ticks of 10 ms; zero where unknown.
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses: utime and
+    // stime are the 12th and 13th of them.
+    let ticks: u64 = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|field| field.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn milliseconds(timing: Timing) -> String {
+    format!(
+        "{:.0} ms (cpu {:.0} ms)",
+        timing.wall.as_secs_f64() * 1e3,
+        timing.cpu.as_secs_f64() * 1e3
+    )
 }
 
 /// The peak resident set of this process, from `/proc/self/status`.
