@@ -6,10 +6,21 @@
 //! is what the API server would see, and marks every scalar that a YAML 1.2
 //! reader would read differently (see [`Yaml11`]).
 //!
-//! Input is bounded: a size cap, a nesting-depth cap and a cap on the nodes
-//! that aliases may expand to (the "billion laughs" attack). Every failure is
-//! a [`LoadError`] with a line and column, never a panic.
+//! Input is bounded: a size cap, a cap on nodes (one per 8 bytes of the
+//! size cap), a nesting-depth cap and caps on what aliases may expand to (the
+//! "billion laughs" attack), in nodes and in bytes. The stream must be printable text, as the YAML specification and
+//! Kubernetes' YAML library require: a raw control character (an escape
+//! sequence aimed at a terminal, say) is refused, never loaded. Every failure
+//! is a [`LoadError`] with a line and column, never a panic.
+//!
+//! Loading is linear in the input: the parser reads each character once and
+//! holds at most 1,024 characters' worth of tokens ahead of the tree, merge
+//! keys are applied through a hash set, and no step scans the siblings of a
+//! node once per sibling. To look up many paths in one large document, use a
+//! [`Finder`] rather than [`Node::find`].
 
+mod charset;
+mod finder;
 mod path;
 mod resolve;
 mod tree;
@@ -18,23 +29,44 @@ use std::fmt;
 
 use thiserror::Error;
 
+pub use finder::Finder;
 pub use path::{Found, PathStep};
 
 /// Bounds on what one input may cost to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest input accepted, in bytes.
+    /// Largest input accepted, in bytes. It also bounds the nodes of a
+    /// stream, at one per 8 bytes ([`Limits::max_nodes`]), since memory and
+    /// time grow with nodes, and a stream of one-character nodes holds
+    /// several times more of them than any manifest of its size.
     pub max_bytes: usize,
-    /// Deepest nesting of sequences and mappings accepted.
+    /// Deepest nesting of sequences and mappings accepted; never more than
+    /// 1,024 whatever this says, so that the recursive walks of a tree fit
+    /// on any thread's stack.
     pub max_depth: usize,
-    /// Most nodes that aliases may add to a stream by expansion.
+    /// Most nodes that aliases may add to a stream by expansion. What
+    /// anchors and aliases copy is also capped at [`Limits::max_bytes`]
+    /// bytes (text and nodes together), so that one long scalar aliased many
+    /// times cannot exhaust memory either.
     pub max_alias_nodes: usize,
+}
+
+impl Limits {
+    /// The most nodes a stream may hold (mapping keys aside, aliases
+    /// counted as what they expand to): one per 8 bytes of
+    /// [`Limits::max_bytes`], 4,194,304 by default. Real manifests hold one
+    /// node per 15 to 30 bytes.
+    pub fn max_nodes(&self) -> usize {
+        self.max_bytes / 8
+    }
 }
 
 impl Default for Limits {
     /// 32 MiB, 128 levels and 100,000 alias-expanded nodes: far above any
     /// real manifest (the API server caps one object near 1.5 MiB), far
-    /// below what would exhaust memory.
+    /// below what would exhaust memory. A stream at the size limit loads in
+    /// about a second and holds at most a few dozen bytes per input byte
+    /// (the worst case is a stream of one- and two-character nodes).
     fn default() -> Limits {
         Limits {
             max_bytes: 32 * 1024 * 1024,
@@ -222,6 +254,14 @@ pub enum LoadErrorKind {
     /// The input is not UTF-8 text (a binary file, or another encoding).
     #[error("input is not UTF-8 text (a binary file?)")]
     NotText,
+    /// The input holds a character that YAML does not allow raw in a stream
+    /// (a C0 or C1 control character other than tab and line breaks, DEL, or
+    /// U+FFFE/U+FFFF). The message names it by code point, never raw.
+    #[error(
+        "control character U+{:04X} is not allowed in YAML (write it as an escape in a double-quoted string)",
+        u32::from(*.0)
+    )]
+    ControlCharacter(char),
     /// The YAML parser rejected the input.
     #[error("invalid YAML: {0}")]
     Syntax(String),
@@ -231,6 +271,14 @@ pub enum LoadErrorKind {
     /// Aliases would expand to more than [`Limits::max_alias_nodes`] nodes.
     #[error("aliases expand to more than {0} nodes (an alias bomb?)")]
     AliasBomb(usize),
+    /// What anchors and aliases copy would take more than this many bytes
+    /// ([`Limits::max_bytes`]): a long scalar or a large mapping aliased many
+    /// times.
+    #[error("anchors and aliases copy more than {0} bytes (an alias bomb?)")]
+    AliasBytes(usize),
+    /// The stream holds more nodes than [`Limits::max_nodes`].
+    #[error("input holds more than {0} nodes (one per 8 bytes of the size limit)")]
+    TooManyNodes(usize),
     /// An alias names an anchor that is not defined before it.
     #[error("alias refers to an unknown anchor")]
     UnknownAnchor,
@@ -279,8 +327,8 @@ pub fn load_bytes(bytes: &[u8], limits: &Limits) -> Result<Vec<Node>, LoadError>
 /// [`Value::Null`] node.
 ///
 /// # Errors
-/// Returns a [`LoadError`] for input that is too large, not valid YAML, too
-/// deep, or an alias bomb.
+/// Returns a [`LoadError`] for input that is too large, holds a raw control
+/// character, is not valid YAML, is too deep, or is an alias bomb.
 pub fn load_str(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
     if text.len() > limits.max_bytes {
         return Err(LoadError {
@@ -289,6 +337,12 @@ pub fn load_str(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
                 size: text.len(),
                 limit: limits.max_bytes,
             },
+        });
+    }
+    if let Some((offset, character)) = charset::first_forbidden(text) {
+        return Err(LoadError {
+            at: mark_after(text.get(..offset).unwrap_or_default()),
+            kind: LoadErrorKind::ControlCharacter(character),
         });
     }
     tree::build(text, limits)
@@ -322,16 +376,21 @@ pub fn objects(documents: &[Node]) -> Vec<&Node> {
     objects
 }
 
-/// The mark just after `text` when it starts at line 1, column 1.
+/// The mark just after `text` when it starts at line 1, column 1. Line
+/// breaks are counted as the parser counts them: CR LF, CR or LF.
 fn mark_after(text: &str) -> Mark {
     let mut mark = Mark { line: 1, column: 1 };
+    let mut after_cr = false;
     for character in text.chars() {
-        if character == '\n' {
-            mark.line = mark.line.saturating_add(1);
-            mark.column = 1;
-        } else {
-            mark.column = mark.column.saturating_add(1);
+        match character {
+            '\n' if after_cr => {}
+            '\n' | '\r' => {
+                mark.line = mark.line.saturating_add(1);
+                mark.column = 1;
+            }
+            _ => mark.column = mark.column.saturating_add(1),
         }
+        after_cr = character == '\r';
     }
     mark
 }

@@ -3,12 +3,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 
 use super::validate::Walker;
+use super::violation::Listing;
 use super::violation::SchemaViolation;
 
 /// The most bytes a compiled `pattern` may use; a larger one is skipped.
@@ -104,14 +106,18 @@ impl CrdCatalog {
         files.sort();
         let mut docs = Vec::new();
         for path in files {
-            let size = fs::metadata(&path).map_err(io(&path))?.len();
-            if size > MAX_FILE_BYTES {
+            // Read through a cap rather than trusting the size first seen:
+            // a file may grow between the two.
+            let mut text = String::new();
+            fs::File::open(&path)
+                .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+                .map_err(io(&path))?;
+            if text.len() as u64 > MAX_FILE_BYTES {
                 return Err(SchemaError::Parse {
                     path,
                     message: format!("file is larger than {MAX_FILE_BYTES} bytes"),
                 });
             }
-            let text = fs::read_to_string(&path).map_err(io(&path))?;
             docs.extend(parse_documents(&path, &text)?);
         }
         CrdCatalog::from_documents(docs)
@@ -139,7 +145,10 @@ impl CrdCatalog {
     /// Validates one object. Err when no CRD covers its apiVersion/kind.
     /// When several copies of the CRD are known, the violations against the
     /// copy the object fits best (fewest violations, earliest loaded on a
-    /// tie) are returned.
+    /// tie) are returned. At most a thousand are listed; when there are more,
+    /// a last violation at the object's root (kind
+    /// [`ViolationKind::Other`](super::ViolationKind::Other)) says how many
+    /// more there are. Time is linear in the size of the object.
     pub fn validate(&self, object: &Value) -> Result<Vec<SchemaViolation>, UnknownKind> {
         let text = |key: &str| {
             object
@@ -155,14 +164,14 @@ impl CrdCatalog {
         ) else {
             return Err(UnknownKind { api_version, kind });
         };
-        let mut best: Option<Vec<SchemaViolation>> = None;
+        let mut best: Option<Listing> = None;
         for served in schemas {
             let found = Walker::new(&self.patterns).object(served.schema.as_ref(), map);
-            if best.as_ref().is_none_or(|b| found.len() < b.len()) {
+            if best.as_ref().is_none_or(|b| found.found() < b.found()) {
                 best = Some(found);
             }
         }
-        Ok(best.unwrap_or_default())
+        Ok(best.map(Listing::into_violations).unwrap_or_default())
     }
 
     /// The `(apiVersion, kind)` pairs known, sorted.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::suggest::closest;
-use super::violation::{PathSegment, SchemaViolation, ViolationKind};
+use super::violation::{Listing, PathSegment, SchemaViolation, ViolationKind, quoted};
 
 /// The fields of ObjectMeta, with the JSON type each must have.
 const FIELDS: &[(&str, Expect)] = &[
@@ -41,35 +41,37 @@ const DNS_SUBDOMAIN_MAX: usize = 253;
 /// Checks `metadata` at `path` as the API server does for any object:
 /// known fields with their types, `name` a DNS-1123 subdomain, `namespace`
 /// a DNS-1123 label, label keys and values and annotation keys in the
-/// Kubernetes syntax.
+/// Kubernetes syntax. Lists at most a thousand violations, then one that
+/// counts the rest.
 pub fn validate_object_meta(value: &Value, path: &[PathSegment]) -> Vec<SchemaViolation> {
-    let mut out = Vec::new();
+    let mut out = Listing::default();
+    check_object_meta(value, &mut path.to_vec(), &mut out);
+    out.into_violations()
+}
+
+/// [`validate_object_meta`] into a listing shared with the rest of a check.
+pub(crate) fn check_object_meta(value: &Value, path: &mut Vec<PathSegment>, out: &mut Listing) {
     let Some(meta) = value.as_object() else {
-        out.push(SchemaViolation::new(
-            path,
-            ViolationKind::WrongType,
-            format!("expected object, found {}", json_type(value)),
-        ));
-        return out;
+        out.push(path, ViolationKind::WrongType, || {
+            format!("expected object, found {}", json_type(value))
+        });
+        return;
     };
-    let mut path = path.to_vec();
     for (key, field) in meta {
         path.push(PathSegment::Key(key.clone()));
         match FIELDS.iter().find(|(name, _)| name == key) {
+            None if out.full() => out.count(),
             None => {
                 let suggestion =
                     closest(key, FIELDS.iter().map(|(name, _)| *name)).map(str::to_owned);
-                out.push(SchemaViolation::new(
-                    &path,
-                    ViolationKind::UnknownField { suggestion },
-                    format!("unknown field {key:?}"),
-                ));
+                out.push(path, ViolationKind::UnknownField { suggestion }, || {
+                    format!("unknown field {}", quoted(key))
+                });
             }
-            Some((name, expect)) => check_field(name, *expect, field, &mut path, &mut out),
+            Some((name, expect)) => check_field(name, *expect, field, path, out),
         }
         path.pop();
     }
-    out
 }
 
 fn check_field(
@@ -77,7 +79,7 @@ fn check_field(
     expect: Expect,
     value: &Value,
     path: &mut Vec<PathSegment>,
-    out: &mut Vec<SchemaViolation>,
+    out: &mut Listing,
 ) {
     let type_ok = match expect {
         Expect::String => value.is_string(),
@@ -93,30 +95,24 @@ fn check_field(
         Expect::StringList | Expect::ObjectList => "array",
     };
     if !type_ok {
-        out.push(SchemaViolation::new(
-            path,
-            ViolationKind::WrongType,
-            format!("expected {wanted}, found {}", json_type(value)),
-        ));
+        out.push(path, ViolationKind::WrongType, || {
+            format!("expected {wanted}, found {}", json_type(value))
+        });
         return;
     }
     match (name, value) {
         ("name", Value::String(s)) => {
             if let Some(problem) = dns_subdomain_problem(s) {
-                out.push(SchemaViolation::new(
-                    path,
-                    ViolationKind::PatternMismatch,
-                    format!("name {s:?} {problem}"),
-                ));
+                out.push(path, ViolationKind::PatternMismatch, || {
+                    format!("name {} {problem}", quoted(s))
+                });
             }
         }
         ("namespace", Value::String(s)) => {
             if let Some(problem) = dns_label_problem(s) {
-                out.push(SchemaViolation::new(
-                    path,
-                    ViolationKind::PatternMismatch,
-                    format!("namespace {s:?} {problem}"),
-                ));
+                out.push(path, ViolationKind::PatternMismatch, || {
+                    format!("namespace {} {problem}", quoted(s))
+                });
             }
         }
         ("labels" | "annotations", Value::Object(map)) => {
@@ -126,11 +122,9 @@ fn check_field(
             for (index, item) in items.iter().enumerate() {
                 if !item.is_string() {
                     path.push(PathSegment::Index(index));
-                    out.push(SchemaViolation::new(
-                        path,
-                        ViolationKind::WrongType,
-                        format!("expected string, found {}", json_type(item)),
-                    ));
+                    out.push(path, ViolationKind::WrongType, || {
+                        format!("expected string, found {}", json_type(item))
+                    });
                     path.pop();
                 }
             }
@@ -139,11 +133,9 @@ fn check_field(
             for (index, item) in items.iter().enumerate() {
                 if !item.is_object() {
                     path.push(PathSegment::Index(index));
-                    out.push(SchemaViolation::new(
-                        path,
-                        ViolationKind::WrongType,
-                        format!("expected object, found {}", json_type(item)),
-                    ));
+                    out.push(path, ViolationKind::WrongType, || {
+                        format!("expected object, found {}", json_type(item))
+                    });
                     path.pop();
                 }
             }
@@ -156,37 +148,31 @@ fn check_string_map(
     labels: bool,
     map: &Map<String, Value>,
     path: &mut Vec<PathSegment>,
-    out: &mut Vec<SchemaViolation>,
+    out: &mut Listing,
 ) {
     let what = if labels { "label" } else { "annotation" };
     for (key, value) in map {
         path.push(PathSegment::Key(key.clone()));
         if let Some(problem) = qualified_name_problem(key) {
-            out.push(SchemaViolation::new(
-                path,
-                ViolationKind::PatternMismatch,
-                format!("{what} key {key:?} {problem}"),
-            ));
+            out.push(path, ViolationKind::PatternMismatch, || {
+                format!("{what} key {} {problem}", quoted(key))
+            });
         }
         match value {
             Value::String(s) if labels => {
                 if let Some(problem) = label_value_problem(s) {
-                    out.push(SchemaViolation::new(
-                        path,
-                        ViolationKind::PatternMismatch,
-                        format!("label value {s:?} {problem}"),
-                    ));
+                    out.push(path, ViolationKind::PatternMismatch, || {
+                        format!("label value {} {problem}", quoted(s))
+                    });
                 }
             }
             Value::String(_) => {}
-            other => out.push(SchemaViolation::new(
-                path,
-                ViolationKind::WrongType,
+            other => out.push(path, ViolationKind::WrongType, || {
                 format!(
                     "{what} value must be a string, found {} (quote it)",
                     json_type(other)
-                ),
-            )),
+                )
+            }),
         }
         path.pop();
     }

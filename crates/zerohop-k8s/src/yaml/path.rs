@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Number, Value as Json};
 
-use super::{Node, Span, Value};
+use super::{Entry, Node, Span, Value};
 
 /// One step of a path into a document: a mapping key or a sequence index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,33 +35,11 @@ impl Found<'_> {
 }
 
 impl Node {
-    /// Follows `path` as far as it goes.
+    /// Follows `path` as far as it goes. Each key is looked up by scanning
+    /// its mapping; for many lookups into one large document, use a
+    /// [`Finder`](super::Finder).
     pub fn find<'a, 'p>(&'a self, path: impl IntoIterator<Item = PathStep<'p>>) -> Found<'a> {
-        let mut found = Found {
-            node: self,
-            key_span: None,
-            depth: 0,
-        };
-        for step in path {
-            let next = match step {
-                PathStep::Key(key) => found
-                    .node
-                    .entry(key)
-                    .map(|entry| (&entry.value, Some(entry.key_span))),
-                PathStep::Index(index) => found.node.items().get(index).map(|item| (item, None)),
-            };
-            match next {
-                Some((node, key_span)) => {
-                    found = Found {
-                        node,
-                        key_span,
-                        depth: found.depth + 1,
-                    };
-                }
-                None => break,
-            }
-        }
-        found
+        follow(self, path, Node::entry)
     }
 
     /// The node as JSON, the way the API server would decode it. A repeated
@@ -85,4 +63,37 @@ impl Node {
             }
         }
     }
+}
+
+/// Follows `path` from `root` as far as it goes, looking keys up with
+/// `entry` (a scan, or an index).
+pub(super) fn follow<'a, 'p>(
+    root: &'a Node,
+    path: impl IntoIterator<Item = PathStep<'p>>,
+    mut entry: impl FnMut(&'a Node, &str) -> Option<&'a Entry>,
+) -> Found<'a> {
+    let mut found = Found {
+        node: root,
+        key_span: None,
+        depth: 0,
+    };
+    for step in path {
+        let next = match step {
+            PathStep::Key(key) => {
+                entry(found.node, key).map(|entry| (&entry.value, Some(entry.key_span)))
+            }
+            PathStep::Index(index) => found.node.items().get(index).map(|item| (item, None)),
+        };
+        match next {
+            Some((node, key_span)) => {
+                found = Found {
+                    node,
+                    key_span,
+                    depth: found.depth + 1,
+                };
+            }
+            None => break,
+        }
+    }
+    found
 }

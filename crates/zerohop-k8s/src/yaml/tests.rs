@@ -140,7 +140,14 @@ fn binary_input_is_not_text() {
     assert_eq!(err.at, Mark { line: 2, column: 7 });
     let err =
         load_bytes(b"kind: Pod\x00\x01\x02", &Limits::default()).expect_err("control characters");
-    assert!(matches!(err.kind, LoadErrorKind::Syntax(_)), "{err}");
+    assert_eq!(err.kind, LoadErrorKind::ControlCharacter('\0'));
+    assert_eq!(
+        err.at,
+        Mark {
+            line: 1,
+            column: 10
+        }
+    );
 }
 
 #[test]
@@ -207,6 +214,57 @@ proptest! {
                 let _ = doc.to_json();
             }
             let _ = objects(&docs);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_control_character_anywhere_is_the_error_at_its_place(
+        text in "[-:\\[\\]{}'\"#,\\n a-c0-9é]{0,64}",
+        at in 0usize..65,
+        control in prop_oneof![0u32..9, 11u32..13, 14u32..32, 127u32..133, 134u32..160],
+    ) {
+        let control = char::from_u32(control).expect("a valid character");
+        let at = text.char_indices().nth(at).map_or(text.len(), |(offset, _)| offset);
+        let hostile = format!("{}{control}{}", &text[..at], &text[at..]);
+        let err = load_str(&hostile, &Limits::default()).expect_err("refused");
+        prop_assert_eq!(err.kind, LoadErrorKind::ControlCharacter(control));
+        prop_assert_eq!(err.at, mark_after(&text[..at]));
+    }
+
+    #[test]
+    fn a_finder_agrees_with_find(
+        text in "[-:\\[\\]{}, \\na-c0-2]{0,128}",
+        path in proptest::collection::vec(prop_oneof![
+            (0usize..3).prop_map(Step::Index),
+            "[a-c0-2]{1,2}".prop_map(Step::Key),
+        ], 0..5),
+    ) {
+        let limits = Limits { max_bytes: 4096, max_depth: 16, max_alias_nodes: 1000 };
+        if let Ok(docs) = load_str(&text, &limits) {
+            let steps: Vec<PathStep<'_>> = path.iter().map(Step::as_step).collect();
+            for doc in &docs {
+                prop_assert_eq!(Finder::new(doc).find(steps.clone()), doc.find(steps.clone()));
+            }
+        }
+    }
+}
+
+/// An owned [`PathStep`], for generating paths.
+#[derive(Debug, Clone)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+impl Step {
+    fn as_step(&self) -> PathStep<'_> {
+        match self {
+            Step::Key(key) => PathStep::Key(key),
+            Step::Index(index) => PathStep::Index(*index),
         }
     }
 }

@@ -1,12 +1,20 @@
 //! Builds spanned node trees from the parser's event stream, enforcing the
-//! depth and alias-expansion limits as it goes.
+//! depth and alias limits as it goes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::mem::size_of;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as ParserSpan};
+use granit_parser::{
+    Event, Marker, Options, Parser, ScalarStyle, ScanError, Span as ParserSpan, Tag,
+};
 
 use super::resolve::{resolve_plain, resolve_tagged};
 use super::{Entry, Limits, LoadError, LoadErrorKind, Mark, Node, Span, Value};
+
+/// The deepest nesting loaded whatever the limits say: trees are cloned,
+/// converted, validated and dropped by recursion, and a thread's stack
+/// (2 MiB for a spawned one) must hold that many levels.
+const MAX_DEPTH: usize = 1_024;
 
 /// A collection whose children are still being read.
 enum Frame {
@@ -21,75 +29,187 @@ enum Frame {
         entries: Vec<Entry>,
         /// The key read, waiting for its value; `is_merge` for a plain `<<`.
         pending: Option<(String, Span, bool)>,
-        /// Entries brought in by `<<` merge keys, applied at the end where
-        /// the mapping does not set the key itself.
-        merged: Vec<Entry>,
+        /// The mappings brought in by `<<` merge keys, in order, applied at
+        /// the end where the mapping does not set the key itself.
+        merged: Vec<Vec<Entry>>,
     },
 }
 
-/// An anchored node and how many nodes an alias to it adds.
+/// What a copy of a node costs: its nodes, and its bytes (the nodes
+/// themselves plus the text of their keys and strings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Footprint {
+    nodes: usize,
+    bytes: usize,
+}
+
+/// An anchored node that an alias refers to, and what a copy of it costs.
 struct Anchored {
     node: Node,
-    size: usize,
+    footprint: Footprint,
 }
 
 struct Builder<'a> {
     limits: &'a Limits,
     stack: Vec<Frame>,
+    /// The anchors some alias refers to; no other anchored node is copied.
+    aliased: HashSet<usize>,
     anchors: HashMap<usize, Anchored>,
     documents: Vec<Node>,
+    /// Nodes added by aliases so far, against `Limits::max_alias_nodes`.
     alias_nodes: usize,
+    /// Bytes copied for anchors and aliases so far, against
+    /// `Limits::max_bytes`.
+    copied_bytes: usize,
+    /// Nodes so far (mapping keys aside), against `Limits::max_nodes`.
+    nodes: usize,
 }
 
 /// Parses `text` into one node per document.
 pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
-    let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
         limits,
         stack: Vec::new(),
+        aliased: aliased_anchors(text, limits)?,
         anchors: HashMap::new(),
         documents: Vec::new(),
         alias_nodes: 0,
+        copied_bytes: 0,
+        nodes: 0,
     };
+    let mut parser = parser(text);
     while let Some(event) = parser.next_event() {
-        let (event, span) = event.map_err(syntax_error)?;
+        let (event, span) = event.map_err(|err| syntax_error(&err))?;
         builder.on_event(event, span)?;
     }
     Ok(builder.documents)
 }
 
-fn syntax_error(err: ScanError) -> LoadError {
+/// A parser for `text`. The parser gives up on a possible implicit key
+/// after 1,024 characters (YAML's own bound on implicit keys) in flow
+/// collections too, so it holds no more than that many characters' tokens
+/// at a time: a parser that waits for the end of a flow collection that
+/// might be a key (`[a, b]: c`) holds every token of a JSON document until
+/// its last line, about a hundred bytes per byte of input. Its nesting
+/// limits sit just past the loader's, which speaks first with a clearer
+/// error; comments are not wanted.
+fn parser(text: &str) -> Parser<'_, granit_parser::StrInput<'_>> {
+    let mut options = Options::default();
+    options.emit_comments = false;
+    options.flow_nesting_limit = MAX_DEPTH + 1;
+    options.block_nesting_limit = MAX_DEPTH + 1;
+    Parser::new_from_str_with_options(text, options)
+}
+
+/// The anchors that some alias refers to. Knowing them up front spares a
+/// copy of every anchored node that nothing refers to, which nested anchors
+/// would otherwise multiply. A stream without both `&` and `*` has no alias
+/// and is parsed once; any other is parsed twice, which is still linear.
+///
+/// This first pass stops early where the second is sure to fail before it:
+/// past `max_alias_nodes` aliases (each adds at least one node), or past
+/// four events per node allowed (a node takes at most four: its start and
+/// end, then its key, or its document's start and end for a root). The
+/// anchors it has not seen are then never reached.
+fn aliased_anchors(text: &str, limits: &Limits) -> Result<HashSet<usize>, LoadError> {
+    let mut aliased = HashSet::new();
+    if !(text.contains('&') && text.contains('*')) {
+        return Ok(aliased);
+    }
+    let most_events = limits.max_nodes().saturating_mul(4).saturating_add(2);
+    let mut parser = parser(text);
+    let (mut events, mut aliases) = (0usize, 0usize);
+    while let Some(event) = parser.next_event() {
+        let (event, _) = event.map_err(|err| syntax_error(&err))?;
+        events += 1;
+        if let Event::Alias(anchor) = event {
+            aliases += 1;
+            aliased.insert(anchor);
+        }
+        if events > most_events || aliases > limits.max_alias_nodes {
+            break;
+        }
+    }
+    Ok(aliased)
+}
+
+fn syntax_error(err: &ScanError) -> LoadError {
     LoadError {
-        at: mark(err.marker().line(), err.marker().col()),
-        kind: LoadErrorKind::Syntax(err.info().to_owned()),
+        at: mark(*err.marker()),
+        kind: LoadErrorKind::Syntax(err.info()),
     }
 }
 
-fn mark(line: usize, col: usize) -> Mark {
+fn mark(marker: Marker) -> Mark {
     Mark {
-        line: u32::try_from(line).unwrap_or(u32::MAX),
-        column: u32::try_from(col.saturating_add(1)).unwrap_or(u32::MAX),
+        line: u32::try_from(marker.line()).unwrap_or(u32::MAX),
+        column: u32::try_from(marker.col().saturating_add(1)).unwrap_or(u32::MAX),
     }
 }
 
 fn span(parser_span: ParserSpan) -> Span {
     Span {
-        start: mark(parser_span.start.line(), parser_span.start.col()),
-        end: mark(parser_span.end.line(), parser_span.end.col()),
+        start: mark(parser_span.start),
+        end: mark(parser_span.end),
     }
 }
 
-/// Number of nodes in a tree; recursion is bounded by the depth limit.
-fn size(node: &Node) -> usize {
+/// What a copy of `node` costs; recursion is bounded by the depth limit.
+fn footprint(node: &Node) -> Footprint {
+    let mut total = Footprint {
+        nodes: 1,
+        bytes: size_of::<Node>(),
+    };
+    let mut add = |child: Footprint, extra: usize| {
+        total.nodes = total.nodes.saturating_add(child.nodes);
+        total.bytes = total
+            .bytes
+            .saturating_add(child.bytes)
+            .saturating_add(extra);
+    };
     match &node.value {
-        Value::Sequence(items) => 1 + items.iter().map(size).sum::<usize>(),
-        Value::Mapping(entries) => {
-            1 + entries
-                .iter()
-                .map(|entry| size(&entry.value))
-                .sum::<usize>()
-        }
-        _ => 1,
+        Value::String(text) => add(Footprint::default(), text.len()),
+        Value::Sequence(items) => items.iter().for_each(|item| add(footprint(item), 0)),
+        Value::Mapping(entries) => entries.iter().for_each(|entry| {
+            let key = size_of::<Entry>() - size_of::<Node>() + entry.key.len();
+            add(footprint(&entry.value), key);
+        }),
+        Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) => {}
+    }
+    total
+}
+
+/// Applies `<<` merge keys to a mapping's own entries. A key the mapping
+/// sets itself wins; among the merged mappings, the first one that sets a
+/// key wins (the YAML merge-key rule; goyaml.v2 applies them backwards to
+/// the same effect); within one merged mapping, its last value of a repeated
+/// key wins, as when that mapping is read on its own. One hash set makes
+/// this linear in the entries, however many there are.
+fn merge(entries: &mut Vec<Entry>, sources: Vec<Vec<Entry>>) {
+    let keep: Vec<Vec<bool>> = {
+        let mut seen: HashSet<&str> = entries.iter().map(|entry| entry.key.as_str()).collect();
+        sources
+            .iter()
+            .map(|source| {
+                let mut keep = vec![false; source.len()];
+                for (index, entry) in source.iter().enumerate().rev() {
+                    if seen.insert(entry.key.as_str())
+                        && let Some(slot) = keep.get_mut(index)
+                    {
+                        *slot = true;
+                    }
+                }
+                keep
+            })
+            .collect()
+    };
+    for (source, keep) in sources.into_iter().zip(keep) {
+        entries.extend(
+            source
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(entry, keep)| keep.then_some(entry)),
+        );
     }
 }
 
@@ -97,22 +217,27 @@ impl Builder<'_> {
     fn on_event(&mut self, event: Event<'_>, at: ParserSpan) -> Result<(), LoadError> {
         let at = span(at);
         match event {
-            Event::Nothing
-            | Event::StreamStart
+            Event::StreamStart
             | Event::StreamEnd
-            | Event::DocumentStart(_)
-            | Event::DocumentEnd => Ok(()),
+            | Event::DocumentStart(..)
+            | Event::DocumentEnd
+            | Event::Comment(..) => Ok(()),
             Event::Scalar(text, style, anchor, tag) => {
+                let is_key = self.expects_key();
+                if !is_key {
+                    self.count(1, at)?;
+                }
+                let is_merge_key = is_key && style == ScalarStyle::Plain && text == "<<";
                 // Keys keep their text: `y:` or `0644:` as a key names a field,
                 // it is not a boolean or a number.
-                let node = if self.expects_key() {
+                let node = if is_key {
                     Node {
                         span: at,
-                        value: Value::String(text.clone().into_owned()),
+                        value: Value::String(text.into_owned()),
                         yaml11: None,
                     }
-                } else if let Some(tag) = tag.filter(|tag| tag.is_yaml_core_schema()) {
-                    resolve_tagged(&text, &tag.suffix, at)
+                } else if let Some(suffix) = tag.as_deref().and_then(Tag::core_suffix) {
+                    resolve_tagged(&text, suffix, at)
                 } else if style == ScalarStyle::Plain {
                     resolve_plain(&text, at)
                 } else {
@@ -122,28 +247,25 @@ impl Builder<'_> {
                         yaml11: None,
                     }
                 };
-                let is_merge_key = style == ScalarStyle::Plain
-                    && matches!(&node.value, Value::String(key) if key == "<<");
                 self.finish(node, anchor, is_merge_key, at)
             }
             Event::Alias(anchor) => {
-                let Some(anchored) = self.anchors.get(&anchor) else {
+                // Taken out while the copy is paid for, put back after.
+                let Some(anchored) = self.anchors.remove(&anchor) else {
                     return Err(LoadError {
                         at: at.start,
                         kind: LoadErrorKind::UnknownAnchor,
                     });
                 };
-                self.alias_nodes = self.alias_nodes.saturating_add(anchored.size);
-                if self.alias_nodes > self.limits.max_alias_nodes {
-                    return Err(LoadError {
-                        at: at.start,
-                        kind: LoadErrorKind::AliasBomb(self.limits.max_alias_nodes),
-                    });
-                }
-                let node = anchored.node.clone();
-                self.finish(node, 0, false, at)
+                // Checked before the copy is made: a long scalar aliased many
+                // times is refused before it takes the memory.
+                let copy = self
+                    .spend_on_alias(anchored.footprint, at)
+                    .map(|()| anchored.node.clone());
+                self.anchors.insert(anchor, anchored);
+                self.finish(copy?, 0, false, at)
             }
-            Event::SequenceStart(anchor, _) => self.open(
+            Event::SequenceStart(_, anchor, _) => self.open(
                 Frame::Sequence {
                     start: at.start,
                     anchor,
@@ -151,7 +273,7 @@ impl Builder<'_> {
                 },
                 at,
             ),
-            Event::MappingStart(anchor, _) => self.open(
+            Event::MappingStart(_, anchor, _) => self.open(
                 Frame::Mapping {
                     start: at.start,
                     anchor,
@@ -162,6 +284,12 @@ impl Builder<'_> {
                 at,
             ),
             Event::SequenceEnd | Event::MappingEnd => self.close(at),
+            // The parser may learn new events; one this loader does not know
+            // could carry content, so it is refused rather than dropped.
+            _ => Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::Syntax("unsupported YAML construct".to_owned()),
+            }),
         }
     }
 
@@ -172,27 +300,72 @@ impl Builder<'_> {
         )
     }
 
-    fn open(&mut self, frame: Frame, at: Span) -> Result<(), LoadError> {
-        if self.stack.len() >= self.limits.max_depth {
+    /// Counts nodes against the limit on nodes in a stream.
+    fn count(&mut self, nodes: usize, at: Span) -> Result<(), LoadError> {
+        self.nodes = self.nodes.saturating_add(nodes);
+        if self.nodes > self.limits.max_nodes() {
             return Err(LoadError {
                 at: at.start,
-                kind: LoadErrorKind::TooDeep(self.limits.max_depth),
+                kind: LoadErrorKind::TooManyNodes(self.limits.max_nodes()),
+            });
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, frame: Frame, at: Span) -> Result<(), LoadError> {
+        self.count(1, at)?;
+        let max_depth = self.limits.max_depth.min(MAX_DEPTH);
+        if self.stack.len() >= max_depth {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::TooDeep(max_depth),
             });
         }
         self.stack.push(frame);
         Ok(())
     }
 
+    /// Charges the copy an alias makes against every limit it counts for.
+    fn spend_on_alias(&mut self, footprint: Footprint, at: Span) -> Result<(), LoadError> {
+        self.alias_nodes = self.alias_nodes.saturating_add(footprint.nodes);
+        if self.alias_nodes > self.limits.max_alias_nodes {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::AliasBomb(self.limits.max_alias_nodes),
+            });
+        }
+        self.charge(footprint, at)?;
+        self.count(footprint.nodes, at)
+    }
+
+    /// Charges a copy against the byte budget for anchors and aliases.
+    fn charge(&mut self, footprint: Footprint, at: Span) -> Result<(), LoadError> {
+        self.copied_bytes = self.copied_bytes.saturating_add(footprint.bytes);
+        if self.copied_bytes > self.limits.max_bytes {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::AliasBytes(self.limits.max_bytes),
+            });
+        }
+        Ok(())
+    }
+
     fn close(&mut self, at: Span) -> Result<(), LoadError> {
+        // Collections are trimmed to their length once complete: a vector
+        // grows by doubling from four slots, and a tree of small mappings
+        // would otherwise hold several times the memory its nodes need.
         let (node, anchor) = match self.stack.pop() {
             Some(Frame::Sequence {
                 start,
                 anchor,
-                items,
+                mut items,
             }) => (
                 Node {
                     span: Span { start, end: at.end },
-                    value: Value::Sequence(items),
+                    value: Value::Sequence({
+                        items.shrink_to_fit();
+                        items
+                    }),
                     yaml11: None,
                 },
                 anchor,
@@ -204,11 +377,10 @@ impl Builder<'_> {
                 merged,
                 ..
             }) => {
-                for entry in merged {
-                    if !entries.iter().any(|own| own.key == entry.key) {
-                        entries.push(entry);
-                    }
+                if !merged.is_empty() {
+                    merge(&mut entries, merged);
                 }
+                entries.shrink_to_fit();
                 (
                     Node {
                         span: Span { start, end: at.end },
@@ -238,13 +410,14 @@ impl Builder<'_> {
         is_merge_key: bool,
         at: Span,
     ) -> Result<(), LoadError> {
-        if anchor != 0 {
-            let size = size(&node);
+        if anchor != 0 && self.aliased.contains(&anchor) {
+            let footprint = footprint(&node);
+            self.charge(footprint, at)?;
             self.anchors.insert(
                 anchor,
                 Anchored {
                     node: node.clone(),
-                    size,
+                    footprint,
                 },
             );
         }
@@ -274,11 +447,11 @@ impl Builder<'_> {
                     *pending = Some((key, node.span, is_merge_key));
                 }
                 Some((key, key_span, true)) => match node.value {
-                    Value::Mapping(more) => merged.extend(more),
+                    Value::Mapping(more) => merged.push(more),
                     Value::Sequence(sources) => {
                         for source in sources {
                             if let Value::Mapping(more) = source.value {
-                                merged.extend(more);
+                                merged.push(more);
                             }
                         }
                     }

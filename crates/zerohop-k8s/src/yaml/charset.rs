@@ -1,0 +1,85 @@
+//! The characters a YAML stream may hold raw.
+//!
+//! YAML 1.2 §5.1 (`c-printable`) allows tab, LF, CR, 0x20–0x7E, NEL (0x85),
+//! 0xA0–0xD7FF, 0xE000–0xFFFD and 0x10000–0x10FFFF; everything else must be
+//! written as an escape in a double-quoted scalar (`"\e"`, `"\x1b"`).
+//! Kubernetes' YAML library enforces the same set while it reads:
+//! `yaml_parser_update_buffer` in go-yaml's `readerc.go` (`gopkg.in/yaml.v2`
+//! as vendored by kubernetes/kubernetes, and the same switch in `yaml.v3`)
+//! fails with "control characters are not allowed" for any other code point,
+//! in comments and quoted scalars alike. Refusing them here keeps a raw escape
+//! sequence out of every message and snippet that quotes the input, and keeps
+//! the loader from accepting what `kubectl apply` would reject.
+
+/// The first character YAML does not allow raw, with its byte offset.
+pub(super) fn first_forbidden(text: &str) -> Option<(usize, char)> {
+    let bytes = text.as_bytes();
+    let mut offset = 0;
+    while let Some(&byte) = bytes.get(offset) {
+        if byte.is_ascii() {
+            // ASCII is nearly all of every manifest: decide by the byte.
+            if !is_allowed(char::from(byte)) {
+                return Some((offset, char::from(byte)));
+            }
+            offset += 1;
+        } else {
+            let character = text.get(offset..)?.chars().next()?;
+            if !is_allowed(character) {
+                return Some((offset, character));
+            }
+            offset += character.len_utf8();
+        }
+    }
+    None
+}
+
+/// Whether YAML 1.2 `c-printable` (and go-yaml's reader) allows `character`.
+fn is_allowed(character: char) -> bool {
+    matches!(
+        character,
+        '\t' | '\n' | '\r'
+            | '\u{20}'..='\u{7E}'
+            | '\u{85}'
+            | '\u{A0}'..='\u{D7FF}'
+            | '\u{E000}'..='\u{FFFD}'
+            | '\u{10000}'..='\u{10FFFF}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printable_set_is_exactly_yaml_c_printable() {
+        for allowed in [
+            '\t', '\n', '\r', ' ', '~', '\u{85}', '\u{A0}', 'é', '\u{D7FF}',
+        ]
+        .into_iter()
+        .chain([
+            '\u{E000}',
+            '\u{FEFF}',
+            '\u{FFFD}',
+            '\u{10000}',
+            '\u{10FFFF}',
+        ]) {
+            assert!(is_allowed(allowed), "{:?}", allowed);
+        }
+        for refused in [
+            '\0', '\u{7}', '\u{8}', '\u{B}', '\u{C}', '\u{1B}', '\u{1F}', '\u{7F}',
+        ]
+        .into_iter()
+        .chain([
+            '\u{80}', '\u{84}', '\u{86}', '\u{9B}', '\u{9F}', '\u{FFFE}', '\u{FFFF}',
+        ]) {
+            assert!(!is_allowed(refused), "{:?}", refused);
+        }
+    }
+
+    #[test]
+    fn the_offset_is_in_bytes_past_multibyte_characters() {
+        assert_eq!(first_forbidden("é€😀\u{9B}x"), Some((9, '\u{9B}')));
+        assert_eq!(first_forbidden("a: \"\\e\"\n"), None);
+        assert_eq!(first_forbidden(""), None);
+    }
+}
