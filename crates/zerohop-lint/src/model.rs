@@ -4,6 +4,8 @@ use zerohop_core::ObjectRef;
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{LoadError, Node, PathStep};
 
+use crate::NotRead;
+
 /// A Kubernetes object found in an input.
 #[derive(Debug, Clone, Copy)]
 pub struct Object<'a> {
@@ -97,6 +99,8 @@ pub struct Workspace<'a> {
     pub cufiles: Vec<(&'a str, &'a Node)>,
     /// Inputs that could not be read or parsed.
     pub failed_inputs: Vec<(&'a str, InputFailure<'a>)>,
+    /// Paths skipped on purpose while searching directories, with why.
+    pub skipped: Vec<(&'a str, &'a NotRead)>,
     /// The CRDs to validate against, when given.
     pub catalog: Option<&'a CrdCatalog>,
 }
@@ -104,8 +108,8 @@ pub struct Workspace<'a> {
 /// Why an input could not be linted.
 #[derive(Debug, Clone, Copy)]
 pub enum InputFailure<'a> {
-    /// Reading failed; the message says why.
-    Unreadable(&'a str),
+    /// The input was not read: refused or failed.
+    Unreadable(&'a NotRead),
     /// The text is not valid (or acceptable) YAML.
     Invalid(&'a LoadError),
 }

@@ -1,6 +1,8 @@
 //! NVIDIA Network Operator: NicClusterPolicy, NicNodePolicy and the device
 //! plugins they configure.
 
+use std::collections::HashMap;
+
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
@@ -439,18 +441,43 @@ declare_rule! {
 
 fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
+    // Per resource name, the first advertiser of each kind that can clash:
+    // the SR-IOV operator (any policy), a device plugin (any prefix), and a
+    // device plugin per prefix. One pass instead of a scan of the earlier
+    // ones per resource.
+    #[derive(Default)]
+    struct First<'x> {
+        operator: Option<usize>,
+        plugin: Option<usize>,
+        plugin_by_prefix: HashMap<Option<&'x str>, usize>,
+    }
+    let mut firsts: HashMap<&str, First<'_>> = HashMap::new();
     for (index, later) in all.iter().enumerate() {
-        let earlier = all.iter().take(index).find(|earlier| {
-            earlier.name == later.name
-                && earlier.by != Advertiser::RdmaSharedDevicePlugin
-                && later.by != Advertiser::RdmaSharedDevicePlugin
-                && (earlier.by != later.by
-                    || (earlier.by == Advertiser::SriovDevicePlugin
-                        && earlier.prefix == later.prefix))
-                && !(earlier.by == Advertiser::SriovOperator
-                    && later.by == Advertiser::SriovOperator)
-        });
-        if let Some(earlier) = earlier {
+        let first = firsts.entry(later.name.as_str()).or_default();
+        // Two SR-IOV policies may share a resource (one per node group);
+        // two device plugin entries clash only with the same prefix.
+        let earlier = match later.by {
+            Advertiser::RdmaSharedDevicePlugin => continue,
+            Advertiser::SriovOperator => {
+                first.operator.get_or_insert(index);
+                first.plugin
+            }
+            Advertiser::SriovDevicePlugin => {
+                let same_prefix = *first
+                    .plugin_by_prefix
+                    .entry(later.prefix.as_deref())
+                    .or_insert(index);
+                first.plugin.get_or_insert(index);
+                [
+                    first.operator,
+                    (same_prefix != index).then_some(same_prefix),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+            }
+        };
+        if let Some(earlier) = earlier.filter(|&earlier| earlier < index).map(|i| &all[i]) {
             sink.report(
                 &later.object,
                 &later.path,

@@ -1,7 +1,7 @@
 //! Extended resources: who advertises which (device plugins, the SR-IOV
 //! Network Operator) and what pods request.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value as Json;
 use zerohop_k8s::yaml::{Node, PathStep};
@@ -283,15 +283,16 @@ pub(crate) struct Request<'a> {
 pub(crate) fn requests<'a>(template: &PodTemplate<'a>) -> Vec<Request<'a>> {
     let mut out: Vec<Request<'a>> = Vec::new();
     for (index, (container_path, container)) in template.containers().into_iter().enumerate() {
+        let resources = container.get("resources");
+        // The resources this container already lists: one set per
+        // container, not a scan of every request so far per entry.
+        let mut listed: HashSet<&str> = HashSet::new();
         for kind in ["limits", "requests"] {
-            let Some(map) = container.get("resources").and_then(|r| r.get(kind)) else {
+            let Some(map) = resources.and_then(|r| r.get(kind)) else {
                 continue;
             };
             for entry in map.entries() {
-                if out
-                    .iter()
-                    .any(|r| r.container == index && r.resource == entry.key)
-                {
+                if !listed.insert(&entry.key) {
                     continue;
                 }
                 let count = entry

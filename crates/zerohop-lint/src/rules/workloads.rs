@@ -1,7 +1,7 @@
 //! Workloads: pods and pod templates against the networks and resources
 //! that the other objects define.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value as Json;
 use zerohop_core::Remediation;
@@ -10,7 +10,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, join_some};
 
 const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
@@ -190,21 +190,19 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
         return;
     }
     let places = by_place(&networks);
+    let mut by_name: HashMap<&str, Vec<&Network<'_>>> = HashMap::new();
+    for network in &networks {
+        by_name.entry(network.name).or_default().push(network);
+    }
     for template in pod_templates(workspace) {
         for (namespace, name) in pod_networks(&template) {
             if places.contains_key(&(namespace.as_str(), name.as_str())) {
                 continue;
             }
-            let elsewhere: Vec<String> = networks
-                .iter()
-                .filter(|n| n.name == name)
-                .map(|n| {
-                    format!(
-                        "{} `{}` in namespace `{}`",
-                        n.object.kind, n.name, n.namespace
-                    )
-                })
-                .collect();
+            let elsewhere = by_name
+                .get(name.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             let (message, fix) = if elsewhere.is_empty() {
                 (
                     format!(
@@ -218,7 +216,10 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                 (
                     format!(
                         "network `{name}` is looked up in namespace `{namespace}`, but the input has {}",
-                        elsewhere.join(", ")
+                        join_some(elsewhere.iter().map(|n| format!(
+                            "{} `{}` in namespace `{}`",
+                            n.object.kind, n.name, n.namespace
+                        )))
                     ),
                     Remediation::new(
                         "set the network's `networkNamespace` to the pod's namespace, or write `<namespace>/<name>` in the annotation",
@@ -265,11 +266,7 @@ fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
             {
                 continue;
             }
-            let same_name: Vec<String> = index
-                .named(request.resource)
-                .iter()
-                .map(|a| a.full_name())
-                .collect();
+            let same_name = index.named(request.resource);
             let (message, fix) = if same_name.is_empty() {
                 (
                     format!(
@@ -285,7 +282,7 @@ fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                     format!(
                         "`{}` is not advertised; the input advertises {}",
                         request.resource,
-                        same_name.join(", ")
+                        join_some(same_name.iter().map(|a| a.full_name()))
                     ),
                     Remediation::new(
                         "request the advertised name, or set the device plugin's resourcePrefix to match",
@@ -322,6 +319,13 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let places = by_place(&networks);
     for template in pod_templates(workspace) {
         let requests = resources::requests(&template);
+        // What the pod requests, by prefix and name and by name alone: one
+        // lookup per network, not a scan of the requests.
+        let requested: HashSet<(&str, &str)> = requests
+            .iter()
+            .filter_map(|request| request.resource.split_once('/'))
+            .collect();
+        let requested_names: HashSet<&str> = requested.iter().map(|(_, name)| *name).collect();
         for (namespace, name) in pod_networks(&template) {
             let Some(network) = places.get(&(namespace.as_str(), name.as_str())) else {
                 continue;
@@ -329,12 +333,10 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             let Some((prefix, resource)) = network.resource else {
                 continue;
             };
-            let requested = requests
-                .iter()
-                .any(|request| match request.resource.split_once('/') {
-                    Some((p, n)) => n == resource && prefix.is_none_or(|prefix| prefix == p),
-                    None => false,
-                });
+            let requested = match prefix {
+                Some(prefix) => requested.contains(&(prefix, resource)),
+                None => requested_names.contains(resource),
+            };
             if !requested {
                 let wanted = format!("{}/{resource}", prefix.unwrap_or("<prefix>"));
                 sink.report(
@@ -391,12 +393,18 @@ fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let index = Index::new(&all);
     for template in pod_templates(workspace) {
         let containers = template.containers();
-        let requests = resources::requests(&template);
-        for (position, (container_path, container)) in containers.iter().enumerate() {
-            let Some(rdma) = requests
-                .iter()
-                .find(|r| r.container == position && is_rdma_request(r, &index))
-            else {
+        // The first RDMA request of each container, in one pass over the
+        // requests rather than one per container.
+        let mut first_rdma: Vec<Option<Request<'_>>> = vec![None; containers.len()];
+        for request in resources::requests(&template) {
+            if let Some(slot @ None) = first_rdma.get_mut(request.container)
+                && is_rdma_request(&request, &index)
+            {
+                *slot = Some(request);
+            }
+        }
+        for ((container_path, container), rdma) in containers.iter().zip(&first_rdma) {
+            let Some(rdma) = rdma else {
                 continue;
             };
             let security = container.get("securityContext");
@@ -479,12 +487,20 @@ fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'
                 continue;
             };
             let requests = resources.get("requests");
-            let limits = resources.get("limits");
+            // Limits by name, the last of a repeated key winning as in
+            // `Node::get`: one lookup per request, not a scan.
+            let limits: HashMap<&str, &Node> = resources
+                .get("limits")
+                .map(Node::entries)
+                .unwrap_or_default()
+                .iter()
+                .map(|entry| (entry.key.as_str(), &entry.value))
+                .collect();
             for entry in requests.map(Node::entries).unwrap_or_default() {
                 if !entry.key.starts_with("hugepages-") {
                     continue;
                 }
-                let limit = limits.and_then(|l| l.get(&entry.key));
+                let limit = limits.get(entry.key.as_str()).copied();
                 let message = match limit {
                     None => format!("`{}` is requested without a limit", entry.key),
                     Some(limit) if quantity(limit) != quantity(&entry.value) => format!(
