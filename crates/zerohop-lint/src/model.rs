@@ -1,10 +1,13 @@
 //! What rules see: the objects of every input, with their file and nodes.
 
+use std::cell::OnceCell;
+
 use zerohop_core::ObjectRef;
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{LoadError, Node, PathStep};
 
 use crate::NotRead;
+use crate::rules::resources::{self, Advertised, Request};
 
 /// A Kubernetes object found in an input.
 #[derive(Debug, Clone, Copy)]
@@ -103,6 +106,12 @@ pub struct Workspace<'a> {
     pub skipped: Vec<(&'a str, &'a NotRead)>,
     /// The CRDs to validate against, when given.
     pub catalog: Option<&'a CrdCatalog>,
+    /// The pod templates, found on first use and shared by the rules that
+    /// need them (finding them walks every container and resource).
+    pub(crate) templates: OnceCell<Vec<PodTemplate<'a>>>,
+    /// The advertised resources, found on first use and shared (finding
+    /// them parses every device plugin config).
+    pub(crate) advertised: OnceCell<Vec<Advertised<'a>>>,
 }
 
 /// Why an input could not be linted.
@@ -135,8 +144,10 @@ pub struct PodTemplate<'a> {
     /// Path from the object's root to the template's `metadata`/`spec`
     /// parent (empty for a Pod).
     pub prefix: Vec<PathStep<'static>>,
-    /// The pod spec.
-    pub spec: &'a Node,
+    /// Every init container and container, with its path under the spec.
+    pub containers: Vec<(Vec<PathStep<'static>>, &'a Node)>,
+    /// Every extended resource the containers name.
+    pub(crate) requests: Vec<Request<'a>>,
 }
 
 impl<'a> PodTemplate<'a> {
@@ -154,24 +165,32 @@ impl<'a> PodTemplate<'a> {
         path.extend_from_slice(rest);
         path
     }
+}
 
-    /// Every container and init container, with its path under the spec.
-    pub fn containers(&self) -> Vec<(Vec<PathStep<'static>>, &'a Node)> {
-        let mut containers = Vec::new();
-        for list in ["initContainers", "containers"] {
-            if let Some(items) = self.spec.get(list) {
-                for (index, container) in items.items().iter().enumerate() {
-                    containers.push((vec![PathStep::Key(list), PathStep::Index(index)], container));
-                }
+/// Every container and init container of a pod spec, with its path under
+/// the spec.
+fn containers(spec: &Node) -> Vec<(Vec<PathStep<'static>>, &Node)> {
+    let mut containers = Vec::new();
+    for list in ["initContainers", "containers"] {
+        if let Some(items) = spec.get(list) {
+            for (index, container) in items.items().iter().enumerate() {
+                containers.push((vec![PathStep::Key(list), PathStep::Index(index)], container));
             }
         }
-        containers
     }
+    containers
 }
 
 /// Every pod template in the workspace: Pods and the templates of
 /// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
-pub fn pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
+/// Found once per run.
+pub fn pod_templates<'w, 'a>(workspace: &'w Workspace<'a>) -> &'w [PodTemplate<'a>] {
+    workspace
+        .templates
+        .get_or_init(|| find_pod_templates(workspace))
+}
+
+fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
     const TEMPLATE: &[PathStep<'static>] = &[PathStep::Key("spec"), PathStep::Key("template")];
     const CRON_TEMPLATE: &[PathStep<'static>] = &[
         PathStep::Key("spec"),
@@ -192,10 +211,13 @@ pub fn pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
         let mut spec_path = prefix.to_vec();
         spec_path.push(PathStep::Key("spec"));
         if let Some(spec) = object.get(&spec_path) {
+            let containers = containers(spec);
+            let requests = resources::requests(&containers);
             templates.push(PodTemplate {
                 object: *object,
                 prefix: prefix.to_vec(),
-                spec,
+                containers,
+                requests,
             });
         }
     }

@@ -84,6 +84,20 @@ impl<'r> Sink<'r> {
         self.findings
     }
 
+    /// Whether this rule lists no more findings for `file`; when so, the
+    /// finding is counted among the unlisted. A rule that may report once
+    /// per element asks first, so that it does not build findings nobody
+    /// will see.
+    pub(crate) fn counted_only(&mut self, file: &str) -> bool {
+        match self.per_file.get_mut(file) {
+            Some((listed, unlisted, _)) if *listed >= MAX_LISTED_PER_FILE => {
+                *unlisted += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Reports a problem at `path` in `object`. When the path does not
     /// exist in full (a missing field), the finding points at the deepest
     /// part that does.

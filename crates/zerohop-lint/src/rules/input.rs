@@ -104,6 +104,11 @@ fn duplicate_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
+/// Mappings with at most this many entries are searched for duplicates by
+/// scanning: cheaper than a map for the small mappings manifests are made
+/// of.
+const SMALL_MAPPING: usize = 16;
+
 fn walk_duplicates<'a>(
     object: &Object<'_>,
     node: &'a Node,
@@ -112,13 +117,29 @@ fn walk_duplicates<'a>(
 ) {
     match &node.value {
         Value::Mapping(entries) => {
-            // The first entry of each key: one pass, not a scan per entry.
-            let mut first: HashMap<&str, &Entry> = HashMap::with_capacity(entries.len());
-            for entry in entries {
-                let Some(first) = first.get(entry.key.as_str()) else {
-                    first.insert(&entry.key, entry);
+            // The first entry of each key: a scan of the few entries of a
+            // small mapping, one pass with a map over a large one.
+            let mut seen: HashMap<&str, &Entry> = HashMap::new();
+            for (index, entry) in entries.iter().enumerate() {
+                let first = if entries.len() <= SMALL_MAPPING {
+                    entries
+                        .get(..index)
+                        .and_then(|before| before.iter().find(|e| e.key == entry.key))
+                } else {
+                    match seen.get(entry.key.as_str()) {
+                        Some(first) => Some(*first),
+                        None => {
+                            seen.insert(&entry.key, entry);
+                            None
+                        }
+                    }
+                };
+                let Some(first) = first else {
                     continue;
                 };
+                if sink.counted_only(object.file) {
+                    continue;
+                }
                 path.push(PathStep::Key(&entry.key));
                 sink.report_in_file(
                     object.file,
@@ -150,14 +171,14 @@ fn walk_duplicates<'a>(
     }
 }
 
-/// Every plain scalar that YAML 1.1 reads as `kind`, with its path and
-/// where it is (the rule already stands on the node: no path to follow
-/// again).
+/// Calls `report` for every plain scalar that YAML 1.1 reads as `kind`,
+/// with its path and where it is (the walk already stands on the node: no
+/// path to follow again).
 fn yaml11_scalars<'a>(
     found: Found<'a>,
     kind: Yaml11,
     path: &mut Vec<PathStep<'a>>,
-    out: &mut Vec<(Vec<PathStep<'a>>, Found<'a>)>,
+    report: &mut dyn FnMut(&[PathStep<'_>], Found<'_>),
 ) {
     let node = found.node;
     match &node.value {
@@ -169,7 +190,7 @@ fn yaml11_scalars<'a>(
                     key_span: Some(entry.key_span),
                     depth: path.len(),
                 };
-                yaml11_scalars(child, kind, path, out);
+                yaml11_scalars(child, kind, path, report);
                 path.pop();
             }
         }
@@ -181,7 +202,7 @@ fn yaml11_scalars<'a>(
                     key_span: None,
                     depth: path.len(),
                 };
-                yaml11_scalars(child, kind, path, out);
+                yaml11_scalars(child, kind, path, report);
                 path.pop();
             }
         }
@@ -190,28 +211,31 @@ fn yaml11_scalars<'a>(
             .as_ref()
             .is_some_and(|reading| reading.kind == kind) =>
         {
-            out.push((path.clone(), found))
+            report(path, found);
         }
         _ => {}
     }
 }
 
+/// Runs `report` for every scalar YAML 1.1 reads as `kind`, until the
+/// rule lists no more findings for the file.
 fn each_yaml11(
     workspace: &Workspace<'_>,
+    sink: &mut Sink<'_>,
     kind: Yaml11,
-    mut report: impl FnMut(&Object<'_>, &[PathStep<'_>], Found<'_>),
+    report: impl Fn(&mut Sink<'_>, &Object<'_>, &[PathStep<'_>], Found<'_>),
 ) {
     for object in &workspace.objects {
-        let mut found = Vec::new();
         let root = Found {
             node: object.node,
             key_span: None,
             depth: 0,
         };
-        yaml11_scalars(root, kind, &mut Vec::new(), &mut found);
-        for (path, at) in found {
-            report(object, &path, at);
-        }
+        yaml11_scalars(root, kind, &mut Vec::new(), &mut |path, found| {
+            if !sink.counted_only(object.file) {
+                report(sink, object, path, found);
+            }
+        });
     }
 }
 
@@ -240,19 +264,24 @@ declare_rule! {
 }
 
 fn yaml11_boolean(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    each_yaml11(workspace, Yaml11::Boolean, |object, path, found| {
-        let text = yaml11_text(found.node);
-        let read = found.node.as_bool().unwrap_or_default();
-        sink.report_found(
-            object,
-            path,
-            found,
-            format!("unquoted `{text}` is read by Kubernetes as the boolean {read}"),
-            Remediation::new(format!(
-                "write \"{text}\" if a string is meant, or {read} if a boolean is meant"
-            )),
-        );
-    });
+    each_yaml11(
+        workspace,
+        sink,
+        Yaml11::Boolean,
+        |sink, object, path, found| {
+            let text = yaml11_text(found.node);
+            let read = found.node.as_bool().unwrap_or_default();
+            sink.report_found(
+                object,
+                path,
+                found,
+                format!("unquoted `{text}` is read by Kubernetes as the boolean {read}"),
+                Remediation::new(format!(
+                    "write \"{text}\" if a string is meant, or {read} if a boolean is meant"
+                )),
+            );
+        },
+    );
 }
 
 declare_rule! {
@@ -274,19 +303,24 @@ declare_rule! {
 }
 
 fn leading_zero_octal(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    each_yaml11(workspace, Yaml11::Octal, |object, path, found| {
-        let text = yaml11_text(found.node);
-        let read = found.node.as_i64().unwrap_or_default();
-        sink.report_found(
-            object,
-            path,
-            found,
-            format!("`{text}` is octal to Kubernetes ({read}) but decimal to YAML 1.2 tools"),
-            Remediation::new(format!(
-                "write the decimal value {read}, or quote \"{text}\" if a string is meant"
-            )),
-        );
-    });
+    each_yaml11(
+        workspace,
+        sink,
+        Yaml11::Octal,
+        |sink, object, path, found| {
+            let text = yaml11_text(found.node);
+            let read = found.node.as_i64().unwrap_or_default();
+            sink.report_found(
+                object,
+                path,
+                found,
+                format!("`{text}` is octal to Kubernetes ({read}) but decimal to YAML 1.2 tools"),
+                Remediation::new(format!(
+                    "write the decimal value {read}, or quote \"{text}\" if a string is meant"
+                )),
+            );
+        },
+    );
 }
 
 declare_rule! {
@@ -308,16 +342,23 @@ declare_rule! {
 }
 
 fn unquoted_base_60(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    each_yaml11(workspace, Yaml11::Sexagesimal, |object, path, found| {
-        let text = yaml11_text(found.node);
-        sink.report_found(
-            object,
-            path,
-            found,
-            format!("unquoted `{text}` is a base-60 number to YAML 1.1 libraries such as PyYAML"),
-            Remediation::new(format!("quote it: \"{text}\"")),
-        );
-    });
+    each_yaml11(
+        workspace,
+        sink,
+        Yaml11::Sexagesimal,
+        |sink, object, path, found| {
+            let text = yaml11_text(found.node);
+            sink.report_found(
+                object,
+                path,
+                found,
+                format!(
+                    "unquoted `{text}` is a base-60 number to YAML 1.1 libraries such as PyYAML"
+                ),
+                Remediation::new(format!("quote it: \"{text}\"")),
+            );
+        },
+    );
 }
 
 declare_rule! {

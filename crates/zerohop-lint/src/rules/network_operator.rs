@@ -248,7 +248,7 @@ fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         }
     }
     for template in pod_templates(workspace) {
-        for (container_path, container) in template.containers() {
+        for (container_path, container) in &template.containers {
             for (index, item) in container
                 .get("env")
                 .map(Node::items)
@@ -257,7 +257,7 @@ fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 .enumerate()
             {
                 if let Some(name) = env_name(item).filter(|name| is_doca(name)) {
-                    let mut path = template.path(&container_path);
+                    let mut path = template.path(container_path);
                     path.extend([
                         PathStep::Key("env"),
                         PathStep::Index(index),
@@ -296,7 +296,11 @@ declare_rule! {
 fn sriov_dp_resource_without_prefix(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for resource in advertised(workspace) {
         let in_policy = resource.object.group() == GROUP;
-        if resource.by == Advertiser::SriovDevicePlugin && in_policy && !resource.prefix_written {
+        if resource.by == Advertiser::SriovDevicePlugin
+            && in_policy
+            && !resource.prefix_written
+            && !sink.counted_only(resource.object.file)
+        {
             sink.report(
                 &resource.object,
                 &resource.path,
@@ -344,7 +348,9 @@ fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 "the sriov network operator webhook accepts only letters, digits, `_` and `-`",
             ),
         };
-        if !facts::is_resource_name(&resource.name, allowed) {
+        if !facts::is_resource_name(&resource.name, allowed)
+            && !sink.counted_only(resource.object.file)
+        {
             sink.report(
                 &resource.object,
                 &resource.path,
@@ -398,7 +404,7 @@ declare_rule! {
 
 fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let shared = advertised(workspace)
-        .into_iter()
+        .iter()
         .find(|resource| resource.by == Advertiser::RdmaSharedDevicePlugin);
     let Some(shared) = shared else {
         return;
@@ -477,7 +483,10 @@ fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 .min()
             }
         };
-        if let Some(earlier) = earlier.filter(|&earlier| earlier < index).map(|i| &all[i]) {
+        let earlier = earlier.filter(|&earlier| earlier < index).map(|i| &all[i]);
+        if let Some(earlier) = earlier
+            && !sink.counted_only(later.object.file)
+        {
             sink.report(
                 &later.object,
                 &later.path,

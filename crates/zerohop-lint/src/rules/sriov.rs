@@ -121,7 +121,7 @@ fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             let Some((adapter, vf)) = facts::adapter_with_pf(id) else {
                 continue;
             };
-            if has_vf || resource.rdma {
+            if (has_vf || resource.rdma) && !sink.counted_only(resource.object.file) {
                 sink.report(
                     &resource.object,
                     &resource.path,

@@ -195,8 +195,10 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
         by_name.entry(network.name).or_default().push(network);
     }
     for template in pod_templates(workspace) {
-        for (namespace, name) in pod_networks(&template) {
-            if places.contains_key(&(namespace.as_str(), name.as_str())) {
+        for (namespace, name) in pod_networks(template) {
+            if places.contains_key(&(namespace.as_str(), name.as_str()))
+                || sink.counted_only(template.object.file)
+            {
                 continue;
             }
             let elsewhere = by_name
@@ -226,7 +228,7 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                     ),
                 )
             };
-            sink.report(&template.object, &annotation_path(&template), message, fix);
+            sink.report(&template.object, &annotation_path(template), message, fix);
         }
     }
 }
@@ -255,14 +257,15 @@ declare_rule! {
 
 fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     if index.is_empty() {
         return;
     }
     for template in pod_templates(workspace) {
-        for request in resources::requests(&template) {
+        for request in &template.requests {
             if !resources::is_network_resource(request.resource)
                 || index.matching(request.resource).next().is_some()
+                || sink.counted_only(template.object.file)
             {
                 continue;
             }
@@ -289,7 +292,7 @@ fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                     ),
                 )
             };
-            sink.report(&template.object, &request.path, message, fix);
+            sink.report(&template.object, &request.path(template), message, fix);
         }
     }
 }
@@ -318,7 +321,7 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let networks = networks(workspace);
     let places = by_place(&networks);
     for template in pod_templates(workspace) {
-        let requests = resources::requests(&template);
+        let requests = &template.requests;
         // What the pod requests, by prefix and name and by name alone: one
         // lookup per network, not a scan of the requests.
         let requested: HashSet<(&str, &str)> = requests
@@ -326,7 +329,7 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             .filter_map(|request| request.resource.split_once('/'))
             .collect();
         let requested_names: HashSet<&str> = requested.iter().map(|(_, name)| *name).collect();
-        for (namespace, name) in pod_networks(&template) {
+        for (namespace, name) in pod_networks(template) {
             let Some(network) = places.get(&(namespace.as_str(), name.as_str())) else {
                 continue;
             };
@@ -337,11 +340,11 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 Some(prefix) => requested.contains(&(prefix, resource)),
                 None => requested_names.contains(resource),
             };
-            if !requested {
+            if !requested && !sink.counted_only(template.object.file) {
                 let wanted = format!("{}/{resource}", prefix.unwrap_or("<prefix>"));
                 sink.report(
                     &template.object,
-                    &annotation_path(&template),
+                    &annotation_path(template),
                     format!("network `{name}` hands out `{wanted}` but no container requests it"),
                     Remediation::new(format!(
                         "add `{wanted}: 1` to the container's resources requests and limits"
@@ -390,15 +393,15 @@ declare_rule! {
 
 fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     for template in pod_templates(workspace) {
-        let containers = template.containers();
+        let containers = &template.containers;
         // The first RDMA request of each container, in one pass over the
         // requests rather than one per container.
-        let mut first_rdma: Vec<Option<Request<'_>>> = vec![None; containers.len()];
-        for request in resources::requests(&template) {
+        let mut first_rdma: Vec<Option<&Request<'_>>> = vec![None; containers.len()];
+        for request in &template.requests {
             if let Some(slot @ None) = first_rdma.get_mut(request.container)
-                && is_rdma_request(&request, &index)
+                && is_rdma_request(request, &index)
             {
                 *slot = Some(request);
             }
@@ -421,7 +424,7 @@ fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                             .is_some_and(|c| c.trim_start_matches("CAP_") == "IPC_LOCK")
                     })
                 });
-            if !privileged && !has_ipc_lock {
+            if !privileged && !has_ipc_lock && !sink.counted_only(template.object.file) {
                 let mut path = template.path(container_path);
                 path.push(PathStep::Key("name"));
                 let name = container.get("name").and_then(Node::as_str).unwrap_or("?");
@@ -482,7 +485,7 @@ declare_rule! {
 
 fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
-        for (container_path, container) in template.containers() {
+        for (container_path, container) in &template.containers {
             let Some(resources) = container.get("resources") else {
                 continue;
             };
@@ -501,6 +504,11 @@ fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'
                     continue;
                 }
                 let limit = limits.get(entry.key.as_str()).copied();
+                if limit.is_some_and(|limit| quantity(limit) == quantity(&entry.value))
+                    || sink.counted_only(template.object.file)
+                {
+                    continue;
+                }
                 let message = match limit {
                     None => format!("`{}` is requested without a limit", entry.key),
                     Some(limit) if quantity(limit) != quantity(&entry.value) => format!(
@@ -511,7 +519,7 @@ fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'
                     ),
                     Some(_) => continue,
                 };
-                let mut path = template.path(&container_path);
+                let mut path = template.path(container_path);
                 path.extend([
                     PathStep::Key("resources"),
                     PathStep::Key("requests"),
@@ -545,7 +553,7 @@ declare_rule! {
 
 fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
-        for (container_path, container) in template.containers() {
+        for (container_path, container) in &template.containers {
             let Some(resources) = container.get("resources") else {
                 continue;
             };
@@ -561,8 +569,9 @@ fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_
             if let Some(hugepages) = hugepages
                 && !has("cpu")
                 && !has("memory")
+                && !sink.counted_only(template.object.file)
             {
-                let mut path = template.path(&container_path);
+                let mut path = template.path(container_path);
                 path.push(PathStep::Key("resources"));
                 sink.report(
                     &template.object,
@@ -607,11 +616,11 @@ declare_rule! {
 
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     for template in pod_templates(workspace) {
-        let requests = resources::requests(&template);
-        let gpus = total(&requests, |r| resources::is_gpu_resource(r.resource));
-        let vfs = total(&requests, |r| is_vf_request(r, &index));
+        let requests = &template.requests;
+        let gpus = total(requests, |r| resources::is_gpu_resource(r.resource));
+        let vfs = total(requests, |r| is_vf_request(r, &index));
         if gpus > 0 && vfs > 0 && vfs < gpus {
             let Some(gpu) = requests
                 .iter()
@@ -621,7 +630,7 @@ fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             };
             sink.report(
                 &template.object,
-                &gpu.path,
+                &gpu.path(template),
                 format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
                 Remediation::new(format!("request {gpus} vfs, one per gpu")),
             );
@@ -650,9 +659,9 @@ declare_rule! {
 
 fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     for template in pod_templates(workspace) {
-        let requests = resources::requests(&template);
+        let requests = &template.requests;
         let has_gpu = requests
             .iter()
             .any(|r| resources::is_gpu_resource(r.resource));
@@ -665,7 +674,7 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         if !has_gpu {
             continue;
         }
-        let sets_nccl = template.containers().iter().any(|(_, container)| {
+        let sets_nccl = template.containers.iter().any(|(_, container)| {
             container.get("env").is_some_and(|env| {
                 env.items().iter().any(|item| {
                     item.get("name")
@@ -677,7 +686,7 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         if !sets_nccl {
             sink.report(
                 &template.object,
-                &rdma.path,
+                &rdma.path(template),
                 format!("pod requests gpus and `{}` but sets no NCCL_* environment", rdma.resource),
                 Remediation::new("set NCCL_IB_HCA to the pod's rdma devices and verify NET/IB with NCCL_DEBUG=INFO")
                     .command("env:\n  - name: NCCL_IB_HCA\n    value: mlx5\n  - name: NCCL_DEBUG\n    value: INFO"),
