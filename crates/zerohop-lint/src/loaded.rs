@@ -113,33 +113,40 @@ fn excerpt(bytes: &[u8], number: u32) -> Option<String> {
     std::str::from_utf8(line).ok().map(str::to_owned)
 }
 
-/// An estimate of the heap and inline bytes of a node and everything
-/// below it.
+/// An estimate of the memory a node and everything below it take: the
+/// node itself, and each heap block it owns as the allocator hands it out.
 fn weight(node: &Node) -> usize {
     let yaml11 = node.yaml11.as_ref().map_or(0, |reading| {
-        size_of::<Yaml11Reading>() + reading.text.capacity()
+        block(size_of::<Yaml11Reading>()) + block(reading.text.capacity())
     });
     size_of::<Node>()
         + yaml11
         + match &node.value {
-            Value::String(text) => text.capacity(),
+            Value::String(text) => block(text.capacity()),
             Value::Sequence(items) => {
-                (items.capacity() - items.len()) * size_of::<Node>()
+                block(items.capacity() * size_of::<Node>()) - items.len() * size_of::<Node>()
                     + items.iter().map(weight).sum::<usize>()
             }
             Value::Mapping(entries) => {
-                (entries.capacity() - entries.len()) * size_of::<Entry>()
+                block(entries.capacity() * size_of::<Entry>()) - entries.len() * size_of::<Node>()
                     + entries
                         .iter()
-                        .map(|entry| {
-                            size_of::<Entry>() - size_of::<Node>()
-                                + entry.key.capacity()
-                                + weight(&entry.value)
-                        })
+                        .map(|entry| block(entry.key.capacity()) + weight(&entry.value))
                         .sum::<usize>()
             }
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) => 0,
         }
+}
+
+/// The bytes a heap block of `size` bytes takes: common allocators add a
+/// header, round up to 16 bytes and hand out at least 32 (a one-letter
+/// string costs 32 bytes, not 1).
+fn block(size: usize) -> usize {
+    if size == 0 {
+        0
+    } else {
+        (size + 8).next_multiple_of(16).max(32)
+    }
 }
 
 /// `cufile.json` carries `//` comments, which JSON and YAML lack: blank them

@@ -8,6 +8,7 @@ use zerohop_k8s::yaml::{LoadError, Node, PathStep};
 
 use crate::NotRead;
 use crate::rules::resources::{self, Advertised, Request};
+use crate::sink::short;
 
 /// A Kubernetes object found in an input.
 #[derive(Debug, Clone, Copy)]
@@ -77,10 +78,10 @@ impl<'a> Object<'a> {
     /// The reference to this object that findings carry.
     pub fn object_ref(&self) -> ObjectRef {
         ObjectRef {
-            api_version: self.api_version.to_owned(),
-            kind: self.kind.to_owned(),
-            namespace: self.namespace.map(str::to_owned),
-            name: self.name.to_owned(),
+            api_version: short(self.api_version).to_string(),
+            kind: short(self.kind).to_string(),
+            namespace: self.namespace.map(|namespace| short(namespace).to_string()),
+            name: short(self.name).to_string(),
         }
     }
 
@@ -224,7 +225,8 @@ fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
     templates
 }
 
-/// Writes a path as `spec.containers[0].env[1]`.
+/// Writes a path as `spec.containers[0].env[1]`, each key clipped as
+/// messages clip what they quote.
 pub fn display_path(path: &[PathStep<'_>]) -> String {
     let mut out = String::new();
     for step in path {
@@ -238,9 +240,9 @@ pub fn display_path(path: &[PathStep<'_>]) -> String {
                 if !out.is_empty() {
                     out.push('.');
                 }
-                out.push_str(key);
+                out.push_str(&short(key).to_string());
             }
-            PathStep::Key(key) => out.push_str(&format!("[{key:?}]")),
+            PathStep::Key(key) => out.push_str(&format!("[{:?}]", short(key).to_string())),
         }
     }
     out

@@ -5,6 +5,7 @@
 //! [`MAX_LISTED_PER_FILE`] findings per file, then one that counts the rest.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use zerohop_core::{Evidence, Finding, Location, ObjectRef, Remediation, RuleInfo, Severity};
 use zerohop_k8s::yaml::{Found, Node, PathStep, Span, Value};
@@ -123,10 +124,14 @@ impl<'r> Sink<'r> {
         fix: Remediation,
     ) {
         let value = if found.depth == path.len() {
-            found
-                .node
-                .scalar_text()
-                .unwrap_or_else(|| summary(found.node))
+            match &found.node.value {
+                // Not `scalar_text`: that would copy all of a long string.
+                Value::String(text) => short(text).to_string(),
+                _ => found
+                    .node
+                    .scalar_text()
+                    .unwrap_or_else(|| summary(found.node)),
+            }
         } else {
             "<missing>".to_owned()
         };
@@ -198,6 +203,8 @@ impl<'r> Sink<'r> {
             }
         }
         let fix = report.fix;
+        // Texts built by the rules quote the input through `short`; this
+        // keeps any that does not from growing the report.
         self.findings.push(Finding {
             id: self.rule.id.to_owned(),
             name: self.rule.name.to_owned(),
@@ -257,21 +264,49 @@ where
 /// `text`, or when it is longer than [`MAX_TEXT_CHARS`], its start and end
 /// around a `…`.
 pub(crate) fn clip(text: String) -> String {
-    // Cheap test first: a text of few bytes has few characters.
-    if text.len() <= MAX_TEXT_CHARS || text.chars().count() <= MAX_TEXT_CHARS {
-        return text;
+    if is_short(&text) {
+        text
+    } else {
+        short(&text).to_string()
     }
-    let head = (MAX_TEXT_CHARS - 1) / 2;
-    let tail = MAX_TEXT_CHARS - 1 - head;
-    let head_end = text
-        .char_indices()
-        .nth(head)
-        .map_or(text.len(), |(at, _)| at);
-    let tail_start = text
-        .char_indices()
-        .nth_back(tail - 1)
-        .map_or(head_end, |(at, _)| at);
-    format!("{}…{}", &text[..head_end], &text[tail_start..])
+}
+
+/// Whether `text` has at most [`MAX_TEXT_CHARS`] characters, found without
+/// counting all of a long one.
+fn is_short(text: &str) -> bool {
+    text.len() <= MAX_TEXT_CHARS || text.chars().nth(MAX_TEXT_CHARS).is_none()
+}
+
+/// A text from the input as a message shows it: clipped as [`clip`] does,
+/// without copying more of it than is shown. A name that many findings
+/// quote (the first of several ClusterPolicies, say) costs each of them at
+/// most [`MAX_TEXT_CHARS`] characters, however long it is.
+pub(crate) fn short(text: &str) -> Short<'_> {
+    Short(text)
+}
+
+/// See [`short`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Short<'a>(&'a str);
+
+impl fmt::Display for Short<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0;
+        if is_short(text) {
+            return f.write_str(text);
+        }
+        let head = (MAX_TEXT_CHARS - 1) / 2;
+        let tail = MAX_TEXT_CHARS - 1 - head;
+        let head_end = text
+            .char_indices()
+            .nth(head)
+            .map_or(text.len(), |(at, _)| at);
+        let tail_start = text
+            .char_indices()
+            .nth_back(tail - 1)
+            .map_or(head_end, |(at, _)| at);
+        write!(f, "{}…{}", &text[..head_end], &text[tail_start..])
+    }
 }
 
 struct Report<'f> {

@@ -470,6 +470,46 @@ fn findings_carry_clipped_texts_from_huge_scalars() {
     assert!(outcome.findings.iter().any(|f| f.id == "ZL022"));
 }
 
+#[test]
+fn a_long_value_quoted_by_many_findings_is_not_copied_for_each() {
+    // One 8 MiB device plugin config with 200,000 resources, each a finding
+    // that quotes the config as evidence: copying it whole for each of the
+    // 1,000 listed findings would move 8 GB.
+    let resources: Vec<String> = (0..200_000)
+        .map(|i| {
+            format!(
+                "{{\"resourceName\": \"r{i}\", \"padding\": \"{}\"}}",
+                "p".repeat(8)
+            )
+        })
+        .collect();
+    let text = format!(
+        "apiVersion: mellanox.com/v1alpha1\nkind: NicClusterPolicy\nmetadata:\n  name: nic-cluster-policy\nspec:\n  sriovDevicePlugin:\n    config: '{{\"resourceList\": [{}]}}'\n",
+        resources.join(", ")
+    );
+    assert!(text.len() > 8 * 1024 * 1024);
+    let (spent, outcome) = within(Duration::from_secs(120), move || {
+        let start = cpu_time();
+        let outcome = lint(
+            &[Input {
+                name: "policy.yaml".into(),
+                content: Ok(text.into_bytes()),
+            }],
+            &Options::default(),
+        );
+        (cpu_time().saturating_sub(start), outcome)
+    });
+    let evidence = &outcome
+        .findings
+        .iter()
+        .find(|f| f.id == "ZL034" && !f.evidence.is_empty())
+        .expect("ZL034")
+        .evidence[0]
+        .value;
+    assert_eq!(evidence.chars().count(), 1000);
+    assert!(spent < Duration::from_secs(30), "{spent:?}");
+}
+
 /// The CPU time this thread has used (on a machine shared with other
 /// work, wall time would also count the waiting).
 fn cpu_time() -> Duration {

@@ -318,9 +318,12 @@ fn cells(c: char) -> usize {
 /// then runs to the end of the line's text). A line wider than
 /// [`MAX_EXCERPT_WIDTH`] cells is cut to a window around the caret.
 fn window(line: &str, start: usize, end: Option<usize>) -> Window {
-    // Cells before the span, before its end, and in the whole line.
-    let trimmed_chars = line.trim_end().chars().count();
-    let end = end.unwrap_or(trimmed_chars).max(start + 1);
+    // Cells before the span, before its end, and in the line: counted only
+    // as far as the window can reach, so that a caret near the start of a
+    // line of megabytes does not cost a pass over all of it.
+    let end = end
+        .unwrap_or_else(|| line.trim_end().chars().count())
+        .max(start + 1);
     let (mut span_start, mut span_end, mut total) = (None, None, 0);
     for (index, c) in line.chars().enumerate() {
         if index == start {
@@ -328,6 +331,10 @@ fn window(line: &str, start: usize, end: Option<usize>) -> Window {
         }
         if index == end {
             span_end = Some(total);
+        }
+        if span_start.is_some_and(|at| total > at + MAX_EXCERPT_WIDTH) && span_end.is_some() {
+            // Enough to place the window; the line goes on past it.
+            break;
         }
         total += cells(c);
     }

@@ -7,7 +7,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
-use crate::sink::{Sink, join_some};
+use crate::sink::{Sink, join_some, short};
 use zerohop_known::systemd::escape_path as systemd_escape_path;
 
 const GROUP: &str = "machineconfiguration.openshift.io";
@@ -286,7 +286,7 @@ fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 &path,
                 format!(
                     "role `{role}` is selected by none of the pools in the input ({})",
-                    join_some(pools.iter().map(|p| p.name))
+                    join_some(pools.iter().map(|p| short(p.name).to_string()))
                 ),
                 Remediation::new("use the role of an existing pool, or add the role to a pool's machineConfigSelector"),
             );

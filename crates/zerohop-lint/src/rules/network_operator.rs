@@ -10,7 +10,7 @@ use super::facts::{self, DOCA_DRIVER_ENV};
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace, pod_templates};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, short};
 
 const GROUP: &str = "mellanox.com";
 
@@ -417,7 +417,8 @@ fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut 
                 &path,
                 format!(
                     "rdmaMode exclusive conflicts with the rdma shared device plugin configured in {} `{}`",
-                    shared.object.kind, shared.object.name
+                    short(shared.object.kind),
+                    short(shared.object.name)
                 ),
                 Remediation::new("set `rdmaMode: shared`, or drop the rdma shared device plugin"),
             );
@@ -492,10 +493,10 @@ fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 &later.path,
                 format!(
                     "resource `{}` is also advertised by {} `{}` ({}:{})",
-                    later.name,
-                    earlier.object.kind,
-                    earlier.object.name,
-                    earlier.object.file,
+                    short(&later.name),
+                    short(earlier.object.kind),
+                    short(earlier.object.name),
+                    short(earlier.object.file),
                     earlier.object.node.span.start.line
                 ),
                 Remediation::new("configure the resource in one place only"),

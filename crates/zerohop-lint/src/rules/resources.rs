@@ -7,6 +7,7 @@ use serde_json::Value as Json;
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, PodTemplate, Workspace};
+use crate::sink::short;
 
 /// What advertises a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +44,14 @@ pub(crate) struct Advertised<'a> {
 }
 
 impl Advertised<'_> {
-    /// `prefix/name`, with `*` for a prefix the deployment decides.
+    /// `prefix/name`, with `*` for a prefix the deployment decides, each
+    /// clipped as messages clip what they quote.
     pub(crate) fn full_name(&self) -> String {
-        format!("{}/{}", self.prefix.as_deref().unwrap_or("*"), self.name)
+        format!(
+            "{}/{}",
+            short(self.prefix.as_deref().unwrap_or("*")),
+            short(&self.name)
+        )
     }
 
     /// Whether the pod resource `requested` (`prefix/name`) is this one.

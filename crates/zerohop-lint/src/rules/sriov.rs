@@ -10,7 +10,7 @@ use super::facts::{self, MELLANOX_VENDOR};
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
-use crate::sink::{Sink, join_some};
+use crate::sink::{Sink, join_some, short};
 
 const GROUP: &str = "sriovnetwork.openshift.io";
 
@@ -125,7 +125,10 @@ fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 sink.report(
                     &resource.object,
                     &resource.path,
-                    format!("resource `{}` selects device `{id}`, the pf id of {adapter}; its vfs are `{vf}`", resource.name),
+                    format!(
+                        "resource `{}` selects device `{id}`, the pf id of {adapter}; its vfs are `{vf}`",
+                        short(&resource.name)
+                    ),
                     Remediation::new(format!("select the vf device id `{vf}` in \"devices\"")),
                 );
             }
@@ -179,18 +182,16 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
         {
             continue;
         }
-        let made = join_some(
-            created
-                .iter()
-                .map(|(policy, adapter, vf)| format!("`{vf}` ({adapter}, policy `{policy}`)")),
-        );
+        let made = join_some(created.iter().map(|(policy, adapter, vf)| {
+            format!("`{vf}` ({adapter}, policy `{}`)", short(policy))
+        }));
         sink.report(
             &plugin.object,
             &plugin.path,
             format!(
                 "resource `{}` selects vf devices {} but the policies create vfs {}",
-                plugin.name,
-                join_some(&devices),
+                short(&plugin.name),
+                join_some(devices.iter().map(|device| short(device).to_string())),
                 made
             ),
             Remediation::new("select the vf device id of the policies' adapter in \"devices\""),
@@ -275,7 +276,11 @@ fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_
             sink.report(
                 object,
                 &path,
-                format!("resource `{resource}` comes from infiniband policy `{policy}`; a SriovNetwork renders ethernet config"),
+                format!(
+                    "resource `{}` comes from infiniband policy `{}`; a SriovNetwork renders ethernet config",
+                    short(resource),
+                    short(policy)
+                ),
                 Remediation::new("use kind SriovIBNetwork for infiniband vfs"),
             );
         }

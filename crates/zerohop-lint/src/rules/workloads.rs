@@ -10,7 +10,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
-use crate::sink::{Sink, join_some};
+use crate::sink::{Sink, join_some, short};
 
 const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
@@ -220,7 +220,9 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                         "network `{name}` is looked up in namespace `{namespace}`, but the input has {}",
                         join_some(elsewhere.iter().map(|n| format!(
                             "{} `{}` in namespace `{}`",
-                            n.object.kind, n.name, n.namespace
+                            short(n.object.kind),
+                            short(n.name),
+                            short(n.namespace)
                         )))
                     ),
                     Remediation::new(
@@ -341,7 +343,11 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 None => requested_names.contains(resource),
             };
             if !requested && !sink.counted_only(template.object.file) {
-                let wanted = format!("{}/{resource}", prefix.unwrap_or("<prefix>"));
+                let wanted = format!(
+                    "{}/{}",
+                    short(prefix.unwrap_or("<prefix>")),
+                    short(resource)
+                );
                 sink.report(
                     &template.object,
                     &annotation_path(template),
