@@ -3,19 +3,37 @@
 //! a ConfigMap and six Pods with networks, VFs, GPUs and hugepages, plus a
 //! NicClusterPolicy and a MachineConfig per 100 tenants.
 //!
-//! Run with `cargo bench -p zerohop-lint --bench lint`. Prints the median of
-//! the repeats for loading only (YAML to spanned nodes) and for loading plus
-//! every rule.
+//! Then the worst shapes one input can take at the 32 MiB size limit, each
+//! aimed at a rule or a step that once scanned siblings per element: a
+//! mapping of many (repeated) keys, a pod of many containers, a container
+//! of many resources, a device plugin config of many resources, a pod
+//! annotation naming many networks, many MachineConfigs and pools, a long
+//! `status.conditions` list (the CRD validator's `listType=map`, with
+//! `--crds`: measured when `../shared/reference/crds` is present), and the
+//! densest YAML (a flow sequence of one-letter scalars), which bounds what
+//! loading alone costs.
+//!
+//! Run with `cargo bench -p zerohop-lint --bench lint`; `cargo bench -p
+//! zerohop-lint --bench lint -- shapes` runs the shapes only. Prints the
+//! median of the repeats for loading only (YAML to spanned nodes), for
+//! loading plus every rule, and for writing the human report.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
+use std::io;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use zerohop_core::Report;
+use zerohop_core::render::snippet;
 use zerohop_k8s::yaml::{self, Limits};
-use zerohop_lint::{Input, Options, lint};
+use zerohop_lint::{Input, Options, lint, lint_loaded, load, texts};
 
 const OBJECTS: usize = 10_000;
 const REPEATS: usize = 11;
+/// Repeats of each worst-case shape (each takes seconds to generate and
+/// lint).
+const SHAPE_REPEATS: usize = 3;
 
 fn tenant(out: &mut String, index: usize) -> usize {
     let ns = format!("team-{index}");
@@ -73,6 +91,14 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 fn main() {
+    let shapes_only = std::env::args().any(|arg| arg == "shapes");
+    if !shapes_only {
+        many_objects();
+    }
+    shapes();
+}
+
+fn many_objects() {
     let inputs = generate();
     let bytes: usize = inputs
         .iter()
@@ -121,4 +147,227 @@ fn main() {
         zerohop_lint::RULES.len(),
         full.as_secs_f64() * 1e3
     );
+}
+
+/// Appends `item(index)` for index 0, 1, ... while `text` stays under
+/// `budget` bytes; returns how many were appended.
+fn fill(text: &mut String, budget: usize, mut item: impl FnMut(usize) -> String) -> usize {
+    let mut index = 0;
+    loop {
+        let next = item(index);
+        if text.len() + next.len() > budget {
+            return index;
+        }
+        text.push_str(&next);
+        index += 1;
+    }
+}
+
+/// One input of at most `limit` bytes per shape, with a description.
+fn shape_inputs(limit: usize) -> Vec<(String, String, bool)> {
+    // Room for the closing text some shapes append.
+    let budget = limit - 4096;
+    let mut shapes = Vec::new();
+
+    let mut text =
+        String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: wide\ndata:\n");
+    let n = fill(&mut text, budget, |i| {
+        format!("  k{i}: yes\n  dup{}: \"x\"\n", i % 1000)
+    });
+    shapes.push((
+        format!("ConfigMap, {} keys (half repeated, half `yes`)", 2 * n),
+        text,
+        false,
+    ));
+
+    let mut text =
+        String::from("apiVersion: v1\nkind: Pod\nmetadata:\n  name: wide\nspec:\n  containers:\n");
+    let n = fill(&mut text, budget, |i| {
+        format!(
+            "  - name: c{i}\n    resources:\n      limits: {{rdma/x: 1, hugepages-1Gi: 1Gi}}\n      requests: {{hugepages-1Gi: 2Gi}}\n"
+        )
+    });
+    shapes.push((
+        format!("Pod, {n} containers requesting RDMA and hugepages"),
+        text,
+        false,
+    ));
+
+    let mut text = String::from(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: wide\nspec:\n  containers:\n  - name: c\n    resources:\n      requests:\n",
+    );
+    let n = fill(&mut text, budget / 2, |i| {
+        format!("        hugepages-{i}: 2Gi\n")
+    });
+    text.push_str("      limits:\n");
+    for i in 0..n {
+        let _ = writeln!(text, "        hugepages-{i}: 1Gi");
+    }
+    shapes.push((
+        format!("Pod, one container with {n} requests and {n} limits"),
+        text,
+        false,
+    ));
+
+    let mut list = String::new();
+    let n = fill(&mut list, budget - 300, |i| {
+        format!(
+            "{{\"resourceName\": \"r{}\", \"selectors\": {{\"devices\": [\"1017\"]}}}}, ",
+            i % 1000
+        )
+    });
+    let text = format!(
+        "apiVersion: mellanox.com/v1alpha1\nkind: NicClusterPolicy\nmetadata:\n  name: nic-cluster-policy\nspec:\n  sriovDevicePlugin:\n    config: '{{\"resourceList\": [{}{{}}]}}'\n",
+        list
+    );
+    shapes.push((
+        format!("NicClusterPolicy, device plugin config of {n} resources"),
+        text,
+        false,
+    ));
+
+    let mut refs = String::new();
+    let n = fill(&mut refs, budget / 2, |i| format!("net-{i}, "));
+    let mut text = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    k8s.v1.cni.cncf.io/networks: {refs}x\nspec:\n  containers:\n  - name: c\n"
+    );
+    let defined = fill(&mut text, budget, |i| {
+        format!(
+            "---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: net-{i}\n  namespace: other\n"
+        )
+    });
+    shapes.push((
+        format!("Pod naming {n} networks, {defined} NetworkAttachmentDefinitions elsewhere"),
+        text,
+        false,
+    ));
+
+    let mut text = String::new();
+    let n = fill(&mut text, budget, |i| {
+        if i % 2 == 0 {
+            format!(
+                "---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: pool-{i}\nspec:\n  machineConfigSelector:\n    matchLabels:\n      machineconfiguration.openshift.io/role: pool-{i}\n"
+            )
+        } else {
+            format!(
+                "---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: mc-{i}\n  labels:\n    machineconfiguration.openshift.io/role: missing-{i}\n"
+            )
+        }
+    });
+    shapes.push((
+        format!(
+            "{} MachineConfigPools and {} MachineConfigs",
+            n.div_ceil(2),
+            n / 2
+        ),
+        text,
+        false,
+    ));
+
+    let mut text = String::from(
+        "apiVersion: mellanox.com/v1alpha1\nkind: NicClusterPolicy\nmetadata:\n  name: nic-cluster-policy\nspec: {}\nstatus:\n  state: ready\n  conditions:\n",
+    );
+    let n = fill(&mut text, budget, |i| {
+        format!(
+            "  - type: T{i}\n    status: \"True\"\n    lastTransitionTime: \"2025-01-01T00:00:00Z\"\n    reason: R\n    message: m\n"
+        )
+    });
+    shapes.push((
+        format!("NicClusterPolicy, {n} status.conditions (validator, --crds)"),
+        text,
+        true,
+    ));
+
+    let mut text =
+        String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dense\nitems: [");
+    let n = fill(&mut text, budget, |_| "a,".to_owned());
+    text.push_str("a]\n");
+    shapes.push((
+        format!("densest YAML: a flow sequence of {n} one-letter scalars"),
+        text,
+        false,
+    ));
+    shapes
+}
+
+fn median_of(repeats: usize, mut run: impl FnMut() -> Duration) -> Duration {
+    median((0..repeats).map(|_| run()).collect())
+}
+
+/// The CPU time this thread has used: on a machine shared with other work,
+/// what the run itself cost, where wall time also counts the waiting.
+fn cpu_time() -> Duration {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(time.tv_sec).unwrap_or(0),
+        u32::try_from(time.tv_nsec).unwrap_or(0),
+    )
+}
+
+fn shapes() {
+    let limits = Limits::default();
+    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/crds");
+    println!(
+        "worst-case shapes at the {} MiB input limit, median of {SHAPE_REPEATS}:",
+        limits.max_bytes / 1048576
+    );
+    println!(
+        "| shape | MiB | held MiB | findings | load (CPU) | load + rules (CPU) | load + rules (wall) | human report (CPU) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (description, text, needs_crds) in shape_inputs(limits.max_bytes) {
+        let mut options = Options::default();
+        if needs_crds {
+            if !crds.is_dir() {
+                println!(
+                    "| {description} | skipped: {} is absent | | | | | |",
+                    crds.display()
+                );
+                continue;
+            }
+            options.catalog =
+                Some(zerohop_lint::load_crds(&crds, &limits).expect("reference crds"));
+        }
+        let bytes = text.len();
+        let input = || Input {
+            name: "shape.yaml".to_owned(),
+            content: Ok(text.clone().into_bytes()),
+        };
+        let load_only = median_of(SHAPE_REPEATS, || {
+            let input = input();
+            let start = cpu_time();
+            black_box(load(input, &limits));
+            cpu_time().saturating_sub(start)
+        });
+        let mut findings = 0;
+        let mut cpu = Vec::new();
+        let full = median_of(SHAPE_REPEATS, || {
+            let input = input();
+            let (start, start_cpu) = (Instant::now(), cpu_time());
+            let loaded = [load(input, &limits)];
+            findings = black_box(lint_loaded(&loaded, &options)).findings.len();
+            cpu.push(cpu_time().saturating_sub(start_cpu));
+            start.elapsed()
+        });
+        let cpu = median(cpu);
+        let loaded = [load(input(), &limits)];
+        let held = loaded[0].held_bytes();
+        let outcome = lint_loaded(&loaded, &options);
+        let report = Report::new("lint", "shape.yaml", outcome.findings);
+        let human = median_of(SHAPE_REPEATS, || {
+            let start = cpu_time();
+            let mut out = io::BufWriter::new(io::sink());
+            snippet::write(&report, &mut texts(&loaded), &mut out).expect("sink");
+            cpu_time().saturating_sub(start)
+        });
+        println!(
+            "| {description} | {:.1} | {:.0} | {findings} | {:.2} s | {:.2} s | {:.2} s | {:.3} s |",
+            bytes as f64 / 1048576.0,
+            held as f64 / 1048576.0,
+            load_only.as_secs_f64(),
+            cpu.as_secs_f64(),
+            full.as_secs_f64(),
+            human.as_secs_f64()
+        );
+    }
 }

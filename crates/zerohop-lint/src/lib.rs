@@ -6,20 +6,27 @@
 //! over the whole workspace. Rules are pure functions of the workspace; they
 //! report the doctor's [`Finding`]s with a location and the object.
 
+pub mod inputs;
+mod loaded;
 mod model;
+mod paths;
 mod registry;
 mod rules;
 mod sink;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 use zerohop_core::{Finding, Severity};
 use zerohop_k8s::schema::CrdCatalog;
-use zerohop_k8s::yaml::{self, Limits, LoadError, Node};
+use zerohop_k8s::yaml::{self, Limits};
 
+pub use loaded::{Batch, CollectError, Loaded, MAX_HELD_BYTES, load, load_crds, texts};
 pub use model::{InputFailure, Object, Workspace};
 pub use registry::{RULES, Rule, rule, rules};
 
+use crate::loaded::Content;
+use crate::paths::PathIndex;
 use crate::sink::Sink;
 
 /// One input to lint.
@@ -27,8 +34,70 @@ use crate::sink::Sink;
 pub struct Input {
     /// The name findings use for it: the path as given, or `-` for stdin.
     pub name: String,
-    /// The bytes read, or why reading failed.
-    pub content: Result<Vec<u8>, String>,
+    /// The bytes read, or why they were not.
+    pub content: Result<Vec<u8>, NotRead>,
+}
+
+/// Why an input was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRead {
+    /// Not a regular file; what it is (`a fifo (named pipe)`, ...).
+    NotRegular(&'static str),
+    /// Reading failed; the system's message.
+    Failed(String),
+    /// A symlink under a linted directory whose target lies outside it.
+    LeavesTree {
+        /// The link's target as written.
+        target: String,
+    },
+    /// A symlink under a linted directory that does not resolve.
+    Unresolved {
+        /// The link's target as written.
+        target: String,
+        /// Why it does not resolve.
+        reason: String,
+    },
+    /// A directory nested deeper than the search goes (the depth).
+    TooDeep(usize),
+}
+
+impl NotRead {
+    /// An I/O error as a failure.
+    pub fn failed(err: std::io::Error) -> NotRead {
+        NotRead::Failed(err.to_string())
+    }
+
+    /// Whether the path was skipped on purpose (reported as information),
+    /// rather than failed (an error that makes the run exit 2).
+    pub fn is_skip(&self) -> bool {
+        matches!(
+            self,
+            NotRead::LeavesTree { .. } | NotRead::Unresolved { .. } | NotRead::TooDeep(_)
+        )
+    }
+}
+
+impl fmt::Display for NotRead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotRead::NotRegular(what) => write!(f, "not a regular file but {what}; not read"),
+            NotRead::Failed(reason) => write!(f, "cannot read input: {reason}"),
+            NotRead::LeavesTree { target } => write!(
+                f,
+                "symlink to `{target}` leads outside the linted directory; not followed"
+            ),
+            NotRead::Unresolved { target, reason } => {
+                write!(
+                    f,
+                    "symlink to `{target}` does not resolve ({reason}); skipped"
+                )
+            }
+            NotRead::TooDeep(depth) => write!(
+                f,
+                "directory nested deeper than {depth} levels below the linted one; not searched"
+            ),
+        }
+    }
 }
 
 /// How to lint.
@@ -79,36 +148,36 @@ pub fn parse_severity_override(text: &str) -> Result<(String, Severity), String>
 /// Lints `inputs`: loads each, runs every rule over all of them together,
 /// and returns the sorted findings.
 pub fn lint(inputs: &[Input], options: &Options) -> Outcome {
-    let loaded: Vec<(&str, Result<Vec<Node>, Loading<'_>>)> = inputs
+    let loaded: Vec<Loaded> = inputs
         .iter()
-        .map(|input| {
-            let documents = match &input.content {
-                Err(message) => Err(Loading::Unreadable(message)),
-                Ok(bytes) if is_cufile(&input.name) => {
-                    load_cufile(bytes, &options.limits).map_err(Loading::Invalid)
-                }
-                Ok(bytes) => yaml::load_bytes(bytes, &options.limits).map_err(Loading::Invalid),
-            };
-            (input.name.as_str(), documents)
-        })
+        .map(|input| load(input.clone(), &options.limits))
         .collect();
+    lint_loaded(&loaded, options)
+}
 
+/// Runs every rule over the loaded inputs together and returns the sorted
+/// findings.
+pub fn lint_loaded(loaded: &[Loaded], options: &Options) -> Outcome {
     let mut workspace = Workspace {
         catalog: options.catalog.as_ref(),
         ..Workspace::default()
     };
-    for (name, documents) in &loaded {
-        match documents {
-            Err(Loading::Unreadable(message)) => workspace
+    for input in loaded {
+        let name = input.name.as_str();
+        match &input.content {
+            Content::NotRead(not_read) if not_read.is_skip() => {
+                workspace.skipped.push((name, not_read));
+            }
+            Content::NotRead(not_read) => workspace
                 .failed_inputs
-                .push((name, InputFailure::Unreadable(message))),
-            Err(Loading::Invalid(err)) => workspace
+                .push((name, InputFailure::Unreadable(not_read))),
+            Content::Invalid { error, .. } => workspace
                 .failed_inputs
-                .push((name, InputFailure::Invalid(err))),
-            Ok(documents) if is_cufile(name) => workspace
+                .push((name, InputFailure::Invalid(error))),
+            Content::Documents { documents, .. } if is_cufile(name) => workspace
                 .cufiles
-                .extend(documents.iter().map(|doc| (*name, doc))),
-            Ok(documents) => {
+                .extend(documents.iter().map(|doc| (name, doc))),
+            Content::Documents { documents, .. } => {
                 for node in yaml::objects(documents) {
                     match Object::from_node(name, node) {
                         Some(object) => workspace.objects.push(object),
@@ -119,6 +188,7 @@ pub fn lint(inputs: &[Input], options: &Options) -> Outcome {
         }
     }
 
+    let mut paths = PathIndex::default();
     let mut findings = Vec::new();
     for rule in RULES {
         let severity = options
@@ -126,7 +196,7 @@ pub fn lint(inputs: &[Input], options: &Options) -> Outcome {
             .get(rule.info.id)
             .copied()
             .unwrap_or(rule.info.severity);
-        let mut sink = Sink::new(&rule.info, severity);
+        let mut sink = Sink::new(&rule.info, severity, &mut paths);
         (rule.check)(&workspace, &mut sink);
         findings.extend(sink.into_findings());
     }
@@ -139,100 +209,23 @@ pub fn lint(inputs: &[Input], options: &Options) -> Outcome {
     }
 }
 
-enum Loading<'a> {
-    Unreadable(&'a str),
-    Invalid(LoadError),
-}
-
-/// `cufile.json` carries `//` comments, which JSON and YAML lack: blank them
-/// out (keeping every position) and load the rest as YAML flow.
-fn load_cufile(bytes: &[u8], limits: &Limits) -> Result<Vec<Node>, LoadError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| ()).ok();
-    match text {
-        Some(text) if text.len() <= limits.max_bytes => {
-            yaml::load_str(&blank_comments(text), limits)
-        }
-        _ => yaml::load_bytes(bytes, limits),
-    }
-}
-
-/// Replaces `//` line comments and `/* */` block comments outside strings
-/// with spaces, keeping newlines so that lines and columns do not move.
-fn blank_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let (mut in_string, mut escaped) = (false, false);
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                out.push(' ');
-                while let Some(&next) = chars.peek() {
-                    if next == '\n' {
-                        break;
-                    }
-                    out.push(' ');
-                    chars.next();
-                }
-            }
-            ('/', Some('*')) => {
-                out.push(' ');
-                let mut previous = ' ';
-                for next in chars.by_ref() {
-                    out.push(if next == '\n' { '\n' } else { ' ' });
-                    if previous == '*' && next == '/' {
-                        break;
-                    }
-                    previous = next;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// A schema "unknown field" at the same place as a more specific finding
 /// (a removed field, a misspelled env var) says the same thing less well.
 fn drop_shadowed_schema_findings(findings: &mut Vec<Finding>) {
-    let specific: Vec<_> = findings
+    let unknown_field = rules::schema::UNKNOWN_FIELD.info.id;
+    let specific: HashSet<_> = findings
         .iter()
-        .filter(|f| f.id != rules::schema::UNKNOWN_FIELD.info.id)
+        .filter(|f| f.id != unknown_field)
         .filter_map(|f| f.location.clone())
         .collect();
     findings.retain(|f| {
-        f.id != rules::schema::UNKNOWN_FIELD.info.id
-            || !f.location.as_ref().is_some_and(|l| specific.contains(l))
+        f.id != unknown_field || !f.location.as_ref().is_some_and(|l| specific.contains(l))
     });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn comments_are_blanked_in_place() {
-        let text = "{ // c\n \"a\": \"//x\", /* b\n */ \"b\": 1 }";
-        let blanked = blank_comments(text);
-        assert_eq!(blanked.len(), text.len());
-        assert_eq!(blanked.lines().count(), text.lines().count());
-        assert!(blanked.contains("\"//x\""));
-        assert!(!blanked.contains("/*"));
-    }
 
     #[test]
     fn overrides_are_validated() {

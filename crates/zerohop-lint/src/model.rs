@@ -1,8 +1,14 @@
 //! What rules see: the objects of every input, with their file and nodes.
 
+use std::cell::OnceCell;
+
 use zerohop_core::ObjectRef;
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{LoadError, Node, PathStep};
+
+use crate::NotRead;
+use crate::rules::resources::{self, Advertised, Request};
+use crate::sink::short;
 
 /// A Kubernetes object found in an input.
 #[derive(Debug, Clone, Copy)]
@@ -72,10 +78,10 @@ impl<'a> Object<'a> {
     /// The reference to this object that findings carry.
     pub fn object_ref(&self) -> ObjectRef {
         ObjectRef {
-            api_version: self.api_version.to_owned(),
-            kind: self.kind.to_owned(),
-            namespace: self.namespace.map(str::to_owned),
-            name: self.name.to_owned(),
+            api_version: short(self.api_version).to_string(),
+            kind: short(self.kind).to_string(),
+            namespace: self.namespace.map(|namespace| short(namespace).to_string()),
+            name: short(self.name).to_string(),
         }
     }
 
@@ -97,15 +103,23 @@ pub struct Workspace<'a> {
     pub cufiles: Vec<(&'a str, &'a Node)>,
     /// Inputs that could not be read or parsed.
     pub failed_inputs: Vec<(&'a str, InputFailure<'a>)>,
+    /// Paths skipped on purpose while searching directories, with why.
+    pub skipped: Vec<(&'a str, &'a NotRead)>,
     /// The CRDs to validate against, when given.
     pub catalog: Option<&'a CrdCatalog>,
+    /// The pod templates, found on first use and shared by the rules that
+    /// need them (finding them walks every container and resource).
+    pub(crate) templates: OnceCell<Vec<PodTemplate<'a>>>,
+    /// The advertised resources, found on first use and shared (finding
+    /// them parses every device plugin config).
+    pub(crate) advertised: OnceCell<Vec<Advertised<'a>>>,
 }
 
 /// Why an input could not be linted.
 #[derive(Debug, Clone, Copy)]
 pub enum InputFailure<'a> {
-    /// Reading failed; the message says why.
-    Unreadable(&'a str),
+    /// The input was not read: refused or failed.
+    Unreadable(&'a NotRead),
     /// The text is not valid (or acceptable) YAML.
     Invalid(&'a LoadError),
 }
@@ -131,8 +145,10 @@ pub struct PodTemplate<'a> {
     /// Path from the object's root to the template's `metadata`/`spec`
     /// parent (empty for a Pod).
     pub prefix: Vec<PathStep<'static>>,
-    /// The pod spec.
-    pub spec: &'a Node,
+    /// Every init container and container, with its path under the spec.
+    pub containers: Vec<(Vec<PathStep<'static>>, &'a Node)>,
+    /// Every extended resource the containers name.
+    pub(crate) requests: Vec<Request<'a>>,
 }
 
 impl<'a> PodTemplate<'a> {
@@ -150,24 +166,32 @@ impl<'a> PodTemplate<'a> {
         path.extend_from_slice(rest);
         path
     }
+}
 
-    /// Every container and init container, with its path under the spec.
-    pub fn containers(&self) -> Vec<(Vec<PathStep<'static>>, &'a Node)> {
-        let mut containers = Vec::new();
-        for list in ["initContainers", "containers"] {
-            if let Some(items) = self.spec.get(list) {
-                for (index, container) in items.items().iter().enumerate() {
-                    containers.push((vec![PathStep::Key(list), PathStep::Index(index)], container));
-                }
+/// Every container and init container of a pod spec, with its path under
+/// the spec.
+fn containers(spec: &Node) -> Vec<(Vec<PathStep<'static>>, &Node)> {
+    let mut containers = Vec::new();
+    for list in ["initContainers", "containers"] {
+        if let Some(items) = spec.get(list) {
+            for (index, container) in items.items().iter().enumerate() {
+                containers.push((vec![PathStep::Key(list), PathStep::Index(index)], container));
             }
         }
-        containers
     }
+    containers
 }
 
 /// Every pod template in the workspace: Pods and the templates of
 /// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
-pub fn pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
+/// Found once per run.
+pub fn pod_templates<'w, 'a>(workspace: &'w Workspace<'a>) -> &'w [PodTemplate<'a>] {
+    workspace
+        .templates
+        .get_or_init(|| find_pod_templates(workspace))
+}
+
+fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
     const TEMPLATE: &[PathStep<'static>] = &[PathStep::Key("spec"), PathStep::Key("template")];
     const CRON_TEMPLATE: &[PathStep<'static>] = &[
         PathStep::Key("spec"),
@@ -188,17 +212,21 @@ pub fn pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
         let mut spec_path = prefix.to_vec();
         spec_path.push(PathStep::Key("spec"));
         if let Some(spec) = object.get(&spec_path) {
+            let containers = containers(spec);
+            let requests = resources::requests(&containers);
             templates.push(PodTemplate {
                 object: *object,
                 prefix: prefix.to_vec(),
-                spec,
+                containers,
+                requests,
             });
         }
     }
     templates
 }
 
-/// Writes a path as `spec.containers[0].env[1]`.
+/// Writes a path as `spec.containers[0].env[1]`, each key clipped as
+/// messages clip what they quote.
 pub fn display_path(path: &[PathStep<'_>]) -> String {
     let mut out = String::new();
     for step in path {
@@ -212,9 +240,9 @@ pub fn display_path(path: &[PathStep<'_>]) -> String {
                 if !out.is_empty() {
                     out.push('.');
                 }
-                out.push_str(key);
+                out.push_str(&short(key).to_string());
             }
-            PathStep::Key(key) => out.push_str(&format!("[{key:?}]")),
+            PathStep::Key(key) => out.push_str(&format!("[{:?}]", short(key).to_string())),
         }
     }
     out

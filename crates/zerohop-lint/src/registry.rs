@@ -94,6 +94,7 @@ pub static RULES: &[&Rule] = &[
     &crate::rules::input::LEADING_ZERO_OCTAL,
     &crate::rules::input::UNQUOTED_BASE_60,
     &crate::rules::input::NOT_A_KUBERNETES_OBJECT,
+    &crate::rules::input::SKIPPED_PATH,
     &crate::rules::schema::UNKNOWN_FIELD,
     &crate::rules::schema::MISSING_REQUIRED_FIELD,
     &crate::rules::schema::INVALID_FIELD_VALUE,

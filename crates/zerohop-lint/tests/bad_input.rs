@@ -2,7 +2,7 @@
 //! inputs of the run are still linted.
 
 use zerohop_core::Status;
-use zerohop_lint::{Input, Options, lint};
+use zerohop_lint::{Input, NotRead, Options, lint};
 
 fn input(name: &str, bytes: impl Into<Vec<u8>>) -> Input {
     Input {
@@ -46,7 +46,9 @@ fn bad_inputs_are_reported_and_the_rest_is_linted() {
         input("huge.yaml", huge),
         Input {
             name: "missing.yaml".to_owned(),
-            content: Err("No such file or directory (os error 2)".to_owned()),
+            content: Err(NotRead::Failed(
+                "No such file or directory (os error 2)".to_owned(),
+            )),
         },
     ];
     let outcome = lint(&inputs, &Options::default());

@@ -18,22 +18,25 @@ zerohop lint PATH… [--crds DIR] [--format human|json|sarif] [--severity-overri
 ```
 
 - `PATH`: files, directories (searched recursively for `*.yaml`, `*.yml`,
-  `*.json`, in name order, symlinked directories not followed) or `-` for
-  standard input. Multi-document YAML, `kind: List` (and `*List` kinds with
-  `items`) and the output of `helm template` / `kustomize build` are read as
-  streams of objects. A file named `cufile.json` is read as a cuFile
-  configuration (`//` comments allowed).
-- `--crds DIR`: validate custom resources against the CRDs in `DIR`
-  (unknown and misspelled fields, required fields, types, enums, bounds).
+  `*.json`, in name order) or `-` for standard input. Multi-document YAML,
+  `kind: List` (and `*List` kinds with `items`) and the output of `helm
+  template` / `kustomize build` are read as streams of objects. A file named
+  `cufile.json` is read as a cuFile configuration (`//` comments allowed).
+- `--crds DIR`: validate custom resources against the CRDs in `DIR` (its
+  own `*.yaml`, `*.yml`, `*.json` files): unknown and misspelled fields,
+  required fields, types, enums, bounds.
 - `--format`: `human` (rustc-style diagnostics with the source line and a
   caret under the span), `json` (the report shared with `zerohop doctor`),
-  `sarif` (SARIF 2.1.0 for code scanning).
+  `sarif` (SARIF 2.1.0 for code scanning; columns count Unicode code points,
+  `columnKind: unicodeCodePoints`).
 - `--severity-override ID=LEVEL`: run a rule at `info`, `warning` or
   `error` instead of its default; repeatable.
 
 Exit codes: `0` no finding failed; `1` at least one finding failed (an
 `error`-severity rule found its problem); `2` an input could not be read or
-parsed (the other inputs are still linted and reported), or the command line
+parsed (the other inputs are still linted and reported), a path does not
+exist, a directory holds no manifest, the inputs are over the run's memory
+budget, the report could not be written (a full disk), or the command line
 was wrong; `3` internal error.
 
 Manifests are read as Kubernetes reads them (YAML 1.1, as Go's
@@ -45,6 +48,41 @@ Cross-object rules look only at the objects given in one run: lint a whole
 deployment (all its files or directories) at once. Rules that resolve names
 (networks, resources, machine-config pools) stay silent when the input has
 nothing to resolve against.
+
+## Hostile input
+
+`zerohop lint` is meant to run on manifests nobody has reviewed yet, such as
+a pull request in CI. Whatever the input, it guarantees:
+
+- **Read-only.** It writes nothing but its report, to standard output.
+- **No hang on special files.** Only regular files are read. A FIFO, socket
+  or device is refused (ZL001, exit 2, the other inputs still linted): its
+  type is checked before it is opened, the file is opened non-blocking and
+  checked again once open. Standard input (`-`) is read as given, up to the
+  size limit; pipe a command's output there.
+- **Nothing read from outside the linted tree.** In a directory, a symlink
+  is followed only when its target lies inside that directory; one that
+  leads outside (to `/proc/self/environ`, `/etc/shadow`, another checkout)
+  or nowhere is not read and is reported as skipped (ZL007, information).
+  Symlinked directories are not followed. A path named on the command line
+  is the user's choice and is followed, symlink or not. `--crds DIR` reads
+  its directory the same way and stops with exit 2 at a file it cannot read;
+  its errors never quote the file.
+- **Bounded time.** Every rule is O(n log n) or better in the size of one
+  object; `BENCHMARKS.md` measures the worst shapes at the size limit.
+- **Bounded memory.** Each input is read up to 32 MiB and one byte. An input
+  that fails to load keeps only the line of its error. A run holds at most
+  1 GiB of inputs and their parse trees (estimated as they load); past that
+  it stops with exit 2 and asks for fewer or smaller files at a time.
+- **Bounded output.** A text taken from the input (a name, a value, a path)
+  is clipped to 1,000 characters in a finding, keeping its start and end. A
+  rule lists at most 1,000 findings per file, then one finding that counts
+  the rest. In the human report a source line is cut to 160 columns around
+  the caret and shown under at most three findings; the others on that line
+  are listed without it.
+- **No terminal escapes.** Control characters and bidirectional overrides
+  from the input are written as escapes (`\x1b`, `\u{202e}`) in the human
+  report, on a terminal or not; JSON and SARIF escape them as JSON does.
 
 `zerohop checks` lists the rules and `zerohop explain ZL020` prints one.
 

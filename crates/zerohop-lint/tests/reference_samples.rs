@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use zerohop_core::{Finding, Status};
 use zerohop_k8s::schema::CrdCatalog;
-use zerohop_lint::{Input, Options, lint};
+use zerohop_lint::{Input, NotRead, Options, lint};
 
 const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference");
 
@@ -127,7 +127,7 @@ fn input(samples: &Path, path: &Path) -> Input {
             .unwrap()
             .to_string_lossy()
             .into_owned(),
-        content: fs::read(path).map_err(|err| err.to_string()),
+        content: fs::read(path).map_err(NotRead::failed),
     }
 }
 

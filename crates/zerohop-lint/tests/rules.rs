@@ -2,13 +2,14 @@
 //! `tests/fixtures/<ID>/fail/` must trigger the rule (the rendered findings
 //! are snapshotted), `tests/fixtures/<ID>/pass/` must not.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use zerohop_core::render::snippet;
 use zerohop_core::{Report, RuleInfo};
 use zerohop_k8s::schema::CrdCatalog;
+use zerohop_k8s::yaml::Limits;
 use zerohop_lint::{Input, Options, RULES, lint, rules};
 
 fn fixtures() -> PathBuf {
@@ -77,29 +78,24 @@ fn no_fixture_directory_is_orphaned() {
     }
 }
 
+/// The inputs of a fixture directory, read as `zerohop lint DIR` reads
+/// them (symlinks leaving it are skipped), named `<case>/<file>` so that
+/// snapshots do not depend on where the repository is checked out.
 fn inputs(dir: &Path) -> Vec<Input> {
-    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            // Names relative to the rule's fixture directory keep snapshots
-            // independent of where the repository is checked out.
-            let case = path
-                .parent()
-                .and_then(Path::file_name)
-                .unwrap()
-                .to_string_lossy();
-            let file = path.file_name().unwrap().to_string_lossy();
-            Input {
-                name: format!("{case}/{file}"),
-                content: Ok(fs::read(&path).unwrap()),
-            }
-        })
-        .collect()
+    let base = dir.parent().expect("fixture case directory");
+    let mut inputs = Vec::new();
+    zerohop_lint::inputs::search(dir, true, Limits::default().max_bytes, &mut |mut input| {
+        let relative = Path::new(&input.name)
+            .strip_prefix(base)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| PathBuf::from(&input.name));
+        input.name = relative.display().to_string();
+        inputs.push(input);
+        Ok::<(), ()>(())
+    })
+    .expect("fixture directory");
+    assert!(!inputs.is_empty(), "{} is empty", dir.display());
+    inputs
 }
 
 fn options() -> Options {
@@ -112,20 +108,15 @@ fn options() -> Options {
 /// Renders the findings of rule `id` the way `zerohop lint` shows them,
 /// without colour.
 fn render(id: &str, inputs: &[Input], findings: Vec<zerohop_core::Finding>) -> String {
-    let sources: BTreeMap<&str, &str> = inputs
+    let loaded: Vec<_> = inputs
         .iter()
-        .filter_map(|i| {
-            Some((
-                i.name.as_str(),
-                std::str::from_utf8(i.content.as_ref().ok()?).ok()?,
-            ))
-        })
+        .map(|input| zerohop_lint::load(input.clone(), &Limits::default()))
         .collect();
-    let lookup = |name: &str| sources.get(name).copied();
+    let mut texts = zerohop_lint::texts(&loaded);
     let mine: Vec<_> = findings.into_iter().filter(|f| f.id == id).collect();
     let report = Report::new("lint", "fail", mine);
     let mut out = Vec::new();
-    snippet::write(&report, &lookup, &mut out).unwrap();
+    snippet::write(&report, &mut texts, &mut out).unwrap();
     strip_ansi(&String::from_utf8(out).unwrap())
 }
 

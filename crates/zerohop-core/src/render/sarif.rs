@@ -14,6 +14,12 @@ use crate::rule::RuleInfo;
 /// The SARIF schema the document declares.
 pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
+/// What the columns of every region count: characters (Unicode code
+/// points), as findings' locations do (SARIF 2.1.0 §3.14.17; its default,
+/// UTF-16 code units, would misplace every column after a character beyond
+/// U+FFFF).
+pub const COLUMN_KIND: &str = "unicodeCodePoints";
+
 /// Writes `report` as a SARIF 2.1.0 log. `rules` are the rules that ran
 /// (all of them, so that a viewer can explain a rule that found nothing);
 /// findings of rules not in `rules` are still written, without a rule index.
@@ -43,6 +49,7 @@ pub fn to_value(report: &Report, rules: &[&RuleInfo]) -> Value {
                     "rules": descriptors,
                 }
             },
+            "columnKind": COLUMN_KIND,
             "results": results,
         }]
     })
@@ -179,6 +186,7 @@ mod tests {
         let report = Report::new("lint", "dir", vec![finding]);
         let value = to_value(&report, &[&RULE]);
         assert_eq!(value["version"], "2.1.0");
+        assert_eq!(value["runs"][0]["columnKind"], "unicodeCodePoints");
         let result = &value["runs"][0]["results"][0];
         assert_eq!(result["ruleId"], "ZL030");
         assert_eq!(result["ruleIndex"], 0);

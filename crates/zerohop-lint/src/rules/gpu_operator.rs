@@ -5,7 +5,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::Workspace;
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, short};
 
 const GROUP: &str = "nvidia.com";
 
@@ -151,7 +151,8 @@ fn multiple_clusterpolicies(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 &[PathStep::Key("metadata"), PathStep::Key("name")],
                 format!(
                     "second ClusterPolicy `{}`: only one is used (the oldest, `{}` if applied first), the others are ignored",
-                    object.name, first.name
+                    short(object.name),
+                    short(first.name)
                 ),
                 Remediation::new("merge the settings into one ClusterPolicy and delete the others"),
             );
@@ -186,7 +187,8 @@ fn clusterpolicy_with_gpucluster(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
             &[PathStep::Key("kind")],
             format!(
                 "ClusterPolicy `{}` and GPUCluster `{}` cannot co-exist; the ClusterPolicy goes NotReady",
-                object.name, cluster.name
+                short(object.name),
+                short(cluster.name)
             ),
             Remediation::new("keep either the ClusterPolicy or the GPUCluster, not both"),
         );

@@ -1,8 +1,11 @@
 //! Rules about the input itself: readable, valid YAML, read as intended.
 
-use zerohop_core::Remediation;
-use zerohop_k8s::yaml::{Mark, Node, PathStep, Span, Value, Yaml11};
+use std::collections::HashMap;
 
+use zerohop_core::Remediation;
+use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
+
+use crate::NotRead;
 use crate::model::{InputFailure, Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::Sink;
@@ -11,30 +14,35 @@ declare_rule! {
     /// An input could not be read, or is not YAML that can be linted.
     ///
     /// ## What it checks
-    /// Every file (or standard input) must be readable UTF-8 text, valid
-    /// YAML (no tabs in indentation), at most 32 MiB, nested at most 128
-    /// levels, with aliases that expand to at most 100,000 nodes.
+    /// Every file (or standard input) must be a readable regular file of
+    /// UTF-8 text, valid YAML (no tabs in indentation), at most 32 MiB,
+    /// nested at most 128 levels, with aliases that expand to at most
+    /// 100,000 nodes. A FIFO, socket or device is refused without being
+    /// read.
     ///
     /// ## Why it matters
     /// `kubectl apply` rejects the same input, and nothing in it can be
     /// checked. An alias "bomb" (billion laughs) can exhaust the memory of
-    /// every tool that expands it.
+    /// every tool that expands it; a FIFO or a device can block a reader
+    /// forever or feed it without end.
     ///
     /// ## How to fix
     /// Fix the YAML at the reported line and column: indent with spaces,
     /// close brackets and quotes, render templates (`helm template`,
-    /// `envsubst`) before linting, and split huge streams into files.
+    /// `envsubst`) before linting, and split huge streams into files. Lint
+    /// regular files; pipe the output of a command to `zerohop lint -`.
     pub(crate) static INVALID_INPUT = "ZL001", "invalid-input", Error, invalid_input;
 }
 
 fn invalid_input(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for (file, failure) in &workspace.failed_inputs {
-        let (at, message) = match failure {
-            InputFailure::Unreadable(message) => (
+        let (at, message, fix) = match failure {
+            InputFailure::Unreadable(not_read) => (
                 Mark { line: 1, column: 1 },
-                format!("cannot read input: {message}"),
+                not_read.to_string(),
+                unreadable_fix(not_read),
             ),
-            InputFailure::Invalid(err) => (err.at, err.kind.to_string()),
+            InputFailure::Invalid(err) => (err.at, err.kind.to_string(), invalid_fix(&err.kind)),
         };
         sink.report_in_file(
             file,
@@ -42,10 +50,34 @@ fn invalid_input(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             Span { start: at, end: at },
             String::new(),
             message,
-            Remediation::new(
-                "fix the input at this position so that it is valid YAML, then lint it again",
-            ),
+            Remediation::new(fix),
         );
+    }
+}
+
+/// What to do about an input that was not read.
+fn unreadable_fix(not_read: &NotRead) -> &'static str {
+    match not_read {
+        NotRead::NotRegular(_) => {
+            "lint regular files only; to lint the output of a command, pipe it to `zerohop lint -`"
+        }
+        _ => "check that the path exists and that this user may read it, then lint it again",
+    }
+}
+
+/// What to do about an input that is not YAML that can be linted.
+fn invalid_fix(kind: &LoadErrorKind) -> &'static str {
+    match kind {
+        LoadErrorKind::TooLarge { .. } => {
+            "split the input into files of at most 32 MiB (the API server takes objects of about 1.5 MiB at most)"
+        }
+        LoadErrorKind::NotText => {
+            "lint text manifests only; convert the file to UTF-8 if it is text in another encoding"
+        }
+        LoadErrorKind::AliasBomb(_) => {
+            "write the repeated content out, or use fewer nested aliases"
+        }
+        _ => "fix the input at this position so that it is valid YAML, then lint it again",
     }
 }
 
@@ -72,6 +104,11 @@ fn duplicate_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
+/// Mappings with at most this many entries are searched for duplicates by
+/// scanning: cheaper than a map for the small mappings manifests are made
+/// of.
+const SMALL_MAPPING: usize = 16;
+
 fn walk_duplicates<'a>(
     object: &Object<'_>,
     node: &'a Node,
@@ -80,23 +117,42 @@ fn walk_duplicates<'a>(
 ) {
     match &node.value {
         Value::Mapping(entries) => {
+            // The first entry of each key: a scan of the few entries of a
+            // small mapping, one pass with a map over a large one.
+            let mut seen: HashMap<&str, &Entry> = HashMap::new();
             for (index, entry) in entries.iter().enumerate() {
-                if let Some(first) = entries
-                    .get(..index)
-                    .and_then(|before| before.iter().find(|e| e.key == entry.key))
-                {
-                    sink.report_in_file(
-                        object.file,
-                        Some(object),
-                        entry.key_span,
-                        crate::model::display_path(&[path.as_slice(), &[PathStep::Key(&entry.key)]].concat()),
-                        format!(
-                            "key `{}` is set twice (first at line {}); the API server keeps only the last",
-                            entry.key, first.key_span.start.line
-                        ),
-                        Remediation::new("remove one of the two keys and merge their values"),
-                    );
+                let first = if entries.len() <= SMALL_MAPPING {
+                    entries
+                        .get(..index)
+                        .and_then(|before| before.iter().find(|e| e.key == entry.key))
+                } else {
+                    match seen.get(entry.key.as_str()) {
+                        Some(first) => Some(*first),
+                        None => {
+                            seen.insert(&entry.key, entry);
+                            None
+                        }
+                    }
+                };
+                let Some(first) = first else {
+                    continue;
+                };
+                if sink.counted_only(object.file) {
+                    continue;
                 }
+                path.push(PathStep::Key(&entry.key));
+                sink.report_in_file(
+                    object.file,
+                    Some(object),
+                    entry.key_span,
+                    crate::model::display_path(path),
+                    format!(
+                        "key `{}` is set twice (first at line {}); the API server keeps only the last",
+                        entry.key, first.key_span.start.line
+                    ),
+                    Remediation::new("remove one of the two keys and merge their values"),
+                );
+                path.pop();
             }
             for entry in entries {
                 path.push(PathStep::Key(&entry.key));
@@ -115,25 +171,38 @@ fn walk_duplicates<'a>(
     }
 }
 
-/// Every plain scalar that YAML 1.1 reads as `kind`, with its path.
+/// Calls `report` for every plain scalar that YAML 1.1 reads as `kind`,
+/// with its path and where it is (the walk already stands on the node: no
+/// path to follow again).
 fn yaml11_scalars<'a>(
-    node: &'a Node,
+    found: Found<'a>,
     kind: Yaml11,
     path: &mut Vec<PathStep<'a>>,
-    out: &mut Vec<(Vec<PathStep<'a>>, &'a Node)>,
+    report: &mut dyn FnMut(&[PathStep<'_>], Found<'_>),
 ) {
+    let node = found.node;
     match &node.value {
         Value::Mapping(entries) => {
             for entry in entries {
                 path.push(PathStep::Key(&entry.key));
-                yaml11_scalars(&entry.value, kind, path, out);
+                let child = Found {
+                    node: &entry.value,
+                    key_span: Some(entry.key_span),
+                    depth: path.len(),
+                };
+                yaml11_scalars(child, kind, path, report);
                 path.pop();
             }
         }
         Value::Sequence(items) => {
             for (index, item) in items.iter().enumerate() {
                 path.push(PathStep::Index(index));
-                yaml11_scalars(item, kind, path, out);
+                let child = Found {
+                    node: item,
+                    key_span: None,
+                    depth: path.len(),
+                };
+                yaml11_scalars(child, kind, path, report);
                 path.pop();
             }
         }
@@ -142,23 +211,31 @@ fn yaml11_scalars<'a>(
             .as_ref()
             .is_some_and(|reading| reading.kind == kind) =>
         {
-            out.push((path.clone(), node))
+            report(path, found);
         }
         _ => {}
     }
 }
 
+/// Runs `report` for every scalar YAML 1.1 reads as `kind`, until the
+/// rule lists no more findings for the file.
 fn each_yaml11(
     workspace: &Workspace<'_>,
+    sink: &mut Sink<'_>,
     kind: Yaml11,
-    mut report: impl FnMut(&Object<'_>, &[PathStep<'_>], &Node),
+    report: impl Fn(&mut Sink<'_>, &Object<'_>, &[PathStep<'_>], Found<'_>),
 ) {
     for object in &workspace.objects {
-        let mut found = Vec::new();
-        yaml11_scalars(object.node, kind, &mut Vec::new(), &mut found);
-        for (path, node) in found {
-            report(object, &path, node);
-        }
+        let root = Found {
+            node: object.node,
+            key_span: None,
+            depth: 0,
+        };
+        yaml11_scalars(root, kind, &mut Vec::new(), &mut |path, found| {
+            if !sink.counted_only(object.file) {
+                report(sink, object, path, found);
+            }
+        });
     }
 }
 
@@ -187,18 +264,24 @@ declare_rule! {
 }
 
 fn yaml11_boolean(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    each_yaml11(workspace, Yaml11::Boolean, |object, path, node| {
-        let text = yaml11_text(node);
-        let read = node.as_bool().unwrap_or_default();
-        sink.report(
-            object,
-            path,
-            format!("unquoted `{text}` is read by Kubernetes as the boolean {read}"),
-            Remediation::new(format!(
-                "write \"{text}\" if a string is meant, or {read} if a boolean is meant"
-            )),
-        );
-    });
+    each_yaml11(
+        workspace,
+        sink,
+        Yaml11::Boolean,
+        |sink, object, path, found| {
+            let text = yaml11_text(found.node);
+            let read = found.node.as_bool().unwrap_or_default();
+            sink.report_found(
+                object,
+                path,
+                found,
+                format!("unquoted `{text}` is read by Kubernetes as the boolean {read}"),
+                Remediation::new(format!(
+                    "write \"{text}\" if a string is meant, or {read} if a boolean is meant"
+                )),
+            );
+        },
+    );
 }
 
 declare_rule! {
@@ -220,18 +303,24 @@ declare_rule! {
 }
 
 fn leading_zero_octal(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    each_yaml11(workspace, Yaml11::Octal, |object, path, node| {
-        let text = yaml11_text(node);
-        let read = node.as_i64().unwrap_or_default();
-        sink.report(
-            object,
-            path,
-            format!("`{text}` is octal to Kubernetes ({read}) but decimal to YAML 1.2 tools"),
-            Remediation::new(format!(
-                "write the decimal value {read}, or quote \"{text}\" if a string is meant"
-            )),
-        );
-    });
+    each_yaml11(
+        workspace,
+        sink,
+        Yaml11::Octal,
+        |sink, object, path, found| {
+            let text = yaml11_text(found.node);
+            let read = found.node.as_i64().unwrap_or_default();
+            sink.report_found(
+                object,
+                path,
+                found,
+                format!("`{text}` is octal to Kubernetes ({read}) but decimal to YAML 1.2 tools"),
+                Remediation::new(format!(
+                    "write the decimal value {read}, or quote \"{text}\" if a string is meant"
+                )),
+            );
+        },
+    );
 }
 
 declare_rule! {
@@ -253,15 +342,23 @@ declare_rule! {
 }
 
 fn unquoted_base_60(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    each_yaml11(workspace, Yaml11::Sexagesimal, |object, path, node| {
-        let text = yaml11_text(node);
-        sink.report(
-            object,
-            path,
-            format!("unquoted `{text}` is a base-60 number to YAML 1.1 libraries such as PyYAML"),
-            Remediation::new(format!("quote it: \"{text}\"")),
-        );
-    });
+    each_yaml11(
+        workspace,
+        sink,
+        Yaml11::Sexagesimal,
+        |sink, object, path, found| {
+            let text = yaml11_text(found.node);
+            sink.report_found(
+                object,
+                path,
+                found,
+                format!(
+                    "unquoted `{text}` is a base-60 number to YAML 1.1 libraries such as PyYAML"
+                ),
+                Remediation::new(format!("quote it: \"{text}\"")),
+            );
+        },
+    );
 }
 
 declare_rule! {
@@ -297,6 +394,45 @@ fn not_a_kubernetes_object(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 missing.join(" or ")
             ),
             Remediation::new("add apiVersion and kind if this is meant to be an object"),
+        );
+    }
+}
+
+declare_rule! {
+    /// A path under a linted directory was skipped: a symlink that leaves it, or a directory nested too deep.
+    ///
+    /// ## What it checks
+    /// While searching a directory named on the command line: symlinks
+    /// whose target lies outside that directory, symlinks that do not
+    /// resolve, and directories nested more than 32 levels deep. None of
+    /// them is read. A symlink whose target lies inside the directory is
+    /// followed; a path named on the command line is always followed.
+    ///
+    /// ## Why it matters
+    /// Manifests under review (a pull request in CI) may carry a symlink to
+    /// a secret of the machine that lints them, such as
+    /// `/proc/self/environ` or `/etc/shadow`; reading it would print the
+    /// secret in the report. Nothing in a skipped path is checked.
+    ///
+    /// ## How to fix
+    /// Nothing to do when the link is not a manifest of this deployment.
+    /// Otherwise copy the file into the directory, or name the target on
+    /// the command line.
+    pub(crate) static SKIPPED_PATH = "ZL007", "skipped-path", Info, skipped_path;
+}
+
+fn skipped_path(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for (file, not_read) in &workspace.skipped {
+        let at = Mark { line: 1, column: 1 };
+        sink.report_in_file(
+            file,
+            None,
+            Span { start: at, end: at },
+            String::new(),
+            not_read.to_string(),
+            Remediation::new(
+                "copy the file into the linted directory or name its target on the command line if it should be linted",
+            ),
         );
     }
 }

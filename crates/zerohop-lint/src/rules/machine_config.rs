@@ -1,11 +1,13 @@
 //! OpenShift MachineConfigs: systemd mount units, NFS over RDMA, pools.
 
+use std::collections::HashSet;
+
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, join_some, short};
 use zerohop_known::systemd::escape_path as systemd_escape_path;
 
 const GROUP: &str = "machineconfiguration.openshift.io";
@@ -238,28 +240,37 @@ fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     if pools.is_empty() {
         return;
     }
-    let selects = |pool: &Object<'_>, role: &str| {
+    // Every role some pool selects, gathered once, rather than every pool
+    // tried for every MachineConfig.
+    let mut selected: HashSet<&str> = HashSet::new();
+    for pool in &pools {
         let selector = pool.get(&[
             PathStep::Key("spec"),
             PathStep::Key("machineConfigSelector"),
         ]);
-        let by_label = selector
+        if let Some(role) = selector
             .and_then(|s| s.get("matchLabels"))
             .and_then(|labels| labels.get(ROLE_LABEL))
             .and_then(Node::as_str)
-            == Some(role);
-        let by_expression = selector
+        {
+            selected.insert(role);
+        }
+        let expressions = selector
             .and_then(|s| s.get("matchExpressions"))
-            .is_some_and(|expressions| {
-                expressions.items().iter().any(|e| {
-                    e.get("key").and_then(Node::as_str) == Some(ROLE_LABEL)
-                        && e.get("operator").and_then(Node::as_str) == Some("In")
-                        && e.get("values")
-                            .is_some_and(|v| v.items().iter().any(|v| v.as_str() == Some(role)))
-                })
-            });
-        by_label || by_expression
-    };
+            .map(Node::items)
+            .unwrap_or_default();
+        for expression in expressions {
+            if expression.get("key").and_then(Node::as_str) == Some(ROLE_LABEL)
+                && expression.get("operator").and_then(Node::as_str) == Some("In")
+            {
+                let values = expression
+                    .get("values")
+                    .map(Node::items)
+                    .unwrap_or_default();
+                selected.extend(values.iter().filter_map(Node::as_str));
+            }
+        }
+    }
     for object in workspace.of_kind(GROUP, "MachineConfig") {
         let path = [
             PathStep::Key("metadata"),
@@ -269,12 +280,14 @@ fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let Some(role) = object.str_at(&path) else {
             continue;
         };
-        if !pools.iter().any(|pool| selects(pool, role)) {
-            let names: Vec<&str> = pools.iter().map(|p| p.name).collect();
+        if !selected.contains(role) {
             sink.report(
                 object,
                 &path,
-                format!("role `{role}` is selected by none of the pools in the input ({})", names.join(", ")),
+                format!(
+                    "role `{role}` is selected by none of the pools in the input ({})",
+                    join_some(pools.iter().map(|p| short(p.name).to_string()))
+                ),
                 Remediation::new("use the role of an existing pool, or add the role to a pool's machineConfigSelector"),
             );
         }

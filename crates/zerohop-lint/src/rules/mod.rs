@@ -11,4 +11,4 @@ pub(crate) mod storage;
 pub(crate) mod workloads;
 
 mod facts;
-mod resources;
+pub(crate) mod resources;

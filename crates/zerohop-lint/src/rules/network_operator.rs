@@ -1,6 +1,8 @@
 //! NVIDIA Network Operator: NicClusterPolicy, NicNodePolicy and the device
 //! plugins they configure.
 
+use std::collections::HashMap;
+
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
@@ -8,7 +10,7 @@ use super::facts::{self, DOCA_DRIVER_ENV};
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace, pod_templates};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, short};
 
 const GROUP: &str = "mellanox.com";
 
@@ -246,7 +248,7 @@ fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         }
     }
     for template in pod_templates(workspace) {
-        for (container_path, container) in template.containers() {
+        for (container_path, container) in &template.containers {
             for (index, item) in container
                 .get("env")
                 .map(Node::items)
@@ -255,7 +257,7 @@ fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 .enumerate()
             {
                 if let Some(name) = env_name(item).filter(|name| is_doca(name)) {
-                    let mut path = template.path(&container_path);
+                    let mut path = template.path(container_path);
                     path.extend([
                         PathStep::Key("env"),
                         PathStep::Index(index),
@@ -294,7 +296,11 @@ declare_rule! {
 fn sriov_dp_resource_without_prefix(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for resource in advertised(workspace) {
         let in_policy = resource.object.group() == GROUP;
-        if resource.by == Advertiser::SriovDevicePlugin && in_policy && !resource.prefix_written {
+        if resource.by == Advertiser::SriovDevicePlugin
+            && in_policy
+            && !resource.prefix_written
+            && !sink.counted_only(resource.object.file)
+        {
             sink.report(
                 &resource.object,
                 &resource.path,
@@ -342,7 +348,9 @@ fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 "the sriov network operator webhook accepts only letters, digits, `_` and `-`",
             ),
         };
-        if !facts::is_resource_name(&resource.name, allowed) {
+        if !facts::is_resource_name(&resource.name, allowed)
+            && !sink.counted_only(resource.object.file)
+        {
             sink.report(
                 &resource.object,
                 &resource.path,
@@ -396,7 +404,7 @@ declare_rule! {
 
 fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let shared = advertised(workspace)
-        .into_iter()
+        .iter()
         .find(|resource| resource.by == Advertiser::RdmaSharedDevicePlugin);
     let Some(shared) = shared else {
         return;
@@ -409,7 +417,8 @@ fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut 
                 &path,
                 format!(
                     "rdmaMode exclusive conflicts with the rdma shared device plugin configured in {} `{}`",
-                    shared.object.kind, shared.object.name
+                    short(shared.object.kind),
+                    short(shared.object.name)
                 ),
                 Remediation::new("set `rdmaMode: shared`, or drop the rdma shared device plugin"),
             );
@@ -439,27 +448,55 @@ declare_rule! {
 
 fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
+    // Per resource name, the first advertiser of each kind that can clash:
+    // the SR-IOV operator (any policy), a device plugin (any prefix), and a
+    // device plugin per prefix. One pass instead of a scan of the earlier
+    // ones per resource.
+    #[derive(Default)]
+    struct First<'x> {
+        operator: Option<usize>,
+        plugin: Option<usize>,
+        plugin_by_prefix: HashMap<Option<&'x str>, usize>,
+    }
+    let mut firsts: HashMap<&str, First<'_>> = HashMap::new();
     for (index, later) in all.iter().enumerate() {
-        let earlier = all.iter().take(index).find(|earlier| {
-            earlier.name == later.name
-                && earlier.by != Advertiser::RdmaSharedDevicePlugin
-                && later.by != Advertiser::RdmaSharedDevicePlugin
-                && (earlier.by != later.by
-                    || (earlier.by == Advertiser::SriovDevicePlugin
-                        && earlier.prefix == later.prefix))
-                && !(earlier.by == Advertiser::SriovOperator
-                    && later.by == Advertiser::SriovOperator)
-        });
-        if let Some(earlier) = earlier {
+        let first = firsts.entry(later.name.as_str()).or_default();
+        // Two SR-IOV policies may share a resource (one per node group);
+        // two device plugin entries clash only with the same prefix.
+        let earlier = match later.by {
+            Advertiser::RdmaSharedDevicePlugin => continue,
+            Advertiser::SriovOperator => {
+                first.operator.get_or_insert(index);
+                first.plugin
+            }
+            Advertiser::SriovDevicePlugin => {
+                let same_prefix = *first
+                    .plugin_by_prefix
+                    .entry(later.prefix.as_deref())
+                    .or_insert(index);
+                first.plugin.get_or_insert(index);
+                [
+                    first.operator,
+                    (same_prefix != index).then_some(same_prefix),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+            }
+        };
+        let earlier = earlier.filter(|&earlier| earlier < index).map(|i| &all[i]);
+        if let Some(earlier) = earlier
+            && !sink.counted_only(later.object.file)
+        {
             sink.report(
                 &later.object,
                 &later.path,
                 format!(
                     "resource `{}` is also advertised by {} `{}` ({}:{})",
-                    later.name,
-                    earlier.object.kind,
-                    earlier.object.name,
-                    earlier.object.file,
+                    short(&later.name),
+                    short(earlier.object.kind),
+                    short(earlier.object.name),
+                    short(earlier.object.file),
                     earlier.object.node.span.start.line
                 ),
                 Remediation::new("configure the resource in one place only"),

@@ -1,12 +1,13 @@
 //! Extended resources: who advertises which (device plugins, the SR-IOV
 //! Network Operator) and what pods request.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value as Json;
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, PodTemplate, Workspace};
+use crate::sink::short;
 
 /// What advertises a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +44,14 @@ pub(crate) struct Advertised<'a> {
 }
 
 impl Advertised<'_> {
-    /// `prefix/name`, with `*` for a prefix the deployment decides.
+    /// `prefix/name`, with `*` for a prefix the deployment decides, each
+    /// clipped as messages clip what they quote.
     pub(crate) fn full_name(&self) -> String {
-        format!("{}/{}", self.prefix.as_deref().unwrap_or("*"), self.name)
+        format!(
+            "{}/{}",
+            short(self.prefix.as_deref().unwrap_or("*")),
+            short(&self.name)
+        )
     }
 
     /// Whether the pod resource `requested` (`prefix/name`) is this one.
@@ -72,8 +78,15 @@ const NCP_SECTIONS: [(&str, Advertiser, &str, &str); 2] = [
     ),
 ];
 
-/// Every resource advertised by the objects of the workspace.
-pub(crate) fn advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
+/// Every resource advertised by the objects of the workspace, found once
+/// per run.
+pub(crate) fn advertised<'w, 'a>(workspace: &'w Workspace<'a>) -> &'w [Advertised<'a>] {
+    workspace
+        .advertised
+        .get_or_init(|| find_advertised(workspace))
+}
+
+fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
     let mut out = Vec::new();
     for object in &workspace.objects {
         if object.is("sriovnetwork.openshift.io", "SriovNetworkNodePolicy") {
@@ -268,47 +281,62 @@ pub(crate) fn is_gpu_resource(resource: &str) -> bool {
 /// One extended resource a container asks for.
 #[derive(Debug, Clone)]
 pub(crate) struct Request<'a> {
-    /// Path from the object's root to the `limits`/`requests` key.
-    pub path: Vec<PathStep<'a>>,
-    /// `prefix/name`.
+    /// `prefix/name`: the key in `limits` or `requests`.
     pub resource: &'a str,
     /// The quantity, when a plain integer.
     pub count: Option<i64>,
     /// Container index in `PodTemplate::containers`.
     pub container: usize,
+    /// `limits` or `requests`, where the resource is named (`limits` when
+    /// both).
+    pub kind: &'static str,
+}
+
+impl<'a> Request<'a> {
+    /// The path from the object's root to the resource's key (built only to
+    /// report: most requests are never reported).
+    pub(crate) fn path(&self, template: &PodTemplate<'_>) -> Vec<PathStep<'a>> {
+        let container_path = template
+            .containers
+            .get(self.container)
+            .map(|(path, _)| path.as_slice())
+            .unwrap_or_default();
+        let mut path = template.path(container_path);
+        path.extend([
+            PathStep::Key("resources"),
+            PathStep::Key(self.kind),
+            PathStep::Key(self.resource),
+        ]);
+        path
+    }
 }
 
 /// Every resource named in the containers' `limits` and `requests` (a
 /// resource in both is listed once, from `limits`).
-pub(crate) fn requests<'a>(template: &PodTemplate<'a>) -> Vec<Request<'a>> {
+pub(crate) fn requests<'a>(containers: &[(Vec<PathStep<'static>>, &'a Node)]) -> Vec<Request<'a>> {
     let mut out: Vec<Request<'a>> = Vec::new();
-    for (index, (container_path, container)) in template.containers().into_iter().enumerate() {
+    for (index, (_, container)) in containers.iter().enumerate() {
+        let resources = container.get("resources");
+        // The resources this container already lists: one set per
+        // container, not a scan of every request so far per entry.
+        let mut listed: HashSet<&str> = HashSet::new();
         for kind in ["limits", "requests"] {
-            let Some(map) = container.get("resources").and_then(|r| r.get(kind)) else {
+            let Some(map) = resources.and_then(|r| r.get(kind)) else {
                 continue;
             };
             for entry in map.entries() {
-                if out
-                    .iter()
-                    .any(|r| r.container == index && r.resource == entry.key)
-                {
+                if !listed.insert(&entry.key) {
                     continue;
                 }
                 let count = entry
                     .value
                     .as_i64()
                     .or_else(|| entry.value.as_str().and_then(|s| s.parse().ok()));
-                let mut path = template.path(&container_path);
-                path.extend([
-                    PathStep::Key("resources"),
-                    PathStep::Key(kind),
-                    PathStep::Key(&entry.key),
-                ]);
                 out.push(Request {
-                    path,
                     resource: &entry.key,
                     count,
                     container: index,
+                    kind,
                 });
             }
         }

@@ -1,5 +1,7 @@
 //! Custom resources against their CRDs' `openAPIV3Schema` (`--crds DIR`).
 
+use std::collections::HashMap;
+
 use zerohop_core::Remediation;
 use zerohop_k8s::schema::{PathSegment, SchemaViolation, ViolationKind};
 use zerohop_k8s::yaml::PathStep;
@@ -181,18 +183,24 @@ fn unserved_api_version(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let Some(catalog) = workspace.catalog else {
         return;
     };
+    // The served apiVersions by group and kind, gathered once rather than
+    // every CRD compared with every object.
+    let mut served_by_kind: HashMap<(&str, &str), Vec<&str>> = HashMap::new();
+    for (api_version, kind) in catalog.kinds() {
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        served_by_kind
+            .entry((group, kind))
+            .or_default()
+            .push(api_version);
+    }
     for object in &workspace.objects {
         if catalog.knows(object.api_version, object.kind) {
             continue;
         }
-        let served: Vec<String> = catalog
-            .kinds()
-            .filter(|(api_version, kind)| {
-                let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-                *kind == object.kind && group == object.group()
-            })
-            .map(|(api_version, _)| api_version.to_owned())
-            .collect();
+        let served = served_by_kind
+            .get(&(object.group(), object.kind))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         if object.group().is_empty() || served.is_empty() {
             continue;
         }

@@ -1,5 +1,7 @@
 //! SR-IOV Network Operator: policies, networks, device IDs.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::Value as Json;
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
@@ -8,7 +10,7 @@ use super::facts::{self, MELLANOX_VENDOR};
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, join_some, short};
 
 const GROUP: &str = "sriovnetwork.openshift.io";
 
@@ -119,11 +121,14 @@ fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             let Some((adapter, vf)) = facts::adapter_with_pf(id) else {
                 continue;
             };
-            if has_vf || resource.rdma {
+            if (has_vf || resource.rdma) && !sink.counted_only(resource.object.file) {
                 sink.report(
                     &resource.object,
                     &resource.path,
-                    format!("resource `{}` selects device `{id}`, the pf id of {adapter}; its vfs are `{vf}`", resource.name),
+                    format!(
+                        "resource `{}` selects device `{id}`, the pf id of {adapter}; its vfs are `{vf}`",
+                        short(&resource.name)
+                    ),
                     Remediation::new(format!("select the vf device id `{vf}` in \"devices\"")),
                 );
             }
@@ -160,6 +165,9 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
     if created.is_empty() {
         return;
     }
+    // The VF device IDs the policies create (a handful: one per adapter
+    // family), for one lookup per selected device.
+    let created_vfs: HashSet<&str> = created.iter().map(|(_, _, vf)| *vf).collect();
     for plugin in advertised(workspace)
         .iter()
         .filter(|r| r.by == Advertiser::SriovDevicePlugin)
@@ -168,24 +176,23 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
         if devices.is_empty() || !devices.iter().all(|id| facts::is_vf_id(id)) {
             continue;
         }
-        if created
+        if devices
             .iter()
-            .any(|(_, _, vf)| devices.iter().any(|id| id.eq_ignore_ascii_case(vf)))
+            .any(|id| created_vfs.contains(id.to_ascii_lowercase().as_str()))
         {
             continue;
         }
-        let made: Vec<String> = created
-            .iter()
-            .map(|(policy, adapter, vf)| format!("`{vf}` ({adapter}, policy `{policy}`)"))
-            .collect();
+        let made = join_some(created.iter().map(|(policy, adapter, vf)| {
+            format!("`{vf}` ({adapter}, policy `{}`)", short(policy))
+        }));
         sink.report(
             &plugin.object,
             &plugin.path,
             format!(
                 "resource `{}` selects vf devices {} but the policies create vfs {}",
-                plugin.name,
-                devices.join(", "),
-                made.join(", ")
+                short(&plugin.name),
+                join_some(devices.iter().map(|device| short(device).to_string())),
+                made
             ),
             Remediation::new("select the vf device id of the policies' adapter in \"devices\""),
         );
@@ -245,25 +252,35 @@ declare_rule! {
 }
 
 fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    let ib_resources: Vec<(&str, &str)> = policies(workspace)
-        .filter(|p| {
-            spec(p)
-                .and_then(|s| s.get("linkType"))
-                .and_then(Node::as_str)
-                .is_some_and(|t| t.eq_ignore_ascii_case("ib"))
-        })
-        .filter_map(|p| Some((spec(p)?.get("resourceName")?.as_str()?, p.name)))
-        .collect();
+    // Resource name → the first InfiniBand policy creating it.
+    let mut ib_resources: HashMap<&str, &str> = HashMap::new();
+    for policy in policies(workspace).filter(|p| {
+        spec(p)
+            .and_then(|s| s.get("linkType"))
+            .and_then(Node::as_str)
+            .is_some_and(|t| t.eq_ignore_ascii_case("ib"))
+    }) {
+        if let Some(resource) = spec(policy)
+            .and_then(|s| s.get("resourceName"))
+            .and_then(Node::as_str)
+        {
+            ib_resources.entry(resource).or_insert(policy.name);
+        }
+    }
     for object in workspace.of_kind(GROUP, "SriovNetwork") {
         let path = [PathStep::Key("spec"), PathStep::Key("resourceName")];
         let Some(resource) = object.str_at(&path) else {
             continue;
         };
-        if let Some((_, policy)) = ib_resources.iter().find(|(name, _)| *name == resource) {
+        if let Some(policy) = ib_resources.get(resource) {
             sink.report(
                 object,
                 &path,
-                format!("resource `{resource}` comes from infiniband policy `{policy}`; a SriovNetwork renders ethernet config"),
+                format!(
+                    "resource `{}` comes from infiniband policy `{}`; a SriovNetwork renders ethernet config",
+                    short(resource),
+                    short(policy)
+                ),
                 Remediation::new("use kind SriovIBNetwork for infiniband vfs"),
             );
         }

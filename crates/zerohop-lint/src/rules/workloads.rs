@@ -1,7 +1,7 @@
 //! Workloads: pods and pod templates against the networks and resources
 //! that the other objects define.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value as Json;
 use zerohop_core::Remediation;
@@ -10,7 +10,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, join_some, short};
 
 const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
@@ -190,21 +190,21 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
         return;
     }
     let places = by_place(&networks);
+    let mut by_name: HashMap<&str, Vec<&Network<'_>>> = HashMap::new();
+    for network in &networks {
+        by_name.entry(network.name).or_default().push(network);
+    }
     for template in pod_templates(workspace) {
-        for (namespace, name) in pod_networks(&template) {
-            if places.contains_key(&(namespace.as_str(), name.as_str())) {
+        for (namespace, name) in pod_networks(template) {
+            if places.contains_key(&(namespace.as_str(), name.as_str()))
+                || sink.counted_only(template.object.file)
+            {
                 continue;
             }
-            let elsewhere: Vec<String> = networks
-                .iter()
-                .filter(|n| n.name == name)
-                .map(|n| {
-                    format!(
-                        "{} `{}` in namespace `{}`",
-                        n.object.kind, n.name, n.namespace
-                    )
-                })
-                .collect();
+            let elsewhere = by_name
+                .get(name.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             let (message, fix) = if elsewhere.is_empty() {
                 (
                     format!(
@@ -218,14 +218,19 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                 (
                     format!(
                         "network `{name}` is looked up in namespace `{namespace}`, but the input has {}",
-                        elsewhere.join(", ")
+                        join_some(elsewhere.iter().map(|n| format!(
+                            "{} `{}` in namespace `{}`",
+                            short(n.object.kind),
+                            short(n.name),
+                            short(n.namespace)
+                        )))
                     ),
                     Remediation::new(
                         "set the network's `networkNamespace` to the pod's namespace, or write `<namespace>/<name>` in the annotation",
                     ),
                 )
             };
-            sink.report(&template.object, &annotation_path(&template), message, fix);
+            sink.report(&template.object, &annotation_path(template), message, fix);
         }
     }
 }
@@ -254,22 +259,19 @@ declare_rule! {
 
 fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     if index.is_empty() {
         return;
     }
     for template in pod_templates(workspace) {
-        for request in resources::requests(&template) {
+        for request in &template.requests {
             if !resources::is_network_resource(request.resource)
                 || index.matching(request.resource).next().is_some()
+                || sink.counted_only(template.object.file)
             {
                 continue;
             }
-            let same_name: Vec<String> = index
-                .named(request.resource)
-                .iter()
-                .map(|a| a.full_name())
-                .collect();
+            let same_name = index.named(request.resource);
             let (message, fix) = if same_name.is_empty() {
                 (
                     format!(
@@ -285,14 +287,14 @@ fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                     format!(
                         "`{}` is not advertised; the input advertises {}",
                         request.resource,
-                        same_name.join(", ")
+                        join_some(same_name.iter().map(|a| a.full_name()))
                     ),
                     Remediation::new(
                         "request the advertised name, or set the device plugin's resourcePrefix to match",
                     ),
                 )
             };
-            sink.report(&template.object, &request.path, message, fix);
+            sink.report(&template.object, &request.path(template), message, fix);
         }
     }
 }
@@ -321,25 +323,34 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let networks = networks(workspace);
     let places = by_place(&networks);
     for template in pod_templates(workspace) {
-        let requests = resources::requests(&template);
-        for (namespace, name) in pod_networks(&template) {
+        let requests = &template.requests;
+        // What the pod requests, by prefix and name and by name alone: one
+        // lookup per network, not a scan of the requests.
+        let requested: HashSet<(&str, &str)> = requests
+            .iter()
+            .filter_map(|request| request.resource.split_once('/'))
+            .collect();
+        let requested_names: HashSet<&str> = requested.iter().map(|(_, name)| *name).collect();
+        for (namespace, name) in pod_networks(template) {
             let Some(network) = places.get(&(namespace.as_str(), name.as_str())) else {
                 continue;
             };
             let Some((prefix, resource)) = network.resource else {
                 continue;
             };
-            let requested = requests
-                .iter()
-                .any(|request| match request.resource.split_once('/') {
-                    Some((p, n)) => n == resource && prefix.is_none_or(|prefix| prefix == p),
-                    None => false,
-                });
-            if !requested {
-                let wanted = format!("{}/{resource}", prefix.unwrap_or("<prefix>"));
+            let requested = match prefix {
+                Some(prefix) => requested.contains(&(prefix, resource)),
+                None => requested_names.contains(resource),
+            };
+            if !requested && !sink.counted_only(template.object.file) {
+                let wanted = format!(
+                    "{}/{}",
+                    short(prefix.unwrap_or("<prefix>")),
+                    short(resource)
+                );
                 sink.report(
                     &template.object,
-                    &annotation_path(&template),
+                    &annotation_path(template),
                     format!("network `{name}` hands out `{wanted}` but no container requests it"),
                     Remediation::new(format!(
                         "add `{wanted}: 1` to the container's resources requests and limits"
@@ -388,15 +399,21 @@ declare_rule! {
 
 fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     for template in pod_templates(workspace) {
-        let containers = template.containers();
-        let requests = resources::requests(&template);
-        for (position, (container_path, container)) in containers.iter().enumerate() {
-            let Some(rdma) = requests
-                .iter()
-                .find(|r| r.container == position && is_rdma_request(r, &index))
-            else {
+        let containers = &template.containers;
+        // The first RDMA request of each container, in one pass over the
+        // requests rather than one per container.
+        let mut first_rdma: Vec<Option<&Request<'_>>> = vec![None; containers.len()];
+        for request in &template.requests {
+            if let Some(slot @ None) = first_rdma.get_mut(request.container)
+                && is_rdma_request(request, &index)
+            {
+                *slot = Some(request);
+            }
+        }
+        for ((container_path, container), rdma) in containers.iter().zip(&first_rdma) {
+            let Some(rdma) = rdma else {
                 continue;
             };
             let security = container.get("securityContext");
@@ -413,7 +430,7 @@ fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                             .is_some_and(|c| c.trim_start_matches("CAP_") == "IPC_LOCK")
                     })
                 });
-            if !privileged && !has_ipc_lock {
+            if !privileged && !has_ipc_lock && !sink.counted_only(template.object.file) {
                 let mut path = template.path(container_path);
                 path.push(PathStep::Key("name"));
                 let name = container.get("name").and_then(Node::as_str).unwrap_or("?");
@@ -474,17 +491,30 @@ declare_rule! {
 
 fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
-        for (container_path, container) in template.containers() {
+        for (container_path, container) in &template.containers {
             let Some(resources) = container.get("resources") else {
                 continue;
             };
             let requests = resources.get("requests");
-            let limits = resources.get("limits");
+            // Limits by name, the last of a repeated key winning as in
+            // `Node::get`: one lookup per request, not a scan.
+            let limits: HashMap<&str, &Node> = resources
+                .get("limits")
+                .map(Node::entries)
+                .unwrap_or_default()
+                .iter()
+                .map(|entry| (entry.key.as_str(), &entry.value))
+                .collect();
             for entry in requests.map(Node::entries).unwrap_or_default() {
                 if !entry.key.starts_with("hugepages-") {
                     continue;
                 }
-                let limit = limits.and_then(|l| l.get(&entry.key));
+                let limit = limits.get(entry.key.as_str()).copied();
+                if limit.is_some_and(|limit| quantity(limit) == quantity(&entry.value))
+                    || sink.counted_only(template.object.file)
+                {
+                    continue;
+                }
                 let message = match limit {
                     None => format!("`{}` is requested without a limit", entry.key),
                     Some(limit) if quantity(limit) != quantity(&entry.value) => format!(
@@ -495,7 +525,7 @@ fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'
                     ),
                     Some(_) => continue,
                 };
-                let mut path = template.path(&container_path);
+                let mut path = template.path(container_path);
                 path.extend([
                     PathStep::Key("resources"),
                     PathStep::Key("requests"),
@@ -529,7 +559,7 @@ declare_rule! {
 
 fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
-        for (container_path, container) in template.containers() {
+        for (container_path, container) in &template.containers {
             let Some(resources) = container.get("resources") else {
                 continue;
             };
@@ -545,8 +575,9 @@ fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_
             if let Some(hugepages) = hugepages
                 && !has("cpu")
                 && !has("memory")
+                && !sink.counted_only(template.object.file)
             {
-                let mut path = template.path(&container_path);
+                let mut path = template.path(container_path);
                 path.push(PathStep::Key("resources"));
                 sink.report(
                     &template.object,
@@ -591,11 +622,11 @@ declare_rule! {
 
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     for template in pod_templates(workspace) {
-        let requests = resources::requests(&template);
-        let gpus = total(&requests, |r| resources::is_gpu_resource(r.resource));
-        let vfs = total(&requests, |r| is_vf_request(r, &index));
+        let requests = &template.requests;
+        let gpus = total(requests, |r| resources::is_gpu_resource(r.resource));
+        let vfs = total(requests, |r| is_vf_request(r, &index));
         if gpus > 0 && vfs > 0 && vfs < gpus {
             let Some(gpu) = requests
                 .iter()
@@ -605,7 +636,7 @@ fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             };
             sink.report(
                 &template.object,
-                &gpu.path,
+                &gpu.path(template),
                 format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
                 Remediation::new(format!("request {gpus} vfs, one per gpu")),
             );
@@ -634,9 +665,9 @@ declare_rule! {
 
 fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
-    let index = Index::new(&all);
+    let index = Index::new(all);
     for template in pod_templates(workspace) {
-        let requests = resources::requests(&template);
+        let requests = &template.requests;
         let has_gpu = requests
             .iter()
             .any(|r| resources::is_gpu_resource(r.resource));
@@ -649,7 +680,7 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         if !has_gpu {
             continue;
         }
-        let sets_nccl = template.containers().iter().any(|(_, container)| {
+        let sets_nccl = template.containers.iter().any(|(_, container)| {
             container.get("env").is_some_and(|env| {
                 env.items().iter().any(|item| {
                     item.get("name")
@@ -661,7 +692,7 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         if !sets_nccl {
             sink.report(
                 &template.object,
-                &rdma.path,
+                &rdma.path(template),
                 format!("pod requests gpus and `{}` but sets no NCCL_* environment", rdma.resource),
                 Remediation::new("set NCCL_IB_HCA to the pod's rdma devices and verify NET/IB with NCCL_DEBUG=INFO")
                     .command("env:\n  - name: NCCL_IB_HCA\n    value: mlx5\n  - name: NCCL_DEBUG\n    value: INFO"),
