@@ -646,6 +646,12 @@ fn odirect(ctx: &Context<'_>) -> Vec<Outcome> {
                         .command("dmesg | tail -50"),
                 )
         }
+        // A hung mount blocks a reader the same way: the probe cannot tell
+        // whether direct i/o works, only that nothing answered.
+        DirectIo::TimedOut { path, reason } => {
+            Outcome::unknown(format!("O_DIRECT probe timed out on {fs}: {reason}"))
+                .evidence(format!("open(O_DIRECT) {path}"), "<no answer>")
+        }
     };
     if let Some(mount) = mount {
         outcome = outcome.evidence("/proc/self/mountinfo", mount.line.clone());

@@ -171,7 +171,9 @@ impl RdmaFacts {
             verbs_abi: read_parsed(root, VERBS_ABI, str::parse::<u32>),
             mad_abi: read_parsed(root, MAD_ABI, str::parse::<u32>),
             device_nodes: root.list(DEV_DIR).map_err(Gap::from),
-            has_dev: root.exists("/dev/null"),
+            // Unreadable or not, the device nodes cannot be judged: the
+            // check says unknown either way.
+            has_dev: root.exists("/dev/null").unwrap_or(false),
             configfs: configfs_devices.is_some(),
         }
     }
