@@ -25,9 +25,18 @@ fn gpus<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
         .collect()
 }
 
-/// Whether the host has NVIDIA GPUs, on the bus or in the driver's list.
-fn has_gpus(ctx: &Context<'_>) -> bool {
-    !gpus(ctx).is_empty() || matches!(&ctx.facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
+/// The outcome that ends a GPU check on a host without NVIDIA GPUs (on the
+/// bus or in the driver's list): not-applicable, or unknown when the PCI
+/// functions could not be listed and the driver lists none.
+fn no_gpu(ctx: &Context<'_>) -> Option<Outcome> {
+    if !gpus(ctx).is_empty() || matches!(&ctx.facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
+    {
+        return None;
+    }
+    Some(match &ctx.facts.pci.devices {
+        Err(gap) => Outcome::gap(gap),
+        Ok(_) => Outcome::not_applicable("no nvidia gpu"),
+    })
 }
 
 declare_check! {
@@ -60,8 +69,8 @@ declare_check! {
 }
 
 fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     let nvidia = &ctx.facts.nvidia;
     if let Err(gap) = &nvidia.version {
@@ -197,8 +206,8 @@ declare_check! {
 }
 
 fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     let Some((flavour, evidence)) = flavour(ctx) else {
         return vec![Outcome::unknown(
@@ -298,8 +307,8 @@ declare_check! {
 }
 
 fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     if !wants_rdma(ctx) || ctx.profile.gpudirect == Some(GpuDirect::None) {
         return vec![Outcome::not_applicable(
@@ -447,8 +456,8 @@ declare_check! {
 }
 
 fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     let wanted = [
         ("nvidia_fs", "gpudirect storage", ctx.profile.gds),
@@ -549,12 +558,16 @@ declare_check! {
 fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
     let topology = Topology::of(ctx.facts);
     if topology.pairings.is_empty() {
-        return vec![Outcome::not_applicable("no nvidia gpu on the pci bus")];
+        return vec![match &ctx.facts.pci.devices {
+            Err(gap) => Outcome::gap(gap),
+            Ok(_) => Outcome::not_applicable("no nvidia gpu on the pci bus"),
+        }];
     }
     if topology.nics.is_empty() {
-        return vec![Outcome::not_applicable(
-            "no rdma device backed by a pci physical function",
-        )];
+        return vec![match &ctx.facts.rdma.devices {
+            Err(gap) => Outcome::gap(gap),
+            Ok(_) => Outcome::not_applicable("no rdma device backed by a pci physical function"),
+        }];
     }
     topology
         .pairings
