@@ -10,6 +10,7 @@ use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, write_to};
 use crate::profile::GpuDirect;
 use crate::topology::{Distance, Topology};
 
@@ -122,12 +123,15 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
                         .fix(
                             Remediation::new("bind the gpu to the nvidia driver")
                                 .command(format!(
-                                    "echo {} > /sys/bus/pci/drivers/{bound}/unbind   # if bound",
-                                    gpu.address
+                                    "{}   # if bound",
+                                    write_to(
+                                        &gpu.address,
+                                        &format!("/sys/bus/pci/drivers/{bound}/unbind")
+                                    )
                                 ))
-                                .command(format!(
-                                    "echo {} > /sys/bus/pci/drivers/nvidia/bind",
-                                    gpu.address
+                                .command(write_to(
+                                    &gpu.address,
+                                    "/sys/bus/pci/drivers/nvidia/bind",
                                 )),
                         )
                 }
@@ -489,7 +493,7 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
                 (Some(true), None) => {
                     Outcome::fail(format!("{feature} expected, but {module} is not loaded")).fix(
                         Remediation::new(format!("install and load {module}"))
-                            .command(format!("modprobe {module}"))
+                            .command(join(["modprobe", module]))
                             .command(format!(
                                 "# GPU Operator: ClusterPolicy spec.{}.enabled: true",
                                 if *module == "gdrdrv" {
