@@ -111,7 +111,11 @@ impl HostRoot {
         let dir = dir.as_ref().to_path_buf();
         let unreadable = |err: ReadError| RootError::Unreadable {
             dir: dir.clone(),
-            reason: err.to_string(),
+            // The root itself is `dir`, not a path to show again.
+            reason: match err {
+                ReadError::Io { path, message } if path == "/" => message,
+                other => other.to_string(),
+            },
         };
         if let Some(why) = root
             .op("/", |tree, _| Ok(tree.pseudo_file_system()))
