@@ -104,8 +104,9 @@ pub struct Topology {
     /// The `NCCL_IB_HCA` value that selects the paired NICs (exact names,
     /// with ports), empty when no GPU has a NIC.
     pub nccl_ib_hca: String,
-    /// The PCI functions when they could not be listed: the GPUs are
-    /// unknown, not absent.
+    /// The PCI functions when they could not be listed, or a function
+    /// whose class or IDs could not be read: the GPUs are unknown, not
+    /// absent.
     pub pci_unreadable: Option<Unreadable>,
     /// The RDMA devices when they could not be listed: the NICs are
     /// unknown, not absent.
@@ -201,7 +202,7 @@ impl Topology {
             nics,
             pairings,
             nccl_ib_hca,
-            pci_unreadable: pci.devices.as_ref().err().map(unreadable),
+            pci_unreadable: pci.unidentified().map(unreadable),
             rdma_unreadable: facts.rdma.devices.as_ref().err().map(unreadable),
         }
     }
@@ -297,6 +298,7 @@ mod tests {
             link: Ok(None),
             sriov: Ok(None),
             physfn: None,
+            unidentified: None,
         }
     }
 

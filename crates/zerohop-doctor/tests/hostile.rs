@@ -395,3 +395,32 @@ fn a_capped_pci_listing_makes_gpu_and_pci_checks_unknown() {
         );
     }
 }
+
+#[test]
+fn a_gpu_whose_class_cannot_be_read_is_unknown_not_absent() {
+    let dir = support::scratch();
+    copy_renamed(&fixture("GPU001/pass-bound-to-nvidia"), dir.path(), &[], "");
+    let class = dir
+        .path()
+        .join("sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1b:00.0/class");
+    fs::remove_file(&class).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &class,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        0,
+    )
+    .unwrap();
+    let report = doctor_within(dir.path(), Profile::default());
+    for finding in report.findings.iter().filter(|f| f.group == "gpu") {
+        assert_eq!(
+            finding.status,
+            Status::Unknown,
+            "{}: {} (a function that may be a gpu is no proof of none)",
+            finding.id,
+            finding.message
+        );
+        assert!(finding.message.contains("is a fifo"), "{}", finding.message);
+    }
+}

@@ -28,15 +28,15 @@ fn gpus<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
 
 /// The outcome that ends a GPU check on a host without NVIDIA GPUs (on the
 /// bus or in the driver's list): not-applicable, or unknown when the PCI
-/// functions could not be listed and the driver lists none.
+/// functions could not be listed or identified and the driver lists none.
 fn no_gpu(ctx: &Context<'_>) -> Option<Outcome> {
     if !gpus(ctx).is_empty() || matches!(&ctx.facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
     {
         return None;
     }
-    Some(match &ctx.facts.pci.devices {
-        Err(gap) => Outcome::gap(gap),
-        Ok(_) => Outcome::not_applicable("no nvidia gpu"),
+    Some(match ctx.facts.pci.unidentified() {
+        Some(gap) => Outcome::gap(gap),
+        None => Outcome::not_applicable("no nvidia gpu"),
     })
 }
 
@@ -562,9 +562,9 @@ declare_check! {
 fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
     let topology = Topology::of(ctx.facts);
     if topology.pairings.is_empty() {
-        return vec![match &ctx.facts.pci.devices {
-            Err(gap) => Outcome::gap(gap),
-            Ok(_) => Outcome::not_applicable("no nvidia gpu on the pci bus"),
+        return vec![match ctx.facts.pci.unidentified() {
+            Some(gap) => Outcome::gap(gap),
+            None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
         }];
     }
     if topology.nics.is_empty() {
