@@ -9,6 +9,7 @@
 
 pub mod checks;
 pub mod context;
+mod fix;
 pub mod profile;
 pub mod registry;
 pub mod runner;

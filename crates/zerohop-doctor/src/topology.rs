@@ -15,8 +15,9 @@
 use std::fmt;
 
 use serde::Serialize;
-use zerohop_host::Facts;
+use zerohop_core::SCHEMA_VERSION;
 use zerohop_host::facts::PciDevice;
+use zerohop_host::{Facts, Gap};
 
 /// How far apart two PCI functions are, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -83,6 +84,16 @@ pub struct Pairing {
     pub all: Vec<Option<Distance>>,
 }
 
+/// A list the topology is built from that could not be read: without it,
+/// "no GPU" or "no NIC" would be a guess.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    /// The host path.
+    pub path: String,
+    /// Why, as a lowercase fragment.
+    pub reason: String,
+}
+
 /// Every GPU's nearest NIC.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Topology {
@@ -93,9 +104,38 @@ pub struct Topology {
     /// The `NCCL_IB_HCA` value that selects the paired NICs (exact names,
     /// with ports), empty when no GPU has a NIC.
     pub nccl_ib_hca: String,
+    /// The PCI functions when they could not be listed, or a function
+    /// whose class or IDs could not be read: the GPUs are unknown, not
+    /// absent.
+    pub pci_unreadable: Option<Unreadable>,
+    /// The RDMA devices when they could not be listed: the NICs are
+    /// unknown, not absent.
+    pub rdma_unreadable: Option<Unreadable>,
+}
+
+/// The JSON document of `zerohop topo`: versioned like every JSON document
+/// zerohop writes, the root it describes, then the topology's fields.
+#[derive(Debug, Serialize)]
+pub struct TopologyDocument<'a> {
+    /// Version of this format, [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The host root read (`/` for this machine).
+    pub root: &'a str,
+    /// The topology.
+    #[serde(flatten)]
+    pub topology: &'a Topology,
 }
 
 impl Topology {
+    /// The JSON document of this topology, read from `root`.
+    pub fn document<'a>(&'a self, root: &'a str) -> TopologyDocument<'a> {
+        TopologyDocument {
+            schema_version: SCHEMA_VERSION,
+            root,
+            topology: self,
+        }
+    }
+
     /// Computes the pairing from the facts. GPUs are NVIDIA display or 3D
     /// controllers; NICs are physical functions backing an RDMA device.
     pub fn of(facts: &Facts) -> Topology {
@@ -154,10 +194,16 @@ impl Topology {
         }
         let nics: Vec<Nic> = nics.into_iter().map(|(nic, _)| nic).collect();
         let nccl_ib_hca = nccl_ib_hca(&nics, &pairings);
+        let unreadable = |gap: &Gap| Unreadable {
+            path: gap.path.clone(),
+            reason: gap.reason.clone(),
+        };
         Topology {
             nics,
             pairings,
             nccl_ib_hca,
+            pci_unreadable: pci.unidentified().map(unreadable),
+            rdma_unreadable: facts.rdma.devices.as_ref().err().map(unreadable),
         }
     }
 }
@@ -252,6 +298,7 @@ mod tests {
             link: Ok(None),
             sriov: Ok(None),
             physfn: None,
+            unidentified: None,
         }
     }
 

@@ -1,14 +1,18 @@
 //! Bad input anywhere under the root: every file the fixtures hold replaced
 //! by something broken. The doctor must still give every check a status,
-//! quote the path when it cannot tell, and never panic.
+//! quote the path when it cannot tell, and never panic or hang.
 
 mod support;
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::Path;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
 
-use zerohop_core::Status;
+use zerohop_core::{Report, Status};
 
 use support::{assert_well_formed, doctor};
 
@@ -54,8 +58,8 @@ fn mangles() -> Vec<(&'static str, Mangle)> {
     ]
 }
 
-#[test]
-fn broken_files_everywhere_give_statuses_not_panics() {
+/// Every fixture root, sorted.
+fn fixture_cases() -> Vec<PathBuf> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut cases: Vec<_> = fs::read_dir(&fixtures)
         .unwrap()
@@ -63,6 +67,12 @@ fn broken_files_everywhere_give_statuses_not_panics() {
         .map(|case| case.unwrap().path())
         .collect();
     cases.sort();
+    cases
+}
+
+#[test]
+fn broken_files_everywhere_give_statuses_not_panics() {
+    let cases = fixture_cases();
     for (name, mangle) in mangles() {
         // One merged tree per kind of damage keeps the run short while
         // covering every file every fixture holds.
@@ -116,4 +126,144 @@ fn symlink_loops_and_dangling_links() {
         "{}",
         krn001[0].message
     );
+}
+
+/// Puts a special file (or a link) at a path.
+type Special<'a> = Box<dyn Fn(&Path) + 'a>;
+
+/// Copies the tree `from` to `to` with every regular file (but a profile)
+/// replaced by what `make` puts at its path.
+fn copy_special(from: &Path, to: &Path, make: &dyn Fn(&Path)) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        let existing = fs::symlink_metadata(&dst).ok();
+        if existing
+            .as_ref()
+            .is_some_and(|meta| !(kind.is_dir() && meta.is_dir()))
+        {
+            continue;
+        }
+        if kind.is_symlink() {
+            symlink(fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if kind.is_dir() {
+            copy_special(&src, &dst, make);
+        } else if src.file_name().is_some_and(|n| n != "profile.json") {
+            make(&dst);
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        0,
+    )
+    .unwrap();
+}
+
+/// Runs the doctor on `root`, failing when it takes over a minute.
+fn doctor_within(root: &Path) -> Report {
+    let root = root.to_path_buf();
+    let (done, answer) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(doctor(&root));
+    });
+    answer
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the doctor finished within a minute")
+}
+
+#[test]
+fn special_files_everywhere_are_unknown_not_waited_on() {
+    let cases = fixture_cases();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_fifo = outside.path().join("fifo");
+    mkfifo(&outside_fifo);
+    let sockets = support::scratch();
+    // A socket path must fit `sun_path` (108 bytes): bind it short, then
+    // move it where the file was.
+    let socket = |path: &Path| {
+        let short = sockets.path().join("s");
+        drop(UnixListener::bind(&short).unwrap());
+        fs::rename(&short, path).unwrap();
+    };
+    let device = |path: &Path| {
+        // `c 1 5` is /dev/zero: read, it never ends.
+        let made = rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::Mode::RUSR,
+            rustix::fs::makedev(1, 5),
+        );
+        if made.is_err() {
+            // Without CAP_MKNOD: a FIFO, which blocks a reader just as well.
+            mkfifo(path);
+        }
+    };
+    let kinds: Vec<(&str, Option<&str>, Special<'_>)> = vec![
+        ("fifo", Some("is a fifo"), Box::new(mkfifo)),
+        ("socket", Some("is a socket"), Box::new(socket)),
+        (
+            "directory",
+            Some("is a directory"),
+            Box::new(|p| fs::create_dir(p).unwrap()),
+        ),
+        ("device", Some("not a regular file"), Box::new(device)),
+        // Links out of the tree are resolved inside it, where nothing is:
+        // read as absent, never as this machine's /dev/zero or the FIFO.
+        (
+            "link to /dev/zero",
+            None,
+            Box::new(|p| symlink("/dev/zero", p).unwrap()),
+        ),
+        (
+            "link to an outside fifo",
+            None,
+            Box::new(|p| symlink(&outside_fifo, p).unwrap()),
+        ),
+    ];
+    for (name, refusal, make) in kinds {
+        let dir = support::scratch();
+        for case in &cases {
+            copy_special(case, dir.path(), make.as_ref());
+        }
+        let report = doctor_within(dir.path());
+        assert_well_formed(&report);
+        let unknown: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Unknown)
+            .collect();
+        for finding in &unknown {
+            assert!(
+                !finding.evidence.is_empty() || finding.message.contains('/'),
+                "{name}: {} unknown without a path: {}",
+                finding.id,
+                finding.message
+            );
+        }
+        let krn001 = &support::findings(&report, "KRN001")[0];
+        assert_eq!(krn001.status, Status::Unknown, "{name}: {}", krn001.message);
+        match refusal {
+            Some(said) => {
+                assert!(krn001.message.contains(said), "{name}: {}", krn001.message);
+                assert!(
+                    unknown.iter().filter(|f| f.message.contains(said)).count() > 10,
+                    "{name}: few checks say {said}"
+                );
+            }
+            None => assert!(
+                krn001.message.contains("absent"),
+                "{name}: {}",
+                krn001.message
+            ),
+        }
+    }
 }

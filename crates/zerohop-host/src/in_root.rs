@@ -13,7 +13,9 @@ use std::io;
 use std::path::Path;
 
 use rustix::fd::OwnedFd;
-use rustix::fs::{Dir, Mode, OFlags, ResolveFlags, openat2};
+use rustix::fs::{Dir, Mode, OFlags, ResolveFlags, fstat, openat2};
+
+use crate::read_error::FileKind;
 
 /// A directory descriptor that paths are opened beneath.
 pub(crate) struct InRoot {
@@ -37,9 +39,23 @@ impl InRoot {
         Some(in_root)
     }
 
-    /// Opens the regular file or directory at host path `path` for reading.
+    /// What `path` names when it is not a regular file, found without
+    /// opening it for reading: opening a device node runs its driver (a
+    /// watchdog device arms on open), and a capture can hold one anywhere.
+    pub(crate) fn kind(&self, path: &str) -> io::Result<Option<FileKind>> {
+        let fd = self.at(path, OFlags::PATH)?;
+        Ok(FileKind::from_mode(fstat(&fd)?.st_mode))
+    }
+
+    /// Opens the file at host path `path` for reading, without waiting (a
+    /// FIFO or a terminal that slipped in after [`InRoot::kind`] opens at
+    /// once, to be refused by the caller's check) and without becoming the
+    /// controlling terminal.
     pub(crate) fn file(&self, path: &str) -> io::Result<File> {
-        Ok(File::from(self.at(path, OFlags::RDONLY)?))
+        Ok(File::from(self.at(
+            path,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+        )?))
     }
 
     /// The names in the directory at host path `path`, at most `cap` of them

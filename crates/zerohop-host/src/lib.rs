@@ -2,17 +2,19 @@
 //!
 //! Every read goes through a [`HostRoot`]: the live `/`, a host mounted at
 //! `/host` in a container, or a directory holding a captured tree. Reads are
-//! bounded in size (and, on a live host, in time); a missing file is `None`,
-//! never an error. Parsers in [`parse`] are pure functions of text, and
-//! [`Facts`] is the model the doctor's checks judge.
+//! bounded in size and in time, and only regular files are read; a missing
+//! file is `None`, never an error. Parsers in [`parse`] are pure functions
+//! of text, and [`Facts`] is the model the doctor's checks judge.
 
 pub mod facts;
 mod in_root;
 pub mod parse;
 pub mod probe;
+mod read_error;
 mod resolve;
 pub mod root;
-mod watchdog;
+mod tree;
+pub mod watchdog;
 
 pub use facts::{Fact, Facts, Gap};
-pub use root::{HostRoot, ReadError, RootError};
+pub use root::{FileKind, HostRoot, ReadError, RootError};

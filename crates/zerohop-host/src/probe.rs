@@ -2,17 +2,32 @@
 //! when asked (`zerohop doctor --probe PATH`), only on the live host, and
 //! only read: `O_DIRECT` open and one aligned block read of the target,
 //! and an io_uring instance set up (and closed) in this process.
+//!
+//! The target is opened as a reader of the data path would open it, so a
+//! hung NFS mount (or a FIFO, whose open waits for a writer) blocks the
+//! probe as it would block the reader: the probes of the path run on a
+//! thread that is abandoned after [`PROBE_TIMEOUT`], and the result says
+//! that they timed out.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::root::HostRoot;
+use crate::watchdog::Watchdog;
 
 /// The block read with `O_DIRECT`: a multiple of every logical block size
 /// in use (512 B and 4 KiB), and the buffer alignment that satisfies them.
 pub const DIRECT_BLOCK: usize = 4096;
+
+/// How long the probes of a path may take together (a lookup, a listing of
+/// at most 256 entries, an open and one block read) before they are
+/// abandoned. A busy filer answers one block in milliseconds; seconds mean
+/// the mount is hung or the path is not a file a reader can use.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most directory entries looked at for a file to read.
 const MAX_ENTRIES: usize = 256;
@@ -106,22 +121,81 @@ pub enum DirectIo {
         /// Why.
         error: OsFailure,
     },
+    /// The probe did not answer within [`PROBE_TIMEOUT`] (a hung mount, a
+    /// FIFO without a writer) and was abandoned.
+    TimedOut {
+        /// The target.
+        path: String,
+        /// What the deadline said, as a lowercase fragment.
+        reason: String,
+    },
 }
 
-/// Runs every probe on `target`, when `root` is the live host.
-pub fn run(root: &HostRoot, target: &Path) -> ProbeState {
+/// `--probe` named a path that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}: no such file or directory")]
+pub struct MissingTarget(pub PathBuf);
+
+/// What the probes of the path found.
+enum PathProbe {
+    Missing,
+    Found {
+        canonical: Option<String>,
+        direct: DirectIo,
+    },
+}
+
+/// Runs every probe on `target`, when `root` is the live host, with the
+/// probes of the path cut at [`PROBE_TIMEOUT`].
+pub fn run(root: &HostRoot, target: &Path) -> Result<ProbeState, MissingTarget> {
+    run_within(root, target, PROBE_TIMEOUT)
+}
+
+/// [`run`] with another deadline for the probes of the path.
+pub fn run_within(
+    root: &HostRoot,
+    target: &Path,
+    timeout: Duration,
+) -> Result<ProbeState, MissingTarget> {
     if !root.is_live() {
-        return ProbeState::NotLive;
+        return Ok(ProbeState::NotLive);
     }
-    ProbeState::Done(Probes {
-        target: target.display().to_string(),
-        canonical: fs::canonicalize(target)
-            .ok()
-            .map(|p| p.display().to_string()),
-        direct: direct_read(target),
+    let shown = target.display().to_string();
+    let owned = target.to_path_buf();
+    let label = shown.clone();
+    let probed = Arc::new(Watchdog::new(timeout))
+        .run(move |lane| lane.read(&label, || Ok(probe_path(&owned))));
+    let (canonical, direct) = match probed {
+        Ok(PathProbe::Missing) => return Err(MissingTarget(target.to_path_buf())),
+        Ok(PathProbe::Found { canonical, direct }) => (canonical, direct),
+        Err(err) => (
+            None,
+            DirectIo::TimedOut {
+                path: shown.clone(),
+                reason: err.to_string(),
+            },
+        ),
+    };
+    Ok(ProbeState::Done(Probes {
+        target: shown,
+        canonical,
+        direct,
         io_uring: io_uring_setup(),
         seccomp: seccomp(root),
-    })
+    }))
+}
+
+/// The probes that touch the target; they can block on a hung mount.
+fn probe_path(target: &Path) -> PathProbe {
+    match fs::metadata(target) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => PathProbe::Missing,
+        _ => PathProbe::Found {
+            canonical: fs::canonicalize(target)
+                .ok()
+                .map(|p| p.display().to_string()),
+            direct: direct_read(target),
+        },
+    }
 }
 
 /// Opens `target` with `O_DIRECT` and reads one aligned block from it, or
@@ -246,7 +320,16 @@ mod tests {
     fn probes_refuse_other_roots() {
         let dir = tempfile::tempdir().unwrap();
         let root = HostRoot::at(dir.path()).unwrap();
-        assert_eq!(run(&root, dir.path()), ProbeState::NotLive);
+        assert_eq!(run(&root, dir.path()), Ok(ProbeState::NotLive));
+    }
+
+    #[test]
+    fn a_missing_target_is_an_error_not_a_result() {
+        let target = Path::new("/nonexistent/zerohop-probe");
+        assert_eq!(
+            run(&HostRoot::live(), target),
+            Err(MissingTarget(target.to_path_buf()))
+        );
     }
 
     #[test]

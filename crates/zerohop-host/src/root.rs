@@ -1,14 +1,15 @@
 //! [`HostRoot`]: the one way zerohop reads a host.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::in_root::InRoot;
-use crate::resolve::{ResolveError, Resolver};
-use crate::watchdog::Watchdog;
+use crate::tree::Tree;
+use crate::watchdog::{Lane, Watchdog};
+
+pub use crate::read_error::{FileKind, ReadError};
+pub use crate::tree::MAX_DIR_ENTRIES;
 
 /// The most bytes read from one file unless a caller asks for more. Sysfs
 /// attributes are one page; the largest procfs files the doctor reads
@@ -16,66 +17,11 @@ use crate::watchdog::Watchdog;
 /// hosts with hundreds of CPUs and mounts.
 pub const DEFAULT_READ_CAP: usize = 4 << 20;
 
-/// How long a live sysfs read may take before it is abandoned.
-pub const SYSFS_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The most entries one directory listing returns. Larger directories are
-/// a sign of a broken tree, not of a real host.
-pub const MAX_DIR_ENTRIES: usize = 1 << 16;
-
-/// Why a file that exists could not be used.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ReadError {
-    /// The file is larger than the cap for this read.
-    #[error("{path} is larger than {cap} bytes")]
-    TooLarge {
-        /// The host path.
-        path: String,
-        /// The cap in bytes.
-        cap: usize,
-    },
-    /// The file holds bytes that are not text.
-    #[error("{path} is not text (binary or not UTF-8)")]
-    NotText {
-        /// The host path.
-        path: String,
-    },
-    /// A read on a live host did not finish in time.
-    #[error("reading {path} did not finish within {seconds} s")]
-    Timeout {
-        /// The host path.
-        path: String,
-        /// The deadline in seconds.
-        seconds: f64,
-    },
-    /// Symlinks on the way loop or nest too deeply.
-    #[error("{path} has a symlink loop")]
-    SymlinkLoop {
-        /// The host path.
-        path: String,
-    },
-    /// Another I/O error, such as permission denied.
-    #[error("cannot read {path}: {message}")]
-    Io {
-        /// The host path.
-        path: String,
-        /// The operating system's message.
-        message: String,
-    },
-}
-
-impl ReadError {
-    /// The host path the error is about.
-    pub fn path(&self) -> &str {
-        match self {
-            ReadError::TooLarge { path, .. }
-            | ReadError::NotText { path }
-            | ReadError::Timeout { path, .. }
-            | ReadError::SymlinkLoop { path }
-            | ReadError::Io { path, .. } => path,
-        }
-    }
-}
+/// How long one read (an open and read, a listing, a link lookup) may take
+/// before it is abandoned, on the live host and in a directory alike: a
+/// host mounted at `/host` is a live host seen through a directory, and a
+/// capture can sit on a network file system.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Why a root could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -86,58 +32,178 @@ pub enum RootError {
     /// The path exists but is not a directory.
     #[error("root {0} is not a directory")]
     NotADirectory(PathBuf),
+    /// The directory does not hold a host's files.
+    #[error("{dir} is not a host root: {why}")]
+    NotAHost {
+        /// The directory.
+        dir: PathBuf,
+        /// What it is instead, as a lowercase fragment.
+        why: &'static str,
+    },
+    /// The directory (or its `proc/` or `sys/`) cannot be read.
+    #[error("root {dir} cannot be read: {reason}")]
+    Unreadable {
+        /// The directory.
+        dir: PathBuf,
+        /// Why, from the failed read.
+        reason: String,
+    },
 }
 
-/// A host's file system as zerohop sees it: read-only, bounded, and with
-/// every path interpreted relative to the host's `/`.
+/// A host's file system as zerohop sees it: read-only, bounded in size and
+/// time, and with every path interpreted relative to the host's `/`.
+///
+/// Only regular files are read (see [`ReadError::NotAFile`]), and every
+/// read has a deadline ([`READ_TIMEOUT`]): a read that does not answer is
+/// abandoned and reported as [`ReadError::Timeout`]. Cloning is cheap and
+/// clones share what was learnt about the tree, stuck paths included.
+#[derive(Clone)]
 pub struct HostRoot {
-    base: PathBuf,
-    /// `None` for the live `/`, where the OS resolves symlinks correctly.
-    resolver: Option<Resolver>,
-    /// Kernel-side resolution inside the root, when `openat2` is available.
-    in_root: Option<InRoot>,
-    watchdog: Option<Watchdog>,
+    tree: Arc<Tree>,
+    watchdog: Arc<Watchdog>,
+    /// The lane this handle reads in, inside [`HostRoot::guarded`].
+    lane: Option<Arc<Lane>>,
 }
 
 impl HostRoot {
-    /// The live host this process runs on. Sysfs reads have a deadline.
+    /// The live host this process runs on.
     pub fn live() -> HostRoot {
+        HostRoot::new(Tree::live())
+    }
+
+    fn new(tree: Tree) -> HostRoot {
         HostRoot {
-            base: PathBuf::from("/"),
-            resolver: None,
-            in_root: None,
-            watchdog: Some(Watchdog::new(SYSFS_TIMEOUT)),
+            tree: Arc::new(tree),
+            watchdog: Arc::new(Watchdog::new(READ_TIMEOUT)),
+            lane: None,
         }
     }
 
     /// A host tree under `dir`: a fixture, an unpacked snapshot, or a host
-    /// mounted at `/host`. `dir` = `/` is the live host.
+    /// mounted at `/host`. `dir` = `/` is the live host. Any directory is
+    /// accepted; [`HostRoot::at_host`] also checks that it holds a host.
     pub fn at(dir: impl AsRef<Path>) -> Result<HostRoot, RootError> {
-        let dir = dir.as_ref();
-        let meta = fs::metadata(dir).map_err(|_| RootError::Missing(dir.to_path_buf()))?;
-        if !meta.is_dir() {
-            return Err(RootError::NotADirectory(dir.to_path_buf()));
+        let dir = dir.as_ref().to_path_buf();
+        let shown = dir.display().to_string();
+        // The directory itself can sit on a hung mount.
+        let watchdog = Arc::new(Watchdog::new(READ_TIMEOUT));
+        let target = dir.clone();
+        let opened = watchdog.run(move |lane| lane.read(&shown, || Ok(open_tree(&target))));
+        match opened {
+            Ok(tree) => Ok(HostRoot::new(tree?)),
+            Err(err) => Err(RootError::Unreadable {
+                dir,
+                reason: err.to_string(),
+            }),
         }
-        if fs::canonicalize(dir).is_ok_and(|real| real == Path::new("/")) {
-            return Ok(HostRoot::live());
+    }
+
+    /// A host root given by a user: like [`HostRoot::at`], and refuses a
+    /// directory that cannot be read, one that holds neither `proc/` nor
+    /// `sys/` (an empty directory, a typo), and a `proc` or `sysfs` mount
+    /// itself (`--root /proc`), so that a wrong path is an error rather
+    /// than a report of checks that all do not apply.
+    pub fn at_host(dir: impl AsRef<Path>) -> Result<HostRoot, RootError> {
+        let root = HostRoot::at(&dir)?;
+        if root.is_live() {
+            return Ok(root);
         }
-        Ok(HostRoot {
-            base: dir.to_path_buf(),
-            resolver: Some(Resolver::new(dir.to_path_buf())),
-            in_root: InRoot::open(dir),
-            watchdog: None,
-        })
+        let dir = dir.as_ref().to_path_buf();
+        let unreadable = |err: ReadError| RootError::Unreadable {
+            dir: dir.clone(),
+            // The root itself is `dir`, not a path to show again.
+            reason: match err {
+                ReadError::Io { path, message } if path == "/" => message,
+                other => other.to_string(),
+            },
+        };
+        if let Some(why) = root
+            .op("/", |tree, _| Ok(tree.pseudo_file_system()))
+            .map_err(unreadable)?
+        {
+            return Err(RootError::NotAHost {
+                dir: dir.clone(),
+                why,
+            });
+        }
+        root.list("/").map_err(unreadable)?;
+        let mut found = false;
+        for top in ["/proc", "/sys"] {
+            found |= root.list(top).map_err(unreadable)?.is_some();
+        }
+        if !found {
+            return Err(RootError::NotAHost {
+                dir,
+                why: "it holds neither proc/ nor sys/",
+            });
+        }
+        Ok(root)
+    }
+
+    /// The same root with another deadline for each read.
+    #[must_use]
+    pub fn with_read_timeout(self, timeout: Duration) -> HostRoot {
+        HostRoot {
+            watchdog: Arc::new(Watchdog::new(timeout)),
+            ..self
+        }
+    }
+
+    /// The deadline of each read.
+    pub fn read_timeout(&self) -> Duration {
+        self.watchdog.timeout()
     }
 
     /// Whether this is the machine zerohop runs on, so that process-level
     /// facts (memlock limit, probes) describe it.
     pub fn is_live(&self) -> bool {
-        self.resolver.is_none()
+        self.tree.is_live()
     }
 
     /// The directory this root stands for, for display.
     pub fn display(&self) -> String {
-        self.base.display().to_string()
+        self.tree.base().display().to_string()
+    }
+
+    /// Runs `work` with every read of this root under the deadline, on a
+    /// thread that is abandoned if one of those reads is stuck.
+    ///
+    /// Reads inside `work` run on its thread without a hand-over each;
+    /// reads outside any `guarded` call are handed over one by one. `work`
+    /// may run more than once: after a stuck read it runs again, that read
+    /// then failing at once with [`ReadError::Timeout`], so it should do
+    /// nothing but read and compute.
+    pub fn guarded<R: Send + 'static>(
+        &self,
+        work: impl Fn(&HostRoot) -> R + Send + Sync + 'static,
+    ) -> R {
+        if self.lane.is_some() {
+            return work(self);
+        }
+        let tree = Arc::clone(&self.tree);
+        let watchdog = Arc::clone(&self.watchdog);
+        self.watchdog.run(move |lane| {
+            work(&HostRoot {
+                tree: Arc::clone(&tree),
+                watchdog: Arc::clone(&watchdog),
+                lane: Some(lane),
+            })
+        })
+    }
+
+    /// Runs one read of `path` under the deadline.
+    fn op<R, F>(&self, path: &str, read: F) -> Result<R, ReadError>
+    where
+        R: Send + 'static,
+        F: Fn(&Tree, &str) -> Result<R, ReadError> + Send + Sync + Copy + 'static,
+    {
+        match &self.lane {
+            Some(lane) => lane.read(path, || read(&self.tree, path)),
+            None => {
+                let path = path.to_owned();
+                self.guarded(move |root| root.op(&path, read))
+            }
+        }
     }
 
     /// Reads a text file of at most [`DEFAULT_READ_CAP`] bytes. A missing
@@ -148,7 +214,7 @@ impl HostRoot {
 
     /// Reads a text file of at most `cap` bytes. A missing file is `Ok(None)`.
     pub fn read_with_cap(&self, path: &str, cap: usize) -> Result<Option<String>, ReadError> {
-        let bytes = self.read_bytes(path, cap)?;
+        let bytes = self.op(path, move |tree, path| tree.read_bytes(path, cap))?;
         bytes
             .map(|bytes| {
                 if bytes.contains(&0) {
@@ -163,44 +229,6 @@ impl HostRoot {
             .transpose()
     }
 
-    fn read_bytes(&self, path: &str, cap: usize) -> Result<Option<Vec<u8>>, ReadError> {
-        // A sysfs attribute is at most one page and arrives whole in one
-        // read; procfs files may come a page at a time and are read to the end.
-        let whole = if path.starts_with("/sys/") {
-            Extent::OneShot
-        } else {
-            Extent::ToEnd
-        };
-        if let Some(in_root) = &self.in_root {
-            return match in_root.file(path) {
-                Ok(file) => read_open(file, cap, path, whole).map(Some),
-                Err(err) => missing_or(path, &err),
-            };
-        }
-        match (&self.resolver, &self.watchdog) {
-            (Some(resolver), _) => {
-                // Most files are not symlinks: open the last component without
-                // following it, and resolve it only when it is a link.
-                let unfollowed = resolver
-                    .resolve(path, false)
-                    .map_err(|err| resolve_error(path, &err))?;
-                match read_capped(&unfollowed, cap, path, true) {
-                    Err(ReadError::SymlinkLoop { .. }) => {
-                        let real = resolver
-                            .resolve(path, true)
-                            .map_err(|err| resolve_error(path, &err))?;
-                        read_capped(&real, cap, path, false)
-                    }
-                    other => other,
-                }
-            }
-            (None, Some(watchdog)) if path.starts_with("/sys/") => {
-                watchdog.read(PathBuf::from(path), cap, path)
-            }
-            (None, _) => read_capped(Path::new(path), cap, path, false),
-        }
-    }
-
     /// Reads a one-value file (a sysfs attribute), trimmed.
     pub fn read_value(&self, path: &str) -> Result<Option<String>, ReadError> {
         Ok(self
@@ -208,51 +236,20 @@ impl HostRoot {
             .map(|text| text.trim().to_owned()))
     }
 
-    /// The names in a directory, sorted. A missing directory is `Ok(None)`.
+    /// The names in a directory, sorted, at most [`MAX_DIR_ENTRIES`] (more
+    /// is [`ReadError::TooManyEntries`]). A missing directory is `Ok(None)`.
     pub fn list(&self, path: &str) -> Result<Option<Vec<String>>, ReadError> {
-        let mut names = if let Some(in_root) = &self.in_root {
-            match in_root.names(path, MAX_DIR_ENTRIES) {
-                Ok(Ok(names)) => names,
-                Ok(Err(cap)) => {
-                    return Err(ReadError::TooLarge {
-                        path: path.to_owned(),
-                        cap,
-                    });
-                }
-                Err(err) => return missing_or(path, &err),
-            }
-        } else {
-            let real = self.real_path(path, true)?;
-            let entries = match fs::read_dir(&real) {
-                Ok(entries) => entries,
-                Err(err) => return missing_or(path, &err),
-            };
-            let mut names = Vec::new();
-            for entry in entries {
-                let entry = entry.map_err(|err| io_error(path, &err))?;
-                if names.len() == MAX_DIR_ENTRIES {
-                    return Err(ReadError::TooLarge {
-                        path: path.to_owned(),
-                        cap: MAX_DIR_ENTRIES,
-                    });
-                }
-                names.push(entry.file_name().to_string_lossy().into_owned());
-            }
-            names
-        };
-        names.sort_unstable();
-        Ok(Some(names))
+        let mut names = self.op(path, Tree::list)?;
+        if let Some(names) = &mut names {
+            names.sort_unstable();
+        }
+        Ok(names)
     }
 
     /// The target of a symlink, as written. `Ok(None)` when `path` is missing
     /// or not a symlink.
     pub fn read_link(&self, path: &str) -> Result<Option<String>, ReadError> {
-        let real = self.real_path(path, false)?;
-        match fs::read_link(&real) {
-            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
-            Err(err) if is_missing(&err) || err.kind() == io::ErrorKind::InvalidInput => Ok(None),
-            Err(err) => Err(io_error(path, &err)),
-        }
+        self.op(path, Tree::read_link)
     }
 
     /// The last component of a symlink's target: the driver name of
@@ -270,129 +267,26 @@ impl HostRoot {
     /// directory `/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0` for
     /// `/sys/bus/pci/devices/0000:3b:00.0`. `Ok(None)` when it does not exist.
     pub fn canonical(&self, path: &str) -> Result<Option<String>, ReadError> {
-        match &self.resolver {
-            Some(resolver) => {
-                let host = resolver
-                    .canonical(path)
-                    .map_err(|err| resolve_error(path, &err))?;
-                let exists =
-                    fs::symlink_metadata(self.base.join(host.trim_start_matches('/'))).is_ok();
-                Ok(exists.then_some(host))
-            }
-            None => match fs::canonicalize(path) {
-                Ok(real) => Ok(Some(real.to_string_lossy().into_owned())),
-                Err(err) if is_missing(&err) => Ok(None),
-                Err(err) => Err(io_error(path, &err)),
-            },
-        }
+        self.op(path, Tree::canonical)
     }
 
-    /// Whether anything exists at `path` (a dangling symlink counts as absent).
-    pub fn exists(&self, path: &str) -> bool {
-        self.real_path(path, true).is_ok_and(|real| real.exists())
-    }
-
-    fn real_path(&self, path: &str, follow_last: bool) -> Result<PathBuf, ReadError> {
-        match &self.resolver {
-            Some(resolver) => resolver
-                .resolve(path, follow_last)
-                .map_err(|err| resolve_error(path, &err)),
-            None => Ok(PathBuf::from(path)),
-        }
+    /// Whether anything exists at `path` (a dangling symlink counts as
+    /// absent). An error says that it could not be told.
+    pub fn exists(&self, path: &str) -> Result<bool, ReadError> {
+        self.op(path, Tree::exists)
     }
 }
 
-/// How much of a file one read brings.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Extent {
-    /// The whole content in one read (sysfs attributes).
-    OneShot,
-    /// Read until end of file.
-    ToEnd,
-}
-
-/// Opens and reads at most `cap` bytes; more is an error, a missing file is
-/// `None`. With `no_follow`, a symlink in the last component is reported as
-/// [`ReadError::SymlinkLoop`] for the caller to resolve.
-pub(crate) fn read_capped(
-    real: &Path,
-    cap: usize,
-    shown: &str,
-    no_follow: bool,
-) -> Result<Option<Vec<u8>>, ReadError> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    if no_follow {
-        options.custom_flags(libc::O_NOFOLLOW);
+/// Opens the tree under `dir`, the live one when `dir` is `/`.
+fn open_tree(dir: &Path) -> Result<Tree, RootError> {
+    let meta = fs::metadata(dir).map_err(|_| RootError::Missing(dir.to_path_buf()))?;
+    if !meta.is_dir() {
+        return Err(RootError::NotADirectory(dir.to_path_buf()));
     }
-    match options.open(real) {
-        Ok(file) => read_open(file, cap, shown, Extent::ToEnd).map(Some),
-        Err(err) => missing_or(shown, &err),
+    if fs::canonicalize(dir).is_ok_and(|real| real == Path::new("/")) {
+        return Ok(Tree::live());
     }
-}
-
-/// Reads an open file: at most `cap` bytes, more is an error.
-fn read_open(mut file: File, cap: usize, shown: &str, whole: Extent) -> Result<Vec<u8>, ReadError> {
-    // One page covers every sysfs attribute; reserving it avoids the small
-    // probing reads `read_to_end` makes into an empty vector.
-    let mut bytes = Vec::with_capacity(cap.min(4096) + 1);
-    if whole == Extent::OneShot {
-        bytes.resize(bytes.capacity(), 0);
-        let read = file.read(&mut bytes).map_err(|err| io_error(shown, &err))?;
-        if read < bytes.len() {
-            bytes.truncate(read);
-            return Ok(bytes);
-        }
-        // A full buffer: not an attribute after all, read on to the end.
-        bytes.truncate(read);
-    }
-    let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
-    let budget = limit.saturating_sub(bytes.len() as u64);
-    match file.take(budget).read_to_end(&mut bytes) {
-        Ok(_) if bytes.len() > cap => Err(ReadError::TooLarge {
-            path: shown.to_owned(),
-            cap,
-        }),
-        Ok(_) => Ok(bytes),
-        // Reading a directory, or an attribute the driver refuses (EINVAL,
-        // EIO, ENODEV are common in sysfs), is a read error with its reason.
-        Err(err) => Err(io_error(shown, &err)),
-    }
-}
-
-/// `Ok(None)` for a missing path, the loop error for `ELOOP`, else the error.
-fn missing_or<T>(shown: &str, err: &io::Error) -> Result<Option<T>, ReadError> {
-    if is_missing(err) {
-        Ok(None)
-    } else if err.raw_os_error() == Some(libc::ELOOP) {
-        Err(ReadError::SymlinkLoop {
-            path: shown.to_owned(),
-        })
-    } else {
-        Err(io_error(shown, err))
-    }
-}
-
-fn is_missing(err: &io::Error) -> bool {
-    matches!(
-        err.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-    )
-}
-
-fn io_error(path: &str, err: &io::Error) -> ReadError {
-    ReadError::Io {
-        path: path.to_owned(),
-        message: err.kind().to_string(),
-    }
-}
-
-fn resolve_error(path: &str, err: &ResolveError) -> ReadError {
-    match err {
-        ResolveError::TooManyLinks => ReadError::SymlinkLoop {
-            path: path.to_owned(),
-        },
-    }
+    Ok(Tree::at(dir))
 }
 
 #[cfg(test)]
@@ -432,12 +326,33 @@ mod tests {
             root.read_with_cap("/proc/big", 10),
             Err(ReadError::TooLarge { cap: 10, .. })
         ));
-        assert!(matches!(root.read("/proc"), Err(ReadError::Io { .. })));
+        assert!(matches!(
+            root.read("/proc"),
+            Err(ReadError::NotAFile {
+                kind: FileKind::Directory,
+                ..
+            })
+        ));
         assert_eq!(root.link_name("/link").unwrap().as_deref(), Some("cmdline"));
         assert_eq!(
             root.list("/proc").unwrap().unwrap(),
             vec!["big", "binary", "cmdline"]
         );
+        assert!(root.exists("/link").unwrap());
+        assert!(!root.exists("/dangling").unwrap());
+    }
+
+    #[test]
+    fn reads_inside_a_guarded_run_see_the_same_tree() {
+        let dir = tree();
+        let root = HostRoot::at(dir.path()).unwrap();
+        let read = root.guarded(|root| {
+            (
+                root.read("/proc/cmdline").unwrap(),
+                root.list("/proc").unwrap().map(|names| names.len()),
+            )
+        });
+        assert_eq!(read, (Some("ro quiet\n".to_owned()), Some(3)));
     }
 
     #[test]
@@ -452,5 +367,21 @@ mod tests {
             Err(RootError::Missing(_))
         ));
         assert!(HostRoot::at("/").unwrap().is_live());
+    }
+
+    #[test]
+    fn a_host_root_holds_proc_or_sys() {
+        let dir = tree();
+        assert!(HostRoot::at_host(dir.path()).is_ok());
+        let empty = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            HostRoot::at_host(empty.path()),
+            Err(RootError::NotAHost { .. })
+        ));
+        // `/proc` holds a `sys/` (the sysctl tree) but is no host root.
+        if Path::new("/proc/self").exists() {
+            let err = HostRoot::at_host("/proc").err().expect("refused");
+            assert!(err.to_string().contains("proc file system"), "{err}");
+        }
     }
 }

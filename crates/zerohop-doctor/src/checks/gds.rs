@@ -12,6 +12,7 @@ use zerohop_host::probe::{DirectIo, ProbeState};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, quote};
 
 /// The keys of `cufile.json` that libcufile reads, as dotted paths; `*`
 /// stands for any one key (a mount point in `mount_table`).
@@ -296,7 +297,7 @@ fn cufile_unknown_keys(ctx: &Context<'_>) -> Vec<Outcome> {
     } else {
         Outcome::warn(format!("{} unknown to libcufile and ignored: {}", plural(unknown.len(), "key"), unknown.join(", ")))
             .fix(Remediation::new("move each setting to its documented key or delete it")
-                .command(format!("diff <(grep -o '\"[a-z_]*\"' /usr/local/cuda/gds/cufile.json | sort -u) <(grep -o '\"[a-z_]*\"' {} | sort -u)", file.path)))
+                .command(format!("diff <(grep -o '\"[a-z_]*\"' /usr/local/cuda/gds/cufile.json | sort -u) <(grep -o '\"[a-z_]*\"' {} | sort -u)", quote(&file.path))))
     };
     vec![outcome.evidence(
         source_note(file),
@@ -348,10 +349,10 @@ fn force_compat(ctx: &Context<'_>) -> Vec<Outcome> {
     let outcome = match force {
         Value::Bool(true) => Outcome::fail("force_compat_mode is true: every cufile i/o goes through host memory")
             .fix(Remediation::new("turn forced compat mode off")
-                .command(format!("sed -i 's/\"force_compat_mode\"[[:space:]]*:[[:space:]]*true/\"force_compat_mode\": false/' {}", file.path))),
+                .command(format!("sed -i 's/\"force_compat_mode\"[[:space:]]*:[[:space:]]*true/\"force_compat_mode\": false/' {}", quote(&file.path)))),
         Value::Null | Value::Bool(false) => Outcome::pass("compat mode not forced"),
         other => Outcome::fail(format!("force_compat_mode is {other}, not a boolean"))
-            .fix(Remediation::new("write a boolean").command(format!("# in {}: \"force_compat_mode\": false", file.path))),
+            .fix(Remediation::new("write a boolean").command(format!("# in {}: \"force_compat_mode\": false", quote(&file.path)))),
     };
     let mut outcome = outcome.evidence(
         format!("{}: properties.force_compat_mode", source_note(file)),
@@ -631,7 +632,7 @@ fn odirect(ctx: &Context<'_>) -> Vec<Outcome> {
                 Remediation::new(
                     "read the data from a file system with direct i/o (ext4, xfs, nfs, lustre)",
                 )
-                .command(format!("findmnt -T {path}")),
+                .command(join(["findmnt", "-T", path])),
             )
         }
         DirectIo::OpenFailed { file, error } => {
@@ -645,6 +646,12 @@ fn odirect(ctx: &Context<'_>) -> Vec<Outcome> {
                     Remediation::new("check the device and file system for errors")
                         .command("dmesg | tail -50"),
                 )
+        }
+        // A hung mount blocks a reader the same way: the probe cannot tell
+        // whether direct i/o works, only that nothing answered.
+        DirectIo::TimedOut { path, reason } => {
+            Outcome::unknown(format!("O_DIRECT probe timed out on {fs}: {reason}"))
+                .evidence(format!("open(O_DIRECT) {path}"), "<no answer>")
         }
     };
     if let Some(mount) = mount {

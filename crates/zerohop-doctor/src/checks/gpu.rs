@@ -10,6 +10,7 @@ use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, write_to};
 use crate::profile::GpuDirect;
 use crate::topology::{Distance, Topology};
 
@@ -25,9 +26,18 @@ fn gpus<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
         .collect()
 }
 
-/// Whether the host has NVIDIA GPUs, on the bus or in the driver's list.
-fn has_gpus(ctx: &Context<'_>) -> bool {
-    !gpus(ctx).is_empty() || matches!(&ctx.facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
+/// The outcome that ends a GPU check on a host without NVIDIA GPUs (on the
+/// bus or in the driver's list): not-applicable, or unknown when the PCI
+/// functions could not be listed or identified and the driver lists none.
+fn no_gpu(ctx: &Context<'_>) -> Option<Outcome> {
+    if !gpus(ctx).is_empty() || matches!(&ctx.facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
+    {
+        return None;
+    }
+    Some(match ctx.facts.pci.unidentified() {
+        Some(gap) => Outcome::gap(gap),
+        None => Outcome::not_applicable("no nvidia gpu"),
+    })
 }
 
 declare_check! {
@@ -60,8 +70,8 @@ declare_check! {
 }
 
 fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     let nvidia = &ctx.facts.nvidia;
     if let Err(gap) = &nvidia.version {
@@ -113,12 +123,15 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
                         .fix(
                             Remediation::new("bind the gpu to the nvidia driver")
                                 .command(format!(
-                                    "echo {} > /sys/bus/pci/drivers/{bound}/unbind   # if bound",
-                                    gpu.address
+                                    "{}   # if bound",
+                                    write_to(
+                                        &gpu.address,
+                                        &format!("/sys/bus/pci/drivers/{bound}/unbind")
+                                    )
                                 ))
-                                .command(format!(
-                                    "echo {} > /sys/bus/pci/drivers/nvidia/bind",
-                                    gpu.address
+                                .command(write_to(
+                                    &gpu.address,
+                                    "/sys/bus/pci/drivers/nvidia/bind",
                                 )),
                         )
                 }
@@ -197,8 +210,8 @@ declare_check! {
 }
 
 fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     let Some((flavour, evidence)) = flavour(ctx) else {
         return vec![Outcome::unknown(
@@ -298,8 +311,8 @@ declare_check! {
 }
 
 fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     if !wants_rdma(ctx) || ctx.profile.gpudirect == Some(GpuDirect::None) {
         return vec![Outcome::not_applicable(
@@ -447,8 +460,8 @@ declare_check! {
 }
 
 fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !has_gpus(ctx) {
-        return vec![Outcome::not_applicable("no nvidia gpu")];
+    if let Some(outcome) = no_gpu(ctx) {
+        return vec![outcome];
     }
     let wanted = [
         ("nvidia_fs", "gpudirect storage", ctx.profile.gds),
@@ -480,7 +493,7 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
                 (Some(true), None) => {
                     Outcome::fail(format!("{feature} expected, but {module} is not loaded")).fix(
                         Remediation::new(format!("install and load {module}"))
-                            .command(format!("modprobe {module}"))
+                            .command(join(["modprobe", module]))
                             .command(format!(
                                 "# GPU Operator: ClusterPolicy spec.{}.enabled: true",
                                 if *module == "gdrdrv" {
@@ -549,12 +562,16 @@ declare_check! {
 fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
     let topology = Topology::of(ctx.facts);
     if topology.pairings.is_empty() {
-        return vec![Outcome::not_applicable("no nvidia gpu on the pci bus")];
+        return vec![match ctx.facts.pci.unidentified() {
+            Some(gap) => Outcome::gap(gap),
+            None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
+        }];
     }
     if topology.nics.is_empty() {
-        return vec![Outcome::not_applicable(
-            "no rdma device backed by a pci physical function",
-        )];
+        return vec![match &ctx.facts.rdma.devices {
+            Err(gap) => Outcome::gap(gap),
+            Ok(_) => Outcome::not_applicable("no rdma device backed by a pci physical function"),
+        }];
     }
     topology
         .pairings

@@ -10,6 +10,7 @@ use zerohop_host::parse::cpuset::{CpuSet, Isolcpus};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::join;
 
 const CMDLINE: &str = "/proc/cmdline";
 const GIB_KIB: u64 = 1 << 20;
@@ -76,7 +77,7 @@ fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
         };
         outcome = outcome.evidence(CMDLINE, shown);
         if let Some(vendor) = &vendor {
-            outcome = outcome.evidence("/proc/cpuinfo", format!("{vendor:?}").to_lowercase());
+            outcome = outcome.evidence("/proc/cpuinfo", vendor.name());
         }
         if let Some(units) = units {
             outcome = outcome.evidence("/sys/class/iommu", format!("{units} iommu units"));
@@ -86,7 +87,7 @@ fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
     let args = iommu_args(vendor.as_ref());
     let fix = |summary: &str, args: &str| {
         Remediation::new(summary)
-            .command(format!("grubby --update-kernel=ALL --args=\"{args}\"   # RHEL, then reboot"))
+            .command(format!("{}   # RHEL, then reboot", join(["grubby", "--update-kernel=ALL", &format!("--args={args}")])))
             .command(format!("# Debian/Ubuntu: add `{args}` to GRUB_CMDLINE_LINUX in /etc/default/grub, update-grub, reboot"))
     };
     let outcome = match (on, passthrough) {
@@ -213,8 +214,14 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
         .collect::<Vec<_>>()
         .join(" ");
     let boot_fix = |pages: u64| {
-        Remediation::new("reserve 1 GiB hugepages at boot")
-            .command(format!("grubby --update-kernel=ALL --args=\"default_hugepagesz=1G hugepagesz=1G hugepages={pages}\"   # then reboot"))
+        Remediation::new("reserve 1 GiB hugepages at boot").command(format!(
+            "{}   # then reboot",
+            join([
+                "grubby",
+                "--update-kernel=ALL",
+                &format!("--args=default_hugepagesz=1G hugepagesz=1G hugepages={pages}")
+            ])
+        ))
     };
     let reserved = match pool.map(|p| &p.total) {
         Some(Ok(Some(n))) => Some(*n),

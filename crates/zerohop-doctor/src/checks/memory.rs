@@ -8,6 +8,7 @@ use zerohop_host::facts::Memlock;
 use crate::checks::{bytes, need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::write_to;
 
 const GIB_KIB: u64 = 1 << 20;
 
@@ -101,7 +102,7 @@ fn hugepages_on_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
                     Remediation::new(
                         "reserve 1 GiB hugepages on every node that hosts a gpu or nic",
                     )
-                    .command(format!("echo {need} > {path}")),
+                    .command(write_to(&need.to_string(), &path)),
                 )
             }
             .subject(subject)
@@ -210,7 +211,7 @@ fn thp_policy(ctx: &Context<'_>) -> Vec<Outcome> {
         .unwrap_or_else(|| "<unknown>".to_owned());
     let outcome = if enabled == "always" {
         Outcome::info("transparent hugepages always on: compaction can stall data-path threads")
-            .fix(Remediation::new("prefer madvise").command(format!("echo madvise > {PATH}")))
+            .fix(Remediation::new("prefer madvise").command(write_to("madvise", PATH)))
     } else {
         Outcome::pass(format!("transparent hugepages {enabled}"))
     };

@@ -8,6 +8,7 @@ use zerohop_host::facts::mounts::{FSTAB, MOUNTSTATS, normalize};
 use crate::checks::{bytes, need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{fstab_field, join, quote};
 
 /// The port NFS over RDMA listens on (RFC 8267 §6.2).
 const NFS_RDMA_PORT: u64 = 20049;
@@ -144,18 +145,37 @@ fn transports_summary(mount: &NfsMount) -> Option<String> {
 }
 
 fn remount(mount: &NfsMount, options: &str) -> Remediation {
+    let line = [
+        mount.source.as_str(),
+        &mount.mount_point,
+        &mount.fstype,
+        &format!("{options},_netdev"),
+        "0",
+        "0",
+    ]
+    .map(fstab_field)
+    .join(" ");
     Remediation::new("remount over rdma with the data-path options")
         .command("modprobe rpcrdma")
-        .command(format!(
-            "umount {mp} && mount -t {fs} -o {options} {src} {mp}",
-            mp = mount.mount_point,
-            fs = mount.fstype,
-            src = mount.source
-        ))
-        .command(format!(
-            "# persist: {} {} {} {options},_netdev 0 0   in /etc/fstab",
-            mount.source, mount.mount_point, mount.fstype
-        ))
+        .command(remount_with(mount, options))
+        .command(format!("# persist in /etc/fstab: {line}"))
+}
+
+/// `umount MP && mount -t FS -o OPTIONS SOURCE MP`, every word quoted.
+fn remount_with(mount: &NfsMount, options: &str) -> String {
+    let mount_point = quote(&mount.mount_point);
+    format!(
+        "umount {mount_point} && {}",
+        join([
+            "mount",
+            "-t",
+            &mount.fstype,
+            "-o",
+            options,
+            &mount.source,
+            &mount.mount_point
+        ])
+    )
 }
 
 const RDMA_OPTIONS: &str = "proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard";
@@ -342,7 +362,7 @@ fn nfs_nconnect(ctx: &Context<'_>) -> Vec<Outcome> {
                         .evidence(MOUNTSTATS, counted)
                         .fix(Remediation::new("find the rdma ports the missing transports need, then remount")
                             .command("rdma link show")
-                            .command(format!("umount {mp} && mount {mp}", mp = mount.mount_point)))
+                            .command(format!("umount {mp} && mount {mp}", mp = quote(&mount.mount_point))))
                 } else if nconnect.is_none() {
                     Outcome::info("one rdma transport (nconnect unset): nconnect=16 spreads the load over more queue pairs")
                         .evidence(MOUNTSTATS, counted)
@@ -393,16 +413,13 @@ fn nfs_io_size(ctx: &Context<'_>) -> Vec<Outcome> {
                 bytes(w)
             ))
             .fix(
-                Remediation::new("remount with 1 MiB transfers").command(format!(
-                    "umount {mp} && mount -t {fs} -o {opts},rsize=1048576,wsize=1048576 {src} {mp}",
-                    mp = mount.mount_point,
-                    fs = mount.fstype,
-                    src = mount.source,
-                    opts = if mount.is_rdma() {
-                        "proto=rdma,port=20049"
+                Remediation::new("remount with 1 MiB transfers").command(remount_with(
+                    mount,
+                    if mount.is_rdma() {
+                        "proto=rdma,port=20049,rsize=1048576,wsize=1048576"
                     } else {
-                        "proto=tcp"
-                    }
+                        "proto=tcp,rsize=1048576,wsize=1048576"
+                    },
                 )),
             ),
             _ => Outcome::unknown("rsize or wsize not shown in the mount options"),
@@ -527,12 +544,10 @@ fn nfs_soft(ctx: &Context<'_>) -> Vec<Outcome> {
             Some(flag) => Outcome::warn(format!(
                 "{flag} mount: a slow server turns into i/o errors in training jobs"
             ))
-            .fix(Remediation::new("remount hard").command(format!(
-                "umount {mp} && mount -t {fs} -o hard,timeo=600,retrans=2 {src} {mp}",
-                mp = mount.mount_point,
-                fs = mount.fstype,
-                src = mount.source
-            ))),
+            .fix(
+                Remediation::new("remount hard")
+                    .command(remount_with(mount, "hard,timeo=600,retrans=2")),
+            ),
             None if mount.options.has("hard") => Outcome::pass("hard mount"),
             None => Outcome::pass("hard mount (the default)"),
         }

@@ -8,6 +8,7 @@ use zerohop_host::facts::{DmDevice, NvmeController, NvmePath, NvmeSubsystem};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, quote, write_to};
 
 const MULTIPATH_PARAM: &str = "/sys/module/nvme_core/parameters/multipath";
 const IOPOLICY_PARAM: &str = "/sys/module/nvme_core/parameters/iopolicy";
@@ -374,9 +375,10 @@ fn iopolicy(ctx: &Context<'_>) -> Vec<Outcome> {
             };
             let fix = |want: &str| {
                 Remediation::new(format!("set the {want} i/o policy now and at every connect"))
-                    .command(format!("echo {want} > {}/iopolicy", subsystem.dir()))
-                    .command(format!(
-                        "echo 'ACTION==\"add|change\", SUBSYSTEM==\"nvme-subsystem\", ATTR{{iopolicy}}=\"{want}\"' > /etc/udev/rules.d/71-nvme-iopolicy.rules"
+                    .command(write_to(want, &format!("{}/iopolicy", subsystem.dir())))
+                    .command(write_to(
+                        &format!(r#"ACTION=="add|change", SUBSYSTEM=="nvme-subsystem", ATTR{{iopolicy}}="{want}""#),
+                        "/etc/udev/rules.d/71-nvme-iopolicy.rules",
                     ))
             };
             let outcome = match (policy, expected) {
@@ -461,9 +463,10 @@ fn transport(ctx: &Context<'_>) -> Vec<Outcome> {
     };
     let load = || {
         Remediation::new(format!("load the {want} transport and connect over it"))
-            .command(format!("modprobe {module}"))
+            .command(join(["modprobe", &module]))
             .command(format!(
-                "nvme connect -t {want} -a <traddr> -s 4420 -n <subsysnqn>"
+                "nvme connect -t {} -a <traddr> -s 4420 -n <subsysnqn>",
+                quote(want)
             ))
     };
     let mut outcomes = Vec::new();
@@ -502,7 +505,7 @@ fn transport(ctx: &Context<'_>) -> Vec<Outcome> {
                     .join(", "),
                 transports(subsystem)
             ))
-            .fix(load().command(format!("nvme disconnect -d {}", wrong[0].name)))
+            .fix(load().command(join(["nvme", "disconnect", "-d", &wrong[0].name])))
         };
         for c in subsystem.controllers.iter().filter(|c| c.is_fabric()) {
             outcome = outcome.evidence(

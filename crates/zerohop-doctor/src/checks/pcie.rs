@@ -6,6 +6,7 @@ use zerohop_host::facts::PciDevice;
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::join;
 
 const NO_PCI: &str = "/sys/bus/pci/devices is absent: no pci devices to check";
 
@@ -72,7 +73,7 @@ fn link_downtrained(ctx: &Context<'_>) -> Vec<Outcome> {
                     .evidence(format!("{}/max_link_speed", device.sysfs()), &link.max_speed)
             };
             let fix = Remediation::new("reseat the card, check the slot wiring and the bios pcie generation, update firmware")
-                .command(format!("lspci -vvv -s {} | grep -e LnkCap -e LnkSta", device.address));
+                .command(format!("{} | grep -e LnkCap -e LnkSta", join(["lspci", "-vvv", "-s", &device.address])));
             let slower = match (link.current_gts(), link.max_gts()) {
                 (Some(current), Some(max)) => Some(current < max),
                 _ => None,
@@ -279,7 +280,7 @@ fn vf_iommu_group_shared(ctx: &Context<'_>) -> Vec<Outcome> {
             shared.push(
                 Outcome::warn(format!(
                     "vf shares iommu group {group} with {}",
-                    join(&others)
+                    comma_list(&others)
                 ))
                 .subject(&vf.address)
                 .evidence(
@@ -352,8 +353,8 @@ fn gpu_nic_shared_group(ctx: &Context<'_>) -> Vec<Outcome> {
         let has_vfs = nics.iter().any(|d| d.is_vf());
         let message = format!(
             "gpu {} and nic {} share iommu group {group}: no acs between them",
-            join(&gpus),
-            join(&nic_names)
+            comma_list(&gpus),
+            comma_list(&nic_names)
         );
         let outcome = if has_vfs {
             Outcome::warn(format!("{message}, and vfs in it cannot be isolated")).fix(
@@ -377,7 +378,7 @@ fn gpu_nic_shared_group(ctx: &Context<'_>) -> Vec<Outcome> {
     outcomes
 }
 
-fn join(items: &[&String]) -> String {
+fn comma_list(items: &[&String]) -> String {
     items
         .iter()
         .map(|s| s.as_str())

@@ -10,6 +10,7 @@ use zerohop_host::parse::rdma::GidType;
 use crate::checks::rdma::{MODULE_CHAIN, no_devices, port_name, ports};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, write_to};
 
 /// RoCE needs room for a 4096-byte RDMA MTU plus its headers.
 const ROCE_MIN_MTU: u32 = 4200;
@@ -120,7 +121,14 @@ fn mtu_too_small(ctx: &Context<'_>) -> Vec<Outcome> {
             let fix = Remediation::new(
                 "raise the mtu on the host or in the sr-iov network, and on the switch ports",
             )
-            .command(format!("ip link set {} mtu {want}", roce.name));
+            .command(join([
+                "ip",
+                "link",
+                "set",
+                roce.name,
+                "mtu",
+                &want.to_string(),
+            ]));
             let outcome = if mtu < ROCE_MIN_MTU {
                 Outcome::fail(format!(
                     "mtu {mtu} below {ROCE_MIN_MTU}: roce runs with a path mtu under 4096"
@@ -218,8 +226,8 @@ fn mtu_inconsistent(ctx: &Context<'_>) -> Vec<Outcome> {
                 .fix(
                     Remediation::new("set the same mtu on every interface of the role").command(
                         format!(
-                            "for i in {}; do ip link set $i mtu {common}; done",
-                            odd.join(" ")
+                            "for i in {}; do ip link set \"$i\" mtu {common}; done",
+                            join(odd.iter().copied())
                         ),
                     ),
                 )
@@ -303,8 +311,8 @@ fn dcqcn(ctx: &Context<'_>) -> Vec<Outcome> {
                         .collect();
                     Outcome::fail(format!("dcqcn {} off for roce priority {prio}", off.join(" and "))).fix(
                         Remediation::new("enable dcqcn on the roce priority and persist it")
-                            .command(format!("echo 1 > {np_path}"))
-                            .command(format!("echo 1 > {rp_path}")),
+                            .command(write_to("1", &np_path))
+                            .command(write_to("1", &rp_path)),
                     )
                 }
             };
@@ -377,8 +385,8 @@ fn roce_mode(ctx: &Context<'_>) -> Vec<Outcome> {
                     Outcome::fail(format!("default roce mode {shown}: not routable, no ecn"))
                         .evidence(&path, shown)
                         .fix(Remediation::new("set rdma-cm's default roce mode to v2")
-                            .command(format!("echo 'RoCE v2' > {path}"))
-                            .command(format!("cma_roce_mode -d {} -p {} -m 2   # doca-ofed", device.name, port.number)))
+                            .command(write_to("RoCE v2", &path))
+                            .command(format!("{}   # doca-ofed", join(["cma_roce_mode", "-d", &device.name, "-p", &port.number.to_string(), "-m", "2"]))))
                 }
             };
             outcome.subject(port_name(device, port))

@@ -1,6 +1,7 @@
 //! The RDMA stack: the module chain, the user/kernel ABI, device nodes,
 //! port state and rate, netdev carrier and RoCE v2 GIDs.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use zerohop_core::Remediation;
@@ -12,6 +13,7 @@ use zerohop_host::parse::rdma::{GidType, PhysState, PortState};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, quote};
 
 /// ConnectX-3 (and older) functions, driven by `mlx4_core`, not `mlx5_core`.
 const MLX4_DEVICE_IDS: [u16; 4] = [0x1003, 0x1004, 0x1007, 0x6750];
@@ -159,13 +161,13 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
             } else {
                 format!("{root} is not loaded, so {} cannot load either", blocked.join(", "))
             };
-            let load = if blocked.is_empty() { root.to_owned() } else { format!("{root} {}", blocked.join(" ")) };
+            let load = join(["modprobe", "-a", root].into_iter().chain(blocked.iter().copied()));
             Outcome::fail(message)
                 .subject(root)
                 .evidence("/proc/modules", format!("<no {root}>"))
                 .evidence(format!("/sys/module/{root}"), "<missing>")
                 .fix(Remediation::new("load the rdma module chain; install doca-ofed if the modules are missing")
-                    .command(format!("modprobe -a {load}"))
+                    .command(load)
                     .command("dmesg | grep -i -e mlx5 -e ib_core | tail   # symbol errors after a kernel update: rebuild with dkms"))
         })
         .collect()
@@ -420,10 +422,13 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
             .evidence(format!("{dir}/state"), state.as_str())
             .evidence(format!("{dir}/phys_state"), phys_text)
     };
-    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    let netdev = port
+        .netdev
+        .as_deref()
+        .map_or(Cow::Borrowed("<netdev>"), quote);
     let fix = |summary: &str| {
         Remediation::new(summary)
-            .command(format!("ibstat {} {}", device.name, port.number))
+            .command(join(["ibstat", &device.name, &port.number.to_string()]))
             .command(format!("ip link set {netdev} up   # RoCE ports"))
     };
     match (state, phys) {
@@ -516,8 +521,13 @@ fn port_rate(ctx: &Context<'_>) -> Vec<Outcome> {
                 "check the cable and transceiver, the switch port speed and the nic firmware",
             )
             .command(format!(
-                "mlxlink -d {} -m   # negotiated speed, lanes and cable",
-                device.pci.as_deref().unwrap_or(&device.name)
+                "{}   # negotiated speed, lanes and cable",
+                join([
+                    "mlxlink",
+                    "-d",
+                    device.pci.as_deref().unwrap_or(&device.name),
+                    "-m"
+                ])
             ));
             let outcome = match expected {
                 Some(want) if rate.gbps < want => {
@@ -610,8 +620,8 @@ fn netdev_carrier(ctx: &Context<'_>) -> Vec<Outcome> {
             Remediation::new(
                 "bring the interface up; check the cable and switch port if it stays down",
             )
-            .command(format!("ip link set {netdev} up"))
-            .command(format!("ethtool {netdev}"))
+            .command(join(["ip", "link", "set", netdev, "up"]))
+            .command(join(["ethtool", netdev]))
         };
         let carrier_path = format!("{}/carrier", net.sysfs());
         let operstate_path = format!("{}/operstate", net.sysfs());
@@ -700,19 +710,23 @@ fn roce_v2_gid(ctx: &Context<'_>) -> Vec<Outcome> {
                 entries.iter().map(|e| format!("{}={}", e.index, e.gid)).collect::<Vec<_>>().join(" ")
             };
             let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+            let add_address = format!(
+                "ip addr add <address>/<prefix> dev {}",
+                port.netdev.as_deref().map_or(Cow::Borrowed("<netdev>"), quote)
+            );
             let outcome = if let Some(first) = routable.first() {
                 Outcome::pass(format!("roce v2 gid {} at index {}", first.gid, first.index))
                     .evidence(format!("{dir}/gid_attrs/types/{}", first.index), "RoCE v2")
             } else if !v2.is_empty() {
                 Outcome::warn(format!("only link-local roce v2 gids: {netdev} has no ip address"))
-                    .fix(Remediation::new("assign the netdev its ip address").command(format!("ip addr add <address>/<prefix> dev {netdev}")))
+                    .fix(Remediation::new("assign the netdev its ip address").command(add_address))
             } else if table.entries.iter().all(|e| e.kind.is_none()) {
                 Outcome::unknown("gid types unreadable: cannot tell roce v1 from v2")
                     .evidence(format!("{dir}/gid_attrs/types"), "<unreadable>")
             } else {
                 Outcome::fail("no roce v2 gid: only roce v1, which is not routable and has no ecn")
                     .fix(Remediation::new("enable roce v2 and give the netdev an ip address")
-                        .command(format!("ip addr add <address>/<prefix> dev {netdev}"))
+                        .command(add_address)
                         .command("show_gids   # lists the gid table with types"))
             };
             let all: Vec<_> = table.entries.iter().collect();

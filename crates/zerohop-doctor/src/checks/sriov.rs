@@ -10,6 +10,7 @@ use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
+use crate::fix::{join, write_to};
 
 /// The NIC physical functions SR-IOV is judged on: those backing an RDMA
 /// device, or every NIC's when no RDMA device maps to a PCI function (a
@@ -120,10 +121,14 @@ fn not_capable(ctx: &Context<'_>) -> Vec<Outcome> {
             let path = format!("{}/sriov_totalvfs", pf.sysfs());
             let fix = || {
                 Remediation::new("enable sr-iov in the nic firmware and the bios, then reboot")
-                    .command(format!(
-                        "mlxconfig -d {} set SRIOV_EN=1 NUM_OF_VFS={vfs}",
-                        pf.address
-                    ))
+                    .command(join([
+                        "mlxconfig",
+                        "-d",
+                        &pf.address,
+                        "set",
+                        "SRIOV_EN=1",
+                        &format!("NUM_OF_VFS={vfs}"),
+                    ]))
             };
             match &pf.sriov {
                 Err(gap) => Outcome::gap(gap),
@@ -188,7 +193,11 @@ fn vf_count(ctx: &Context<'_>) -> Vec<Outcome> {
             let fix = Remediation::new(
                 "set the vf count and persist it (sr-iov network operator policy numVfs)",
             )
-            .command(format!("echo 0 > {path} && echo {want} > {path}"));
+            .command(format!(
+                "{} && {}",
+                write_to("0", &path),
+                write_to(&want.to_string(), &path)
+            ));
             let outcome = if s.num_vfs == 0 {
                 Outcome::fail("no vfs enabled (they do not survive a reboot unless recreated)")
                     .fix(fix)
@@ -285,7 +294,7 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
             let message = format!("{} vf(s) {reason}", members.len());
             let fix = || {
                 Remediation::new("bind the vfs to mlx5_core with rdma enabled (sriov policy deviceType netdevice, isRdma true)")
-                    .command(format!("for vf in {}; do echo $vf > /sys/bus/pci/drivers/mlx5_core/bind; done", members.join(" ")))
+                    .command(format!("for vf in {}; do echo \"$vf\" > /sys/bus/pci/drivers/mlx5_core/bind; done", join(members.iter().copied())))
                     .command("modprobe mlx5_ib && rdma link show")
             };
             let outcome = match severity {

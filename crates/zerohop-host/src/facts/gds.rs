@@ -133,15 +133,14 @@ fn netdevs(root: &HostRoot) -> Fact<Vec<NetDev>> {
     let Some(names) = root.list("/sys/class/net")? else {
         return Ok(None);
     };
-    Ok(Some(
-        names
-            .into_iter()
-            .map(|name| NetDev {
-                rdma: root.exists(&format!("/sys/class/net/{name}/device/infiniband")),
-                name,
-            })
-            .collect(),
-    ))
+    let mut netdevs = Vec::with_capacity(names.len());
+    for name in names {
+        // An interface whose RDMA link cannot be looked at makes the list
+        // unknown: taking it for one without RDMA would fail a good address.
+        let rdma = root.exists(&format!("/sys/class/net/{name}/device/infiniband"))?;
+        netdevs.push(NetDev { rdma, name });
+    }
+    Ok(Some(netdevs))
 }
 
 fn addresses(root: &HostRoot) -> Fact<Vec<LocalAddress>> {

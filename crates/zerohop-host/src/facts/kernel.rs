@@ -20,6 +20,20 @@ pub enum CpuVendor {
     Other(String),
 }
 
+impl CpuVendor {
+    /// The vendor as the doctor shows it: `intel`, `amd`, `arm`, `power`,
+    /// or the vendor string as read.
+    pub fn name(&self) -> &str {
+        match self {
+            CpuVendor::Intel => "intel",
+            CpuVendor::Amd => "amd",
+            CpuVendor::Arm => "arm",
+            CpuVendor::Power => "power",
+            CpuVendor::Other(vendor) => vendor,
+        }
+    }
+}
+
 /// Requested and effective CPU isolation.
 #[derive(Debug, Clone)]
 pub struct Isolation {

@@ -108,8 +108,15 @@ pub struct Facts {
 
 impl Facts {
     /// Reads every fact from `root`. Never fails: what cannot be read
-    /// becomes a [`Gap`] in the fact that needed it.
+    /// becomes a [`Gap`] in the fact that needed it, a read that does not
+    /// answer within the root's deadline included.
     pub fn collect(root: &HostRoot) -> Facts {
+        // One guarded run for the whole collection: its reads need no
+        // hand-over each, and a stuck one costs a deadline and a rerun.
+        root.guarded(Facts::gather)
+    }
+
+    fn gather(root: &HostRoot) -> Facts {
         Facts {
             root: root.display(),
             live: root.is_live(),

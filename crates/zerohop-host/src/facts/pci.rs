@@ -101,6 +101,10 @@ pub struct PciDevice {
     pub physfn: Option<String>,
     /// The bridges above the device, nearest first (from its real path).
     pub parents: Vec<String>,
+    /// Why the class or IDs could not be read, when a file holding them
+    /// exists but was unreadable or malformed: the function may be a GPU
+    /// or a NIC, so "none here" cannot be concluded.
+    pub unidentified: Option<Gap>,
 }
 
 impl PciDevice {
@@ -175,6 +179,19 @@ impl PciFacts {
         }
     }
 
+    /// Why some function's class or IDs could not be read (the first such
+    /// function), or why the functions could not be listed at all: then
+    /// the absence of a GPU or a NIC proves nothing.
+    pub fn unidentified(&self) -> Option<&Gap> {
+        match &self.devices {
+            Err(gap) => Some(gap),
+            Ok(devices) => devices
+                .iter()
+                .flatten()
+                .find_map(|device| device.unidentified.as_ref()),
+        }
+    }
+
     /// The function at `address`.
     pub fn get(&self, address: &str) -> Option<&PciDevice> {
         let devices = self.list();
@@ -198,6 +215,7 @@ fn devices(root: &HostRoot) -> Fact<Vec<PciDevice>> {
 /// Class, vendor, device and driver of a function from its `uevent`, one
 /// read instead of four; `None` when the file is absent or incomplete (some
 /// captures leave it out), and the separate attributes are read instead.
+/// A `uevent` that exists but cannot be read is a gap.
 struct Uevent {
     class: u16,
     vendor: u16,
@@ -205,8 +223,14 @@ struct Uevent {
     driver: Option<String>,
 }
 
-fn uevent(root: &HostRoot, dir: &str) -> Option<Uevent> {
-    let text = root.read_value(&format!("{dir}/uevent")).ok()??;
+fn uevent(root: &HostRoot, dir: &str) -> Result<Option<Uevent>, Gap> {
+    let Some(text) = root.read_value(&format!("{dir}/uevent"))? else {
+        return Ok(None);
+    };
+    Ok(parse_uevent(&text))
+}
+
+fn parse_uevent(text: &str) -> Option<Uevent> {
     let mut class = None;
     let mut ids = None;
     let mut driver = None;
@@ -239,24 +263,41 @@ fn uevent(root: &HostRoot, dir: &str) -> Option<Uevent> {
 
 fn device(root: &HostRoot, address: &str) -> PciDevice {
     let dir = format!("{DEVICES}/{address}");
+    let unidentified = std::cell::RefCell::new(None);
     let hex = |file: &str| -> Option<u32> {
-        let text = root.read_value(&format!("{dir}/{file}")).ok()??;
-        u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+        let path = format!("{dir}/{file}");
+        let parsed = read_parsed(root, &path, |text| {
+            u32::from_str_radix(text.trim_start_matches("0x"), 16)
+        });
+        parsed.unwrap_or_else(|gap| {
+            unidentified.borrow_mut().get_or_insert(gap);
+            None
+        })
     };
     let (class, vendor, device, driver) = match uevent(root, &dir) {
-        Some(event) => (
+        Ok(Some(event)) => (
             Some(event.class),
             Some(event.vendor),
             Some(event.device),
             event.driver,
         ),
-        None => (
-            hex("class").and_then(|c| u16::try_from(c >> 8).ok()),
-            hex("vendor").and_then(|v| u16::try_from(v).ok()),
-            hex("device").and_then(|v| u16::try_from(v).ok()),
-            root.link_name(&format!("{dir}/driver")).ok().flatten(),
-        ),
+        other => {
+            if let Err(gap) = other {
+                unidentified.borrow_mut().get_or_insert(gap);
+            }
+            (
+                hex("class").and_then(|c| u16::try_from(c >> 8).ok()),
+                hex("vendor").and_then(|v| u16::try_from(v).ok()),
+                hex("device").and_then(|v| u16::try_from(v).ok()),
+                root.link_name(&format!("{dir}/driver")).ok().flatten(),
+            )
+        }
     };
+    // Identified after all (the attributes stood in for `uevent`): what
+    // could not be read did not matter.
+    if class.is_some() && vendor.is_some() {
+        unidentified.borrow_mut().take();
+    }
     let physfn = root.link_name(&format!("{dir}/physfn")).ok().flatten();
     let is_vf = physfn.is_some();
     let parents = root
@@ -288,6 +329,7 @@ fn device(root: &HostRoot, address: &str) -> PciDevice {
         sriov: if is_vf { Ok(None) } else { sriov(root, &dir) },
         physfn,
         parents,
+        unidentified: unidentified.into_inner(),
     }
 }
 

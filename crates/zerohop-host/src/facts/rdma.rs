@@ -171,7 +171,9 @@ impl RdmaFacts {
             verbs_abi: read_parsed(root, VERBS_ABI, str::parse::<u32>),
             mad_abi: read_parsed(root, MAD_ABI, str::parse::<u32>),
             device_nodes: root.list(DEV_DIR).map_err(Gap::from),
-            has_dev: root.exists("/dev/null"),
+            // Unreadable or not, the device nodes cannot be judged: the
+            // check says unknown either way.
+            has_dev: root.exists("/dev/null").unwrap_or(false),
             configfs: configfs_devices.is_some(),
         }
     }
@@ -196,18 +198,22 @@ fn devices(root: &HostRoot, configfs: &[String]) -> Fact<Vec<RdmaDevice>> {
     let Some(names) = root.list(CLASS_DIR)? else {
         return Ok(None);
     };
-    let mut devices: Vec<RdmaDevice> = parallel_map(&names, |name| {
-        // A dangling class link (the device's directory was not captured,
-        // or the device is going away) is not a device to judge.
-        let real = root
-            .canonical(&format!("{CLASS_DIR}/{name}"))
-            .ok()
-            .flatten()?;
-        Some(device(root, name, &real, configfs.contains(name)))
-    })
-    .into_iter()
-    .flatten()
-    .collect();
+    let found = parallel_map(&names, |name| {
+        // A dangling or looping class link (the device's directory was not
+        // captured, or the device is going away) is not a device to judge;
+        // one that did not answer in time may be, so the list is unknown.
+        match root.canonical(&format!("{CLASS_DIR}/{name}")) {
+            Ok(Some(real)) => Ok(Some(device(root, name, &real, configfs.contains(name)))),
+            Err(err) if err.is_timeout() => Err(Gap::from(err)),
+            Ok(None) | Err(_) => Ok(None),
+        }
+    });
+    let mut devices: Vec<RdmaDevice> = found
+        .into_iter()
+        .collect::<Result<Vec<_>, Gap>>()?
+        .into_iter()
+        .flatten()
+        .collect();
     devices.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Some(devices))
 }

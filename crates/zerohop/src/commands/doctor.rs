@@ -120,13 +120,10 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     };
     let mut facts = Facts::collect(&root);
     if let Some(target) = &args.probe {
-        if !target.exists() {
-            return Err(CliError::usage(format!(
-                "--probe {}: no such file or directory",
-                target.display()
-            )));
-        }
-        facts.probes = zerohop_host::probe::run(&root, target);
+        // The path is looked up under the probes' deadline: a hung mount
+        // comes back as a probe that timed out, not as a hung doctor.
+        facts.probes = zerohop_host::probe::run(&root, target)
+            .map_err(|missing| CliError::usage(format!("--probe {missing}")))?;
     }
     let report = zerohop_doctor::run(&facts, &profile, &selection);
     output::to_stdout(|out| match args.host.format {

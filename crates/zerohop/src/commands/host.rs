@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use zerohop_host::HostRoot;
+use zerohop_host::{HostRoot, RootError};
 
 use crate::error::CliError;
 
@@ -30,13 +30,16 @@ pub(crate) struct HostArgs {
 
 impl HostArgs {
     /// The host root to read: `--root DIR`, else this machine. A `DIR` that
-    /// is not a directory is a usage error.
+    /// is missing, unreadable or holds no host (neither `proc/` nor `sys/`)
+    /// is an input error (exit code 2), not a report of checks that cannot
+    /// tell or do not apply.
     pub(crate) fn open(&self) -> Result<HostRoot, CliError> {
         match &self.root {
-            Some(dir) => HostRoot::at(dir).map_err(|err| {
-                CliError::usage(format!(
+            Some(dir) => HostRoot::at_host(dir).map_err(|err| match err {
+                RootError::Missing(_) | RootError::NotADirectory(_) => CliError::usage(format!(
                     "{err}: --root takes a directory holding proc/ and sys/"
-                ))
+                )),
+                RootError::NotAHost { .. } | RootError::Unreadable { .. } => CliError::usage(err),
             }),
             None => Ok(HostRoot::live()),
         }

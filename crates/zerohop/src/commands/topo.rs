@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use anyhow::Context as _;
+use zerohop_core::render::printable::printable;
 use zerohop_doctor::topology::{Distance, Topology};
 use zerohop_host::Facts;
 
@@ -26,14 +27,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let topology = Topology::of(&facts);
     output::to_stdout(|out| match args.host.format {
         Format::Json => {
-            // Versioned, with the root it describes, then the topology's fields.
-            let mut document = serde_json::json!({ "version": 1, "root": facts.root });
-            if let (Some(map), serde_json::Value::Object(fields)) =
-                (document.as_object_mut(), serde_json::to_value(&topology)?)
-            {
-                map.extend(fields);
-            }
-            serde_json::to_writer_pretty(&mut *out, &document)?;
+            serde_json::to_writer_pretty(&mut *out, &topology.document(&facts.root))?;
             writeln!(out)
         }
         Format::Human => human(&topology, out),
@@ -42,26 +36,43 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     Ok(0)
 }
 
+/// The table, the NICs and `NCCL_IB_HCA`. Names and addresses come from the
+/// host tree, so each goes through [`printable`]: a device name holding an
+/// escape sequence is shown, not obeyed, by the terminal.
 fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
     if topology.pairings.is_empty() {
-        return writeln!(out, "no nvidia gpu on the pci bus");
+        return match &topology.pci_unreadable {
+            Some(gap) => writeln!(
+                out,
+                "unknown: cannot list the pci functions ({}), so whether this host has nvidia gpus is unknown",
+                printable(&gap.reason)
+            ),
+            None => writeln!(out, "no nvidia gpu on the pci bus"),
+        };
     }
     if topology.nics.is_empty() {
-        return writeln!(
-            out,
-            "{} nvidia gpu(s), no rdma device backed by a pci function",
-            topology.pairings.len()
-        );
+        return match &topology.rdma_unreadable {
+            Some(gap) => writeln!(
+                out,
+                "{} nvidia gpu(s); unknown: cannot list the rdma devices ({})",
+                topology.pairings.len(),
+                printable(&gap.reason)
+            ),
+            None => writeln!(
+                out,
+                "{} nvidia gpu(s), no rdma device backed by a pci function",
+                topology.pairings.len()
+            ),
+        };
     }
     let show = |d: Option<Distance>| d.map_or("?", Distance::as_str);
     let node = |n: Option<i32>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
-    let nic_width = topology
+    let names: Vec<String> = topology
         .nics
         .iter()
-        .map(|n| n.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+        .map(|nic| printable(&nic.name).into_owned())
+        .collect();
+    let nic_width = names.iter().map(String::len).max().unwrap_or(4).max(4);
     let mut header = format!(
         "{:<14}{:<6}{:<w$}  {:<6}",
         "GPU",
@@ -70,16 +81,16 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
         "DIST",
         w = nic_width
     );
-    for nic in &topology.nics {
-        header.push_str(&format!("  {:<w$}", nic.name, w = nic_width));
+    for name in &names {
+        header.push_str(&format!("  {name:<nic_width$}"));
     }
     writeln!(out, "{}", header.trim_end())?;
     for pairing in &topology.pairings {
         let mut row = format!(
             "{:<14}{:<6}{:<w$}  {:<6}",
-            pairing.gpu,
+            printable(&pairing.gpu),
             node(pairing.gpu_numa_node),
-            pairing.nic.as_deref().unwrap_or("-"),
+            printable(pairing.nic.as_deref().unwrap_or("-")),
             show(pairing.distance),
             w = nic_width
         );
@@ -89,19 +100,17 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "{}", row.trim_end())?;
     }
     writeln!(out)?;
-    for nic in &topology.nics {
+    for (nic, name) in topology.nics.iter().zip(&names) {
         writeln!(
             out,
-            "{:<w$}  {}  numa {}  port {}",
-            nic.name,
-            nic.pci,
+            "{name:<nic_width$}  {}  numa {}  port {}",
+            printable(&nic.pci),
             node(nic.numa_node),
             nic.port,
-            w = nic_width
         )?;
     }
     writeln!(out)?;
-    writeln!(out, "NCCL_IB_HCA={}", topology.nccl_ib_hca)?;
+    writeln!(out, "NCCL_IB_HCA={}", printable(&topology.nccl_ib_hca))?;
     writeln!(
         out,
         "legend: PIX one pcie switch, PXB several switches, PHB host bridge, NODE same numa node, SYS across sockets, ? unknown"
