@@ -93,13 +93,18 @@ impl Bounded {
         let answer = match tokio::time::timeout(deadline, &mut receiver).await {
             Ok(answer) => answer,
             Err(_elapsed) => {
-                let mut job_state = state.lock().unwrap_or_else(|p| p.into_inner());
-                if *job_state == JobState::Running {
-                    *job_state = JobState::Abandoned;
-                    self.abandoned.fetch_add(1, Ordering::AcqRel);
+                let abandon = {
+                    let mut job_state = state.lock().unwrap_or_else(|p| p.into_inner());
+                    let running = *job_state == JobState::Running;
+                    if running {
+                        *job_state = JobState::Abandoned;
+                        self.abandoned.fetch_add(1, Ordering::AcqRel);
+                    }
+                    running
+                };
+                if abandon {
                     return Outcome::TimedOut;
                 }
-                drop(job_state);
                 // It finished between the deadline and the lock: take its
                 // answer rather than call it late.
                 receiver.await

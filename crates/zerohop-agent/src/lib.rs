@@ -9,15 +9,25 @@
 //! here that needs tokio or kube lives in this crate, so that the one-shot
 //! commands build without them.
 
+pub mod agent;
+pub mod api;
+pub mod backoff;
 pub mod bounded;
 pub mod capabilities;
 pub mod condition;
 pub mod counters;
 pub mod duration;
+pub mod event_sink;
 pub mod events;
 pub mod features_file;
+pub mod fleet;
+pub mod http;
+pub mod jitter;
+mod log;
+pub mod manifests;
 pub mod metrics;
 pub mod npd;
+pub mod publisher;
 pub mod report_object;
 pub mod snapshot;
 pub mod verdict;

@@ -137,6 +137,11 @@ fn gauges<L: EncodeLabelSet>(
     help: &str,
     rows: impl IntoIterator<Item = (L, f64)>,
 ) -> Result<(), std::fmt::Error> {
+    let mut rows = rows.into_iter().peekable();
+    // A family without samples is left out: it would only be noise.
+    if rows.peek().is_none() {
+        return Ok(());
+    }
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, value) in rows {
         family.encode_family(&labels)?.encode_gauge(&value)?;
@@ -151,6 +156,10 @@ fn counters<L: EncodeLabelSet>(
     help: &str,
     rows: impl IntoIterator<Item = (L, u64)>,
 ) -> Result<(), std::fmt::Error> {
+    let mut rows = rows.into_iter().peekable();
+    if rows.peek().is_none() {
+        return Ok(());
+    }
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     for (labels, value) in rows {
         family
@@ -379,9 +388,6 @@ impl Collector for CounterCollector {
                         .map(|(_, v)| (port_label(p), *v))
                 })
                 .collect();
-            if rows.is_empty() {
-                continue;
-            }
             counters(
                 &mut encoder,
                 &format!("infiniband_{}", spec.metric),
@@ -420,9 +426,6 @@ impl Collector for CounterCollector {
                     })
                 })
                 .collect();
-            if rows.is_empty() {
-                continue;
-            }
             counters(
                 &mut encoder,
                 &format!("nfs_transport_{}", spec.metric),
@@ -446,9 +449,6 @@ impl Collector for CounterCollector {
                     ))
                 })
                 .collect();
-            if rows.is_empty() {
-                continue;
-            }
             counters(
                 &mut encoder,
                 &format!("nfs_rdma_{}", spec.metric),
