@@ -19,6 +19,8 @@ pub mod counters;
 pub mod duration;
 pub mod event_sink;
 pub mod events;
+#[cfg(feature = "fake-api-server")]
+pub mod fake_api_server;
 pub mod features_file;
 pub mod fleet;
 pub mod http;
