@@ -240,6 +240,10 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
         futures::stream::pending().boxed()
     };
     let mut dirty = false;
+    // A reflector's store is whole only after its first list is done;
+    // until then a view would show a partial fleet.
+    let mut nodes_listed = false;
+    let mut reports_listed = !first.report_objects;
     let mut last_error = String::new();
     let mut tick = tokio::time::interval(WATCH_REFRESH);
     loop {
@@ -247,13 +251,13 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
             _ = interrupt.recv() => return Ok(last_code),
             _ = terminate.recv() => return Ok(last_code),
             event = node_events.next() => {
-                dirty |= note(event, &mut last_error);
+                dirty |= note(event, &mut nodes_listed, &mut last_error);
             }
             event = report_events.next() => {
-                dirty |= note(event, &mut last_error);
+                dirty |= note(event, &mut reports_listed, &mut last_error);
             }
             _ = tick.tick() => {
-                if !dirty {
+                if !dirty || !nodes_listed || !reports_listed {
                     continue;
                 }
                 dirty = false;
@@ -267,11 +271,19 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
     }
 }
 
-/// Whether a watch event changed anything; errors are reported once each
-/// (the watcher retries them with back-off).
-fn note<T>(event: Option<Result<T, watcher::Error>>, last_error: &mut String) -> bool {
+/// Whether a watch event changed anything; `listed` becomes true when the
+/// store's first list is complete. Errors are reported once each (the
+/// watcher retries them with back-off).
+fn note<T>(
+    event: Option<Result<watcher::Event<T>, watcher::Error>>,
+    listed: &mut bool,
+    last_error: &mut String,
+) -> bool {
     match event {
-        Some(Ok(_)) => {
+        Some(Ok(event)) => {
+            if matches!(event, watcher::Event::InitDone) {
+                *listed = true;
+            }
             last_error.clear();
             true
         }
