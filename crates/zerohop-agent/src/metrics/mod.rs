@@ -467,7 +467,99 @@ pub fn encode_live(node: &str, live: &Live) -> Exposition {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use k8s_openapi::jiff::Timestamp;
+    use zerohop_core::{Finding, Report, Severity};
+
     use super::*;
+    use crate::counters::nfs::{MountSample, ProtocolSums};
+    use crate::counters::rdma::{PortRef, PortSample};
+
+    fn finding(id: &str, group: &str, status: Status, subject: &str) -> Finding {
+        Finding {
+            id: id.into(),
+            name: format!("{}-check", id.to_lowercase()),
+            group: group.into(),
+            status,
+            severity: Severity::Error,
+            subject: subject.into(),
+            message: "m".into(),
+            evidence: vec![],
+            remediation: None,
+            blocked_by: None,
+            location: None,
+            object: None,
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        let report = Report::new(
+            "doctor",
+            "/host",
+            vec![
+                finding("RDMA004", "rdma", Status::Fail, "mlx5_0/1"),
+                finding("RDMA004", "rdma", Status::Pass, "mlx5_1/1"),
+                finding("GPU003", "gpu", Status::Pass, ""),
+                finding("QOS001", "qos", Status::Warn, "eth0"),
+            ],
+        );
+        Snapshot::completed(
+            "gpu-node-1",
+            7,
+            Timestamp::from_second(1_800_000_000).unwrap(),
+            Duration::from_millis(250),
+            report,
+            Default::default(),
+        )
+    }
+
+    #[test]
+    fn the_metrics_of_a_pass() {
+        let snapshot = snapshot();
+        let exposition = snapshot.exposition();
+        insta::assert_snapshot!(
+            "pass_classic",
+            String::from_utf8_lossy(&assemble(Format::Classic, &[exposition]))
+        );
+        let openmetrics = assemble(Format::OpenMetrics, &[exposition]);
+        let text = String::from_utf8_lossy(&openmetrics);
+        assert!(text.ends_with("# EOF\n"));
+        assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[test]
+    fn the_metrics_of_a_counter_sample() {
+        let sample = Sample {
+            taken_at: Timestamp::from_second(1_800_000_010).unwrap(),
+            duration: Duration::from_millis(3),
+            ports: vec![PortSample {
+                port: PortRef { device: "mlx5_0".into(), port: 1 },
+                state: Some(4),
+                // port_rcv_data counts 4-byte words: stored already scaled.
+                values: vec![(0, 4000), (21, 17), (25, 2)],
+            }],
+            mounts: vec![MountSample {
+                mount_point: "/mnt/data".into(),
+                export: "srv:/data".into(),
+                protocols: BTreeMap::from([(
+                    "rdma".to_owned(),
+                    ProtocolSums {
+                        transports: 16,
+                        common: vec![Some(0), Some(5808), Some(10), Some(9), Some(1)],
+                        rdma: vec![Some(3); nfs::RDMA.len()],
+                    },
+                )]),
+            }],
+            failures: 1,
+        };
+        let exposition = encode_counters("gpu-node-1", &sample);
+        insta::assert_snapshot!(
+            "counters_openmetrics",
+            String::from_utf8_lossy(&assemble(Format::OpenMetrics, &[&exposition]))
+        );
+    }
 
     #[test]
     fn prometheus_gets_openmetrics_and_curl_gets_text() {
