@@ -183,7 +183,7 @@ pub fn crd() -> Value {
 /// The structural schema of the object.
 fn schema() -> Value {
     let string = |max: usize| json!({ "type": "string", "maxLength": max });
-    let count = || json!({ "type": "integer", "minimum": 0 });
+    let count = || json!({ "type": "integer", "minimum": 0.0 });
     let statuses = [
         "pass",
         "info",
@@ -207,7 +207,7 @@ fn schema() -> Value {
         "type": "object",
         "properties": {
             "finishedAt": { "type": "string", "format": "date-time" },
-            "durationSeconds": { "type": "number", "minimum": 0 },
+            "durationSeconds": { "type": "number", "minimum": 0.0 },
             "intervalSeconds": count(),
             "zerohopVersion": string(64),
         },
