@@ -84,9 +84,10 @@ pub async fn run(
     mut snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
     live: Arc<Live>,
 ) {
-    let first = Duration::from_secs(1);
-    let max = settings.interval.min(Duration::from_secs(300)).max(first);
-    let mut backoff = Backoff::new(first, max);
+    // Up to five minutes between tries: an API server in trouble is not
+    // asked again every interval by every node; a newer pass replaces the
+    // one waiting meanwhile.
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(300));
     let mut state = State::default();
     loop {
         let latest = snapshots.borrow_and_update().clone();

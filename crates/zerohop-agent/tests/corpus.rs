@@ -29,7 +29,10 @@ fn shared() -> Option<PathBuf> {
     if dir.join("corpus").is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipped: {} is absent (CI has it beside the repository)", dir.display());
+        eprintln!(
+            "skipped: {} is absent (CI has it beside the repository)",
+            dir.display()
+        );
         None
     }
 }
@@ -54,22 +57,24 @@ fn every_counter_of_a_real_h100_port_has_a_metric() {
     let Some(shared) = shared() else { return };
     // Each file of the capture's counters/ and hw_counters/ is read, so a
     // counter the hardware has and the table lacks fails here.
-    let known: HashSet<(&str, &str)> = rdma::SPECS
-        .iter()
-        .map(|s| (s.dir.name(), s.file))
-        .collect();
+    let known: HashSet<(&str, &str)> = rdma::SPECS.iter().map(|s| (s.dir.name(), s.file)).collect();
     let mut seen = 0;
     for device in fs::read_dir(shared.join(H100)).unwrap() {
         let port = device.unwrap().path().join("ports/1");
         for dir in ["counters", "hw_counters"] {
-            let Ok(entries) = fs::read_dir(port.join(dir)) else { continue };
+            let Ok(entries) = fs::read_dir(port.join(dir)) else {
+                continue;
+            };
             for entry in entries {
                 let name = entry.unwrap().file_name().into_string().unwrap();
                 // `lifespan` is how long the driver caches values, not a counter.
                 if name == "lifespan" {
                     continue;
                 }
-                assert!(known.contains(&(dir, name.as_str())), "{dir}/{name} has no metric");
+                assert!(
+                    known.contains(&(dir, name.as_str())),
+                    "{dir}/{name} has no metric"
+                );
                 seen += 1;
             }
         }
@@ -81,7 +86,10 @@ fn every_counter_of_a_real_h100_port_has_a_metric() {
 fn the_sampler_reads_the_ports_of_a_real_h100_node() {
     let Some(shared) = shared() else { return };
     let root = tempfile::tempdir().unwrap();
-    copy_tree(&shared.join(H100), &root.path().join("sys/class/infiniband"));
+    copy_tree(
+        &shared.join(H100),
+        &root.path().join("sys/class/infiniband"),
+    );
     let host = HostRoot::at(root.path()).unwrap();
     let facts = Facts::collect(&host);
     let targets = counters::targets(&facts, false, &[]);
@@ -97,20 +105,32 @@ fn the_sampler_reads_the_ports_of_a_real_h100_node() {
     assert_eq!(mlx5_0.state, Some(4), "`4: ACTIVE`");
     let value = |file: &str| {
         let index = rdma::SPECS.iter().position(|s| s.file == file).unwrap();
-        mlx5_0.values.iter().find(|(i, _)| *i == index).map(|(_, v)| *v)
+        mlx5_0
+            .values
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, v)| *v)
     };
-    let words: u64 = fs::read_to_string(shared.join(H100).join("mlx5_0/ports/1/counters/port_rcv_data"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let words: u64 = fs::read_to_string(
+        shared
+            .join(H100)
+            .join("mlx5_0/ports/1/counters/port_rcv_data"),
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
     // The kernel counts data in 4-byte words; the metric is in bytes.
     assert_eq!(value("port_rcv_data"), Some(words * 4));
-    let link_downed: u64 = fs::read_to_string(shared.join(H100).join("mlx5_0/ports/1/counters/link_downed"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let link_downed: u64 = fs::read_to_string(
+        shared
+            .join(H100)
+            .join("mlx5_0/ports/1/counters/link_downed"),
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
     assert_eq!(value("link_downed"), Some(link_downed));
     assert!(value("out_of_buffer").is_some(), "a RoCE hw counter");
 
@@ -142,12 +162,21 @@ fn sixteen_rdma_transports_of_one_mount_are_summed() {
         .filter(|l| l.trim_start().starts_with("xprt:"))
         .map(|l| l.split_whitespace().nth(7).unwrap().parse::<u64>().unwrap())
         .sum();
-    let index = nfs::COMMON.iter().position(|s| s.metric == "sends").unwrap();
+    let index = nfs::COMMON
+        .iter()
+        .position(|s| s.metric == "sends")
+        .unwrap();
     assert_eq!(rdma.common[index], Some(sends));
     let chunks: u64 = text
         .lines()
         .filter(|l| l.trim_start().starts_with("xprt:"))
-        .map(|l| l.split_whitespace().nth(12).unwrap().parse::<u64>().unwrap())
+        .map(|l| {
+            l.split_whitespace()
+                .nth(12)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
         .sum();
     assert_eq!(rdma.rdma[0], Some(chunks), "read chunks");
     let counters = counters::Sample {
@@ -157,7 +186,10 @@ fn sixteen_rdma_transports_of_one_mount_are_summed() {
         mounts: samples,
         failures: 0,
     };
-    let text = metrics::assemble(Format::OpenMetrics, &[&metrics::encode_counters("n1", &counters)]);
+    let text = metrics::assemble(
+        Format::OpenMetrics,
+        &[&metrics::encode_counters("n1", &counters)],
+    );
     assert_well_formed(&String::from_utf8(text).unwrap());
 }
 
@@ -210,10 +242,15 @@ fn the_report_objects_of_real_hosts_are_valid_against_the_shipped_crd() {
         });
         let violations = catalog.validate(&object).expect("the kind is known");
         assert!(violations.is_empty(), "{}: {violations:?}", root.display());
-        let Value::Array(findings) = &object["findings"] else { panic!() };
+        let Value::Array(findings) = &object["findings"] else {
+            panic!()
+        };
         assert_eq!(
             findings.len() + object["omittedFindings"].as_u64().unwrap() as usize,
-            report.summary.fail + report.summary.warn + report.summary.blocked + report.summary.unknown
+            report.summary.fail
+                + report.summary.warn
+                + report.summary.blocked
+                + report.summary.unknown
         );
     }
     // A report whose pass did not finish is valid too.

@@ -26,7 +26,11 @@ fn round_trips<T: DeserializeOwned + Serialize>(object: &Value) {
     let typed: T = serde_json::from_value(object.clone())
         .unwrap_or_else(|err| panic!("{}: {err}", object["kind"]));
     let back = serde_json::to_value(&typed).unwrap();
-    assert_eq!(&back, object, "{} has fields the API does not know", object["kind"]);
+    assert_eq!(
+        &back, object,
+        "{} has fields the API does not know",
+        object["kind"]
+    );
 }
 
 #[test]
@@ -83,7 +87,10 @@ fn the_agent_can_only_report() {
         .chain(of_kind(&objects, "Role"))
         .filter(|r| r["metadata"]["name"] == "zerohop-agent")
     {
-        let scope = role["metadata"]["namespace"].as_str().unwrap_or("cluster").to_owned();
+        let scope = role["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("cluster")
+            .to_owned();
         for rule in role["rules"].as_array().unwrap() {
             for resource in rule["resources"].as_array().unwrap() {
                 for verb in rule["verbs"].as_array().unwrap() {
@@ -123,13 +130,20 @@ fn host_mounts_are_read_only_but_the_features_directory() {
     let container = &pod["containers"][0];
     for mount in container["volumeMounts"].as_array().unwrap() {
         let writable = mount["mountPath"] == manifests::FEATURES_DIR;
-        assert_eq!(mount["readOnly"].as_bool().unwrap_or(false), !writable, "{mount}");
+        assert_eq!(
+            mount["readOnly"].as_bool().unwrap_or(false),
+            !writable,
+            "{mount}"
+        );
     }
     let security = &container["securityContext"];
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(security["privileged"], false);
-    assert_eq!(security["capabilities"], json!({ "drop": ["ALL"], "add": ["SYS_PTRACE"] }));
+    assert_eq!(
+        security["capabilities"],
+        json!({ "drop": ["ALL"], "add": ["SYS_PTRACE"] })
+    );
     assert_eq!(pod["tolerations"], json!([{ "operator": "Exists" }]));
     assert!(pod.get("nodeSelector").is_none(), "every node by default");
     assert!(pod.get("hostNetwork").is_none() && pod.get("hostPID").is_none());

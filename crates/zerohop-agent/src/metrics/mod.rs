@@ -535,7 +535,10 @@ mod tests {
             taken_at: Timestamp::from_second(1_800_000_010).unwrap(),
             duration: Duration::from_millis(3),
             ports: vec![PortSample {
-                port: PortRef { device: "mlx5_0".into(), port: 1 },
+                port: PortRef {
+                    device: "mlx5_0".into(),
+                    port: 1,
+                },
                 state: Some(4),
                 // port_rcv_data counts 4-byte words: stored already scaled.
                 values: vec![(0, 4000), (21, 17), (25, 2)],
