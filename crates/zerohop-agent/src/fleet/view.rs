@@ -305,10 +305,10 @@ mod tests {
     #[test]
     fn the_node_table_puts_the_worst_first_and_escapes_names() {
         insta::assert_snapshot!(nodes_table(&fleet()), @r"
-        NODE                 STATE     HEARTBEAT  GPUDIRECT-RDMA  NFS-RDMA  GDS  REASON         FAILING
-        gpu-a\x1b[2J         NotReady  42s        ready           -         -    RdmaPortDown   GPU012, RDMA004
-        gpu-c                NotReady  42s        ready           -         -    RdmaPortDown   RDMA004
-        gpu-b                Ready     42s        ready           -         -    DataPathReady  -
+        NODE          STATE     HEARTBEAT  GPUDIRECT-RDMA  NFS-RDMA  GDS  REASON         FAILING
+        gpu-a\x1b[2J  NotReady  42s        ready           -         -    RdmaPortDown   GPU012, RDMA004
+        gpu-c         NotReady  42s        ready           -         -    RdmaPortDown   RDMA004
+        gpu-b         Ready     42s        ready           -         -    DataPathReady  -
         3 data path nodes: 1 ready, 2 not ready, 0 unknown, 0 stale, 0 without agent; 7 other nodes (no GPU or RDMA, no agent)
         ");
         assert_eq!(fleet().exit_code(), 1);
