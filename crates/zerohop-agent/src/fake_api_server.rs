@@ -94,6 +94,7 @@ impl Store {
 pub struct FakeApiServer {
     address: SocketAddr,
     store: Arc<Mutex<Store>>,
+    changes: broadcast::Sender<Change>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<thread::JoinHandle<()>>,
 }
@@ -106,6 +107,7 @@ impl FakeApiServer {
         let (address_tx, address_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = oneshot::channel();
         let served = Arc::clone(&store);
+        let announced = changes.clone();
         let thread = thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -122,7 +124,7 @@ impl FakeApiServer {
                             continue;
                         };
                         let store = Arc::clone(&served);
-                        let changes = changes.clone();
+                        let changes = announced.clone();
                         tokio::spawn(async move {
                             let service = service_fn(move |request| {
                                 let store = Arc::clone(&store);
@@ -147,6 +149,7 @@ impl FakeApiServer {
         FakeApiServer {
             address,
             store,
+            changes,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -185,16 +188,21 @@ impl FakeApiServer {
         if node["metadata"]["uid"].is_null() {
             node["metadata"]["uid"] = json!(format!("uid-{name}"));
         }
+        let kind = if store.nodes.contains_key(&name) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
         let revision = store.bump(&mut node);
         store.nodes.insert(name, node.clone());
-        store.log.push((
-            revision,
-            Change {
-                resource: "nodes",
-                kind: "ADDED",
-                object: node,
-            },
-        ));
+        let change = Change {
+            resource: "nodes",
+            kind,
+            object: node,
+        };
+        store.log.push((revision, change.clone()));
+        // Watches that are open see it now; later ones read it from the log.
+        let _ = self.changes.send(change);
     }
 
     /// The Node named `name`.
