@@ -54,7 +54,8 @@ fn a_read_that_blocks_forever_is_cut_at_the_pass_deadline_and_the_agent_keeps_se
     // While the first pass may be blocked, the process answers at once.
     let health = agent.get("/healthz", None);
     assert_eq!(health.status, 200);
-    assert!(started.elapsed() < Duration::from_secs(1));
+    // Generous for a loaded CI machine; a blocked agent would not answer at all.
+    assert!(started.elapsed() < Duration::from_secs(3));
     assert!(
         wait_until(Duration::from_secs(4), || agent.get("/readyz", None).status
             == 200),
@@ -196,7 +197,7 @@ fn an_api_server_that_never_answers_stops_neither_passes_nor_metrics() {
     }));
     let started = Instant::now();
     assert_eq!(agent.get("/readyz", None).status, 200);
-    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(started.elapsed() < Duration::from_secs(3));
     let (status, took) = agent.terminate(Duration::from_secs(2)).expect("exits");
     assert!(status.success() && took < Duration::from_secs(2));
 }
