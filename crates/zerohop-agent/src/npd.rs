@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use zerohop_core::{Report, Status};
 
-use crate::verdict::{Readiness, id_list, judge};
+use crate::verdict::{Readiness, cap, id_list, judge};
 
 /// NPD's default `max_output_length`.
 pub const MAX_LINE: usize = 80;
@@ -112,8 +112,11 @@ mod tests {
             (ok.exit_code, ok.line.as_str()),
             (0, "ok: 1 warning: QOS001")
         );
-        let unknown = result(&report(vec![finding("KRN001", Status::Unknown)]));
+        let mut unknown_report = report(vec![finding("KRN001", Status::Unknown)]);
+        unknown_report.target = format!("/host/\u{1b}[2J{}", "é".repeat(60));
+        let unknown = result(&unknown_report);
         assert_eq!(unknown.exit_code, 2);
-        assert!(unknown.line.len() <= MAX_LINE);
+        assert!(unknown.line.len() <= MAX_LINE, "{}", unknown.line.len());
+        assert!(!unknown.line.contains('\u{1b}'));
     }
 }
