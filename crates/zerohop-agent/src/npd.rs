@@ -32,17 +32,18 @@ pub fn result(report: &Report) -> NpdResult {
             exit_code: 1,
             line: id_list("failing", &verdict.failing, MAX_LINE),
         },
-        Readiness::Unknown => NpdResult {
-            exit_code: 2,
-            line: format!(
-                "unknown: no check could judge this host ({})",
-                report.target
-            )
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_LINE)
-            .collect(),
-        },
+        Readiness::Unknown => {
+            // The target is a path the user gave: no control characters on
+            // the one line NPD keeps.
+            let line: String = format!("unknown: no check could judge {}", report.target)
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect();
+            NpdResult {
+                exit_code: 2,
+                line: cap(&line, MAX_LINE),
+            }
+        }
         Readiness::Ready => {
             let warnings: BTreeSet<String> = report
                 .findings
