@@ -1,8 +1,12 @@
 //! One module per subcommand; each has an `Args` and a `run`.
 
+#[cfg(feature = "cluster")]
+mod agent;
 mod bench;
 mod catalog;
 mod doctor;
+#[cfg(feature = "cluster")]
+mod fleet;
 mod host;
 mod lint;
 mod plan;
@@ -34,6 +38,13 @@ pub(crate) enum Command {
     /// Judge what fabric tests printed: nccl-tests, NCCL_DEBUG, perftest, topo, GDS.
     #[command(subcommand)]
     Validate(validate::Args),
+    /// Check this node on a schedule and publish the result: metrics, a
+    /// node condition, Node Feature Discovery labels, events.
+    #[cfg(feature = "cluster")]
+    Agent(agent::Args),
+    /// Show every node's data path as its agent published it.
+    #[cfg(feature = "cluster")]
+    Fleet(fleet::Args),
 }
 
 /// Runs a subcommand and returns the process exit code.
@@ -47,5 +58,9 @@ pub(crate) fn run(command: Command) -> Result<i32, CliError> {
         Command::Lint(args) => lint::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Validate(args) => validate::run(args),
+        #[cfg(feature = "cluster")]
+        Command::Agent(args) => agent::run(args),
+        #[cfg(feature = "cluster")]
+        Command::Fleet(args) => fleet::run(args),
     }
 }

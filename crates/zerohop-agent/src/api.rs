@@ -1,0 +1,272 @@
+//! Talking to the Kubernetes API server: a client whose every call has a
+//! deadline and whose responses have a size cap, errors that say what to
+//! do, and the few calls the agent and `fleet` make.
+
+use std::fmt;
+use std::fs::{self, File};
+use std::future::Future;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use http_body_util::Limited;
+use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use serde_json::Value;
+use tower::util::MapResponseLayer;
+
+use crate::condition::{self, FIELD_MANAGER};
+use crate::report_object;
+
+/// The longest any one call may take, response body included.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The largest response body read: a page of 500 Nodes is a few MiB; a
+/// response larger than this is refused rather than held in memory.
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// The largest kubeconfig file read.
+const MAX_KUBECONFIG_BYTES: u64 = 16 << 20;
+
+/// An API call that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status, when the server answered.
+    pub code: Option<u16>,
+    /// The server's message, or what went wrong on the way.
+    pub message: String,
+}
+
+impl ApiError {
+    /// The server refused: the service account lacks a permission.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self.code, Some(401 | 403))
+    }
+
+    /// The object (or its kind) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code == Some(404)
+    }
+
+    /// The object already exists.
+    pub fn is_conflict(&self) -> bool {
+        self.code == Some(409)
+    }
+
+    fn deadline(deadline: Duration) -> ApiError {
+        ApiError {
+            code: None,
+            message: format!("no answer within {}", crate::duration::format(deadline)),
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.code {
+            Some(code) => write!(f, "{code}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl From<kube::Error> for ApiError {
+    fn from(err: kube::Error) -> ApiError {
+        match err {
+            kube::Error::Api(status) => ApiError {
+                code: Some(status.code),
+                message: if status.message.is_empty() {
+                    status.reason.clone()
+                } else {
+                    status.message.clone()
+                },
+            },
+            other => ApiError {
+                code: None,
+                message: error_chain(&other),
+            },
+        }
+    }
+}
+
+/// An error and its causes as one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+/// Runs one call of the agent with [`CALL_DEADLINE`].
+pub async fn within<T>(call: impl Future<Output = Result<T, kube::Error>>) -> Result<T, ApiError> {
+    within_deadline(CALL_DEADLINE, call).await
+}
+
+/// Runs one call with `deadline`, response body included.
+pub async fn within_deadline<T>(
+    deadline: Duration,
+    call: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, ApiError> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(result) => result.map_err(ApiError::from),
+        Err(_) => Err(ApiError::deadline(deadline)),
+    }
+}
+
+/// Why no client could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The kubeconfig could not be read or used.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A client for the cluster: from `kubeconfig` when given, else as
+/// `kubectl` would find one (`KUBECONFIG`, `~/.kube/config`, the pod's
+/// service account). `deadline` bounds connecting, each read and loading
+/// the configuration; `watch` leaves out the read timeout, which would cut
+/// a quiet watch.
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    deadline: Duration,
+    watch: bool,
+) -> Result<Client, ClientError> {
+    let making = async {
+        let mut config = match kubeconfig {
+            Some(path) => {
+                let text = read_kubeconfig(path)?;
+                let parsed = Kubeconfig::from_yaml(&text).map_err(|err| {
+                    ClientError::Config(format!("{}: {}", path.display(), error_chain(&err)))
+                })?;
+                Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+                    .await
+                    .map_err(|err| {
+                        ClientError::Config(format!("{}: {}", path.display(), error_chain(&err)))
+                    })?
+            }
+            None => {
+                for path in default_kubeconfigs() {
+                    check_kubeconfig_file(&path)?;
+                }
+                Config::infer().await.map_err(|err| {
+                    ClientError::Config(format!(
+                        "no Kubernetes configuration: {}; pass --kubeconfig or run in a pod",
+                        error_chain(&err)
+                    ))
+                })?
+            }
+        };
+        config.connect_timeout = Some(deadline.min(Duration::from_secs(10)));
+        config.write_timeout = Some(deadline);
+        config.read_timeout = if watch { None } else { Some(deadline) };
+        config.reset_reader_on_write = true;
+        let builder = ClientBuilder::try_from(config)
+            .map_err(|err| ClientError::Config(error_chain(&err)))?;
+        let capped = MapResponseLayer::new(|response: hyper::Response<_>| {
+            response.map(|body| Limited::new(body, MAX_RESPONSE_BYTES))
+        });
+        Ok(builder.with_layer(&capped).build())
+    };
+    // An exec credential plugin may hang; so may a kubeconfig on a dead mount.
+    match tokio::time::timeout(deadline, making).await {
+        Ok(result) => result,
+        Err(_) => Err(ClientError::Config(format!(
+            "loading the Kubernetes configuration did not finish within {}",
+            crate::duration::format(deadline)
+        ))),
+    }
+}
+
+/// The kubeconfig files `kubectl` would read.
+fn default_kubeconfigs() -> Vec<PathBuf> {
+    match std::env::var_os("KUBECONFIG") {
+        Some(list) => std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect(),
+        None => std::env::var_os("HOME")
+            .map(|home| vec![Path::new(&home).join(".kube/config")])
+            .unwrap_or_default(),
+    }
+}
+
+/// Refuses a kubeconfig that is a FIFO, a device or a directory (reading
+/// it could wait forever), or that is larger than any real one.
+fn check_kubeconfig_file(path: &Path) -> Result<(), ClientError> {
+    match fs::metadata(path) {
+        Err(_) => Ok(()),
+        Ok(meta) if meta.is_file() && meta.len() <= MAX_KUBECONFIG_BYTES => Ok(()),
+        Ok(meta) if meta.is_file() => Err(ClientError::Config(format!(
+            "kubeconfig {} is larger than {} MiB",
+            path.display(),
+            MAX_KUBECONFIG_BYTES >> 20
+        ))),
+        Ok(_) => Err(ClientError::Config(format!(
+            "kubeconfig {} is not a regular file",
+            path.display()
+        ))),
+    }
+}
+
+fn read_kubeconfig(path: &Path) -> Result<String, ClientError> {
+    let unreadable = |err: std::io::Error| {
+        ClientError::Config(format!("cannot read kubeconfig {}: {err}", path.display()))
+    };
+    match fs::metadata(path) {
+        Err(err) => return Err(unreadable(err)),
+        Ok(_) => check_kubeconfig_file(path)?,
+    }
+    let mut text = String::new();
+    File::open(path)
+        .and_then(|file| file.take(MAX_KUBECONFIG_BYTES).read_to_string(&mut text))
+        .map_err(unreadable)?;
+    Ok(text)
+}
+
+/// Reads the Node named `name`.
+pub async fn read_node(client: &Client, name: &str) -> Result<Node, ApiError> {
+    within(Api::<Node>::all(client.clone()).get(name)).await
+}
+
+/// Applies our condition to `nodes/<name>/status`, server-side, as
+/// [`FIELD_MANAGER`], forcing ownership of our fields only.
+pub async fn apply_condition(
+    client: &Client,
+    name: &str,
+    condition: &NodeCondition,
+) -> Result<(), ApiError> {
+    let body = condition::apply_body(name, condition);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    within(Api::<Node>::all(client.clone()).patch_status(name, &params, &Patch::Apply(&body)))
+        .await
+        .map(drop)
+}
+
+/// The `DataPathReport` resource for dynamic calls.
+pub fn report_resource() -> ApiResource {
+    ApiResource {
+        group: report_object::GROUP.to_owned(),
+        version: report_object::VERSION.to_owned(),
+        api_version: report_object::API_VERSION.to_owned(),
+        kind: report_object::KIND.to_owned(),
+        plural: report_object::PLURAL.to_owned(),
+    }
+}
+
+/// Applies a `DataPathReport` object server-side.
+pub async fn apply_report(client: &Client, object: &Value) -> Result<(), ApiError> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let api = Api::<DynamicObject>::all_with(client.clone(), &report_resource());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    within(api.patch(name, &params, &Patch::Apply(object)))
+        .await
+        .map(drop)
+}

@@ -1,0 +1,319 @@
+//! `zerohop fleet`: every node's data path, from what the agents published
+//! to the API server. Read-only: it lists (or watches) Nodes and
+//! `DataPathReport` objects and never writes.
+
+pub mod state;
+pub mod view;
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DynamicObject, ListParams, ObjectList};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Api, Client};
+use serde_json::Value;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::api::{self, ApiError, within_deadline};
+use view::Fleet;
+
+/// Objects asked for per page: enough to keep the number of requests low
+/// on a large cluster, small enough that one page is a few MiB.
+pub const PAGE_SIZE: u32 = 500;
+/// The most pages followed: a server that keeps sending continue tokens is
+/// not followed forever.
+const MAX_PAGES: usize = 1000;
+/// How often a watch re-renders when something changed.
+const WATCH_REFRESH: Duration = Duration::from_secs(1);
+
+/// How to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Tables.
+    Human,
+    /// One JSON document (one per line with `--watch`).
+    Json,
+}
+
+/// Everything `fleet` is told.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A kubeconfig; else as `kubectl` finds one.
+    pub kubeconfig: Option<PathBuf>,
+    /// A label selector for the nodes.
+    pub selector: Option<String>,
+    /// Keep watching and re-render on every change.
+    pub watch: bool,
+    /// Show which nodes fail which check instead of one row per node.
+    pub by_check: bool,
+    /// The output format.
+    pub format: OutputFormat,
+    /// The agents' interval, for nodes whose report object does not say:
+    /// a heartbeat older than three intervals is stale.
+    pub interval: Duration,
+    /// The longest one API request may take, response included.
+    pub request_timeout: Duration,
+}
+
+/// Why `fleet` could not look; exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FleetError(pub String);
+
+impl From<ApiError> for FleetError {
+    fn from(err: ApiError) -> FleetError {
+        let hint = if err.is_forbidden() {
+            ": listing nodes needs the zerohop-fleet-reader ClusterRole (from `zerohop agent --print-manifests`)"
+        } else if err.code == Some(400) {
+            ": check --selector"
+        } else {
+            ""
+        };
+        FleetError(format!("the API server refused: {err}{hint}"))
+    }
+}
+
+/// Runs `fleet`, writing to `out`; returns the exit code.
+pub fn run(options: &Options, out: &mut dyn Write) -> Result<i32, FleetError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| FleetError(format!("cannot start the runtime: {err}")))?;
+    let result = runtime.block_on(async {
+        let client = api::client(
+            options.kubeconfig.as_deref(),
+            options.request_timeout,
+            options.watch,
+        )
+        .await
+        .map_err(|err| FleetError(err.to_string()))?;
+        if options.watch {
+            watch(&client, options, out).await
+        } else {
+            let fleet = look(&client, options).await?;
+            match write(options, &fleet, out) {
+                Ok(()) => Ok(fleet.exit_code()),
+                Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(fleet.exit_code()),
+                Err(err) => Err(FleetError(format!("cannot write the output: {err}"))),
+            }
+        }
+    });
+    // Requests still in flight (a watch) are dropped, not waited for.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    result
+}
+
+fn write(options: &Options, fleet: &Fleet, out: &mut dyn Write) -> io::Result<()> {
+    match options.format {
+        OutputFormat::Human if options.by_check => {
+            out.write_all(view::checks_table(fleet).as_bytes())
+        }
+        OutputFormat::Human => out.write_all(view::nodes_table(fleet).as_bytes()),
+        OutputFormat::Json if options.watch => {
+            serde_json::to_writer(&mut *out, &view::json(fleet))?;
+            out.write_all(b"\n")
+        }
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &view::json(fleet))?;
+            out.write_all(b"\n")
+        }
+    }?;
+    out.flush()
+}
+
+/// One look: every page of Nodes and of report objects.
+async fn look(client: &Client, options: &Options) -> Result<Fleet, FleetError> {
+    let deadline = options.request_timeout;
+    let nodes: Vec<Node> = list_all(
+        &Api::all(client.clone()),
+        options.selector.as_deref(),
+        deadline,
+    )
+    .await?;
+    let reports_api = Api::<DynamicObject>::all_with(client.clone(), &api::report_resource());
+    let (reports, available) = match list_all(&reports_api, None, deadline).await {
+        Ok(objects) => (by_name(objects), true),
+        // No CRD, or not allowed to read it: the conditions still say a lot.
+        Err(err) if err.is_not_found() || err.is_forbidden() => (HashMap::new(), false),
+        Err(err) => return Err(err.into()),
+    };
+    Ok(assemble(options, nodes.iter(), &reports, available))
+}
+
+fn by_name(objects: Vec<DynamicObject>) -> HashMap<String, Value> {
+    objects
+        .into_iter()
+        .filter_map(|object| {
+            let name = object.metadata.name.clone()?;
+            Some((name, serde_json::to_value(object).ok()?))
+        })
+        .collect()
+}
+
+fn assemble<'a>(
+    options: &Options,
+    nodes: impl Iterator<Item = &'a Node>,
+    reports: &HashMap<String, Value>,
+    available: bool,
+) -> Fleet {
+    let now = Timestamp::now();
+    let mut rows = Vec::new();
+    let mut others = 0;
+    for node in nodes {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        match state::classify(node, reports.get(name), now, options.interval) {
+            Some(row) => rows.push(row),
+            None => others += 1,
+        }
+    }
+    Fleet::new(rows, others, available, options.interval, now)
+}
+
+/// Lists every object, page by page.
+async fn list_all<K>(
+    api: &Api<K>,
+    selector: Option<&str>,
+    deadline: Duration,
+) -> Result<Vec<K>, ApiError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut params = ListParams::default().limit(PAGE_SIZE);
+    if let Some(selector) = selector {
+        params = params.labels(selector);
+    }
+    let mut items = Vec::new();
+    for _ in 0..MAX_PAGES {
+        let page: ObjectList<K> = within_deadline(deadline, api.list(&params)).await?;
+        items.extend(page.items);
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(items),
+        }
+    }
+    Err(ApiError {
+        code: None,
+        message: format!("the list did not end after {MAX_PAGES} pages"),
+    })
+}
+
+/// `--watch`: reflectors on Nodes (and report objects, when they can be
+/// read), re-rendered at most once per second while something changes,
+/// until SIGINT or SIGTERM. Returns the exit code of the last view.
+async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Result<i32, FleetError> {
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|err| FleetError(format!("cannot handle SIGINT: {err}")))?;
+    let mut terminate = signal(SignalKind::terminate())
+        .map_err(|err| FleetError(format!("cannot handle SIGTERM: {err}")))?;
+    // One list first: a refused request is an error now, not a retry loop.
+    let first = look(client, options).await?;
+    let mut last_code = first.exit_code();
+    if let Err(err) = write(options, &first, out) {
+        return finish_on_write_error(err, last_code);
+    }
+    let mut config = watcher::Config::default().page_size(PAGE_SIZE);
+    if let Some(selector) = &options.selector {
+        config = config.labels(selector);
+    }
+    let (nodes, node_writer) = reflector::store::<Node>();
+    let mut node_events = watcher(Api::<Node>::all(client.clone()), config)
+        .default_backoff()
+        .reflect(node_writer)
+        .boxed();
+    let reports_api = Api::<DynamicObject>::all_with(client.clone(), &api::report_resource());
+    let resource = api::report_resource();
+    let report_writer = reflector::store::Writer::<DynamicObject>::new(resource);
+    let reports = report_writer.as_reader();
+    let mut report_events = if first.report_objects {
+        watcher(reports_api, watcher::Config::default().page_size(PAGE_SIZE))
+            .default_backoff()
+            .reflect(report_writer)
+            .boxed()
+    } else {
+        futures::stream::pending().boxed()
+    };
+    let mut dirty = false;
+    // A reflector's store is whole only after its first list is done;
+    // until then a view would show a partial fleet.
+    let mut nodes_listed = false;
+    let mut reports_listed = !first.report_objects;
+    let mut last_error = String::new();
+    let mut tick = tokio::time::interval(WATCH_REFRESH);
+    loop {
+        tokio::select! {
+            _ = interrupt.recv() => return Ok(last_code),
+            _ = terminate.recv() => return Ok(last_code),
+            event = node_events.next() => {
+                dirty |= note(event, &mut nodes_listed, &mut last_error);
+            }
+            event = report_events.next() => {
+                dirty |= note(event, &mut reports_listed, &mut last_error);
+            }
+            _ = tick.tick() => {
+                if !dirty || !nodes_listed || !reports_listed {
+                    continue;
+                }
+                dirty = false;
+                let fleet = from_stores(options, &nodes, &reports, first.report_objects);
+                last_code = fleet.exit_code();
+                if let Err(err) = write(options, &fleet, out) {
+                    return finish_on_write_error(err, last_code);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a watch event changed anything; `listed` becomes true when the
+/// store's first list is complete. Errors are reported once each (the
+/// watcher retries them with back-off).
+fn note<T>(
+    event: Option<Result<watcher::Event<T>, watcher::Error>>,
+    listed: &mut bool,
+    last_error: &mut String,
+) -> bool {
+    match event {
+        Some(Ok(event)) => {
+            if matches!(event, watcher::Event::InitDone) {
+                *listed = true;
+            }
+            last_error.clear();
+            true
+        }
+        Some(Err(err)) => {
+            let text = err.to_string();
+            if *last_error != text {
+                crate::log::warn("watch failed; retrying", &[("error", &text)]);
+                *last_error = text;
+            }
+            false
+        }
+        None => false,
+    }
+}
+
+fn from_stores(
+    options: &Options,
+    nodes: &Store<Node>,
+    reports: &Store<DynamicObject>,
+    available: bool,
+) -> Fleet {
+    let nodes: Vec<Arc<Node>> = nodes.state();
+    let reports = by_name(reports.state().iter().map(|r| (**r).clone()).collect());
+    assemble(options, nodes.iter().map(|n| &**n), &reports, available)
+}
+
+fn finish_on_write_error(err: io::Error, code: i32) -> Result<i32, FleetError> {
+    if err.kind() == io::ErrorKind::BrokenPipe {
+        Ok(code)
+    } else {
+        Err(FleetError(format!("cannot write the output: {err}")))
+    }
+}

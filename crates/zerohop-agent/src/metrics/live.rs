@@ -1,0 +1,161 @@
+//! The agent's own counters: passes run, Kubernetes API calls, abandoned
+//! passes. They change between passes, so they are encoded per scrape;
+//! they are a handful of lines.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::{counters, gauge};
+
+/// How a scheduled pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassOutcome {
+    /// It finished and was published.
+    Completed,
+    /// It missed its deadline.
+    TimedOut,
+    /// It was not started: the previous pass is still blocked.
+    Skipped,
+    /// It panicked or could not start.
+    Failed,
+}
+
+impl PassOutcome {
+    const ALL: [PassOutcome; 4] = [
+        PassOutcome::Completed,
+        PassOutcome::TimedOut,
+        PassOutcome::Skipped,
+        PassOutcome::Failed,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            PassOutcome::Completed => "completed",
+            PassOutcome::TimedOut => "timed_out",
+            PassOutcome::Skipped => "skipped",
+            PassOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// A kind of Kubernetes API call the agent makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiCall {
+    /// Reading its Node at start.
+    ReadNode,
+    /// Applying the node condition.
+    Condition,
+    /// Creating or updating an event.
+    Event,
+    /// Applying the report object.
+    ReportObject,
+}
+
+impl ApiCall {
+    const ALL: [ApiCall; 4] = [
+        ApiCall::ReadNode,
+        ApiCall::Condition,
+        ApiCall::Event,
+        ApiCall::ReportObject,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            ApiCall::ReadNode => "read_node",
+            ApiCall::Condition => "condition",
+            ApiCall::Event => "event",
+            ApiCall::ReportObject => "report_object",
+        }
+    }
+}
+
+/// Counters shared by the agent's tasks.
+#[derive(Debug, Default)]
+pub struct Live {
+    passes: [AtomicU64; 4],
+    api_ok: [AtomicU64; 4],
+    api_error: [AtomicU64; 4],
+    /// Passes (and counter samples) that missed their deadline and whose
+    /// thread is still blocked; shared with their runners.
+    pub abandoned: Arc<AtomicUsize>,
+}
+
+impl Live {
+    /// Counts a pass.
+    pub fn pass(&self, outcome: PassOutcome) {
+        self.passes[outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an API call.
+    pub fn api(&self, call: ApiCall, ok: bool) {
+        let slots = if ok { &self.api_ok } else { &self.api_error };
+        slots[call as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many passes ended with `outcome`.
+    pub fn passes(&self, outcome: PassOutcome) -> u64 {
+        self.passes[outcome as usize].load(Ordering::Relaxed)
+    }
+
+    pub(super) fn rows(&self) -> LiveRows {
+        LiveRows {
+            passes: PassOutcome::ALL.map(|o| (o.label(), self.passes(o))),
+            api: ApiCall::ALL.map(|c| {
+                (
+                    c.label(),
+                    self.api_ok[c as usize].load(Ordering::Relaxed),
+                    self.api_error[c as usize].load(Ordering::Relaxed),
+                )
+            }),
+            abandoned: self.abandoned.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A copy of the live counters, for one encoding.
+#[derive(Debug)]
+pub(super) struct LiveRows {
+    passes: [(&'static str, u64); 4],
+    api: [(&'static str, u64, u64); 4],
+    abandoned: usize,
+}
+
+impl Collector for LiveRows {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        encoder
+            .encode_descriptor(
+                "build",
+                "The zerohop agent's version",
+                None,
+                MetricType::Info,
+            )?
+            .encode_info(&[("version", env!("CARGO_PKG_VERSION"))])?;
+        counters(
+            &mut encoder,
+            "passes",
+            "Scheduled passes by outcome",
+            self.passes.map(|(outcome, n)| ([("outcome", outcome)], n)),
+        )?;
+        counters(
+            &mut encoder,
+            "api_requests",
+            "Kubernetes API calls by kind and outcome",
+            self.api.iter().flat_map(|(call, ok, error)| {
+                [
+                    ([("call", *call), ("outcome", "ok")], *ok),
+                    ([("call", *call), ("outcome", "error")], *error),
+                ]
+            }),
+        )?;
+        gauge(
+            &mut encoder,
+            "abandoned_passes",
+            "Passes or counter samples that missed their deadline and are still blocked in a read",
+            self.abandoned as f64,
+        )
+    }
+}

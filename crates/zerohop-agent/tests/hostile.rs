@@ -1,0 +1,203 @@
+//! Hostile input to the agent's endpoints and API client: clients that
+//! hold connections without speaking, floods of connections, oversized
+//! requests, API responses larger than any real one, kubeconfigs that are
+//! FIFOs. Every test has its own deadline: a hang fails it.
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::fs::{CWD, FileType, Mode, mknodat};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use zerohop_agent::api;
+use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
+use zerohop_agent::http::{self, HEADER_TIMEOUT, MAX_CONNECTIONS, Shared};
+use zerohop_agent::metrics::Live;
+
+/// Serves the endpoints on a runtime of their own; returns the address.
+fn serve() -> (SocketAddr, tokio::runtime::Runtime) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let address = listener.local_addr().unwrap();
+    let (_, snapshot) = watch::channel(None);
+    let (_, counters) = watch::channel(None);
+    let shared = Arc::new(Shared {
+        node: "n1".into(),
+        snapshot,
+        counters,
+        live: Arc::new(Live::default()),
+    });
+    runtime.spawn(http::serve(listener, shared));
+    (address, runtime)
+}
+
+fn request(address: SocketAddr, text: &[u8]) -> String {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = stream.write_all(text);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+#[test]
+fn a_client_that_never_sends_its_request_is_dropped_after_the_header_deadline() {
+    let (address, _runtime) = serve();
+    let mut silent = TcpStream::connect(address).unwrap();
+    silent.write_all(b"GET /metrics HTTP/1.1\r\nHost:").unwrap();
+    silent
+        .set_read_timeout(Some(HEADER_TIMEOUT + Duration::from_secs(5)))
+        .unwrap();
+    let started = Instant::now();
+    // Others are served meanwhile.
+    assert!(request(address, HEALTHZ).starts_with("HTTP/1.1 200"));
+    let mut rest = Vec::new();
+    let read = silent.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(read.is_ok(), "the server closed the connection: {read:?}");
+    assert!(
+        waited >= HEADER_TIMEOUT - Duration::from_millis(200)
+            && waited < HEADER_TIMEOUT + Duration::from_secs(3),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn a_flood_of_idle_connections_queues_and_is_drained_by_the_deadline() {
+    let (address, _runtime) = serve();
+    let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS + 16)
+        .map(|_| TcpStream::connect(address).unwrap())
+        .collect();
+    let started = Instant::now();
+    // Every slot is taken by a silent client: this request waits in the
+    // backlog until the header deadline frees the slots, and is then served.
+    let answer = request(address, HEALTHZ);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        started.elapsed() < HEADER_TIMEOUT * 3,
+        "{:?}",
+        started.elapsed()
+    );
+    drop(idle);
+}
+
+#[test]
+fn oversized_request_headers_are_refused_not_buffered() {
+    let (address, _runtime) = serve();
+    let mut huge = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 1 << 20));
+    huge.extend_from_slice(b"\r\n\r\n");
+    let started = Instant::now();
+    let answer = request(address, &huge);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(request(address, HEALTHZ).starts_with("HTTP/1.1 200"));
+}
+
+#[test]
+fn only_get_and_head_on_known_paths() {
+    let (address, _runtime) = serve();
+    let post = request(
+        address,
+        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+    assert!(
+        post.to_ascii_lowercase().contains("allow: get, head"),
+        "{post}"
+    );
+    let unknown = request(
+        address,
+        b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(unknown.starts_with("HTTP/1.1 404"), "{unknown}");
+    let not_yet = request(
+        address,
+        b"GET /report HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(not_yet.starts_with("HTTP/1.1 503"), "{not_yet}");
+    let head = request(
+        address,
+        b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+}
+
+fn fifo(path: &Path) {
+    mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).expect("mkfifo");
+}
+
+#[tokio::test]
+async fn a_kubeconfig_that_is_a_fifo_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    fifo(&path);
+    let started = Instant::now();
+    let err = api::client(Some(&path), Duration::from_secs(30), false)
+        .await
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn an_api_response_larger_than_the_cap_is_refused_not_held() {
+    let server = FakeApiServer::start();
+    server.inject(Fault {
+        path_prefix: "/api/v1/nodes/n1".into(),
+        huge_body: Some(api::MAX_RESPONSE_BYTES + (1 << 20)),
+        ..Fault::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path());
+    let client = api::client(Some(&kubeconfig), Duration::from_secs(20), false)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = api::read_node(&client, "n1").await.unwrap_err();
+    assert!(err.code.is_none(), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_costs_one_deadline() {
+    let server = FakeApiServer::start();
+    server.inject(Fault {
+        path_prefix: "/api/v1/nodes".into(),
+        delay: Some(Duration::from_secs(120)),
+        ..Fault::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path());
+    let client = api::client(Some(&kubeconfig), Duration::from_secs(1), false)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = api::read_node(&client, "n1").await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.code.is_none(), "{err}");
+}
