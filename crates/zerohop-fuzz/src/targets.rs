@@ -11,12 +11,15 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
 
+use zerohop_core::Status;
 use zerohop_host::parse::{
     cmdline, cpuset, jsonc, meminfo, modules, mountinfo, mountstats, netaddr, nvidia, rdma,
     selected,
 };
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{self, Limits};
+use zerohop_validate::judge::{Capture, Expectations, judge_as};
+use zerohop_validate::kind::Kind;
 
 use crate::seeds::{Sources, files_under, named};
 use crate::tree;
@@ -176,6 +179,13 @@ pub static TARGETS: &[Target] = &[
         run: run_selected,
     },
     Target {
+        name: "validate",
+        covers: "every capture parser of validate (nccl-tests, NCCL_DEBUG, perftest, nvidia-smi topo, gdscheck, gdsio, nvidia-fs stats, show_gids, mounts), kind detection and every judgement",
+        seeds: validate_seeds,
+        dictionary: VALIDATE_TOKENS,
+        run: run_validate,
+    },
+    Target {
         name: "doctor",
         covers: "the whole doctor (facts collection through HostRoot, every check, topology) over mutated host trees",
         seeds: tree::seeds,
@@ -195,6 +205,29 @@ pub fn signature(summary: impl Hash) -> u64 {
     summary.hash(&mut hasher);
     hasher.finish()
 }
+
+const VALIDATE_TOKENS: &[&[u8]] = &[
+    b"#  out-of-place                       in-place\n",
+    b"   8589934592    2147483648     float     sum      -1   ",
+    b"# Avg bus bandwidth    : ",
+    b"NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE",
+    b"NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n",
+    b"NCCL INFO GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)\n",
+    b"NCCL WARN NET/IB : Got completion from peer with error 12, opcode 0, len 0, vendor err 129",
+    b" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
+    b" Link type       : Ethernet\n",
+    b" GID index       : 3\n",
+    b"Couldn't allocate MR\n",
+    b"\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n",
+    b"NIC Legend:\n\n  NIC0: mlx5_0\n",
+    b" PIX ",
+    b" SYS ",
+    b"\x1b[4m",
+    b" --rdma devices       : ",
+    b"IoType: READ XferType: GPUD Threads: 8 DataSetSize: ",
+    b"GDS Version: ",
+    b"[1,0]<stdout>:",
+];
 
 const YAML_TOKENS: &[&[u8]] = &[
     b"apiVersion: ",
@@ -365,6 +398,14 @@ fn host_files(sources: &Sources, names: &[&str], corpus: &[&str]) -> Vec<Vec<u8>
 
 fn cufile_seeds(sources: &Sources) -> Vec<Vec<u8>> {
     host_files(sources, &["cufile.json"], &[])
+}
+
+/// The real tool outputs of the corpus.
+fn validate_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    sources
+        .shared_dir("corpus/outputs")
+        .map(|dir| files_under(&dir, |path| !named(path, "SOURCES.md")))
+        .unwrap_or_default()
 }
 
 fn cmdline_seeds(sources: &Sources) -> Vec<Vec<u8>> {
@@ -538,6 +579,36 @@ fn run_intent(bytes: &[u8]) -> u64 {
 fn run_cufile(bytes: &[u8]) -> u64 {
     let parsed = jsonc::parse(&text(bytes)).map(|value| value.to_string().len().min(16));
     signature((parsed.is_ok(), lint_as("cufile.json", bytes)))
+}
+
+/// Every parser and its judgements on the same input (not only the kind
+/// detected), with expectations set so that the bandwidth judgements run.
+fn run_validate(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    let capture = Capture {
+        name: "capture.txt",
+        text: &text,
+    };
+    let expectations = Expectations {
+        link_rate_gbps: Some(400.0),
+        rails: Some(8),
+        gpus_per_node: Some(8),
+        ..Expectations::default()
+    };
+    let detected = zerohop_validate::kind::detect(&text);
+    let outcomes: Vec<Vec<(String, Status)>> = Kind::ALL
+        .iter()
+        .map(|kind| {
+            let mut findings: Vec<(String, Status)> = judge_as(*kind, &capture, &expectations)
+                .into_iter()
+                .map(|finding| (finding.id, finding.status))
+                .collect();
+            findings.sort_unstable();
+            findings.dedup();
+            findings
+        })
+        .collect();
+    signature((detected, outcomes))
 }
 
 fn run_cmdline(bytes: &[u8]) -> u64 {

@@ -10,6 +10,7 @@
 use std::io::{self, Write};
 
 use serde::Serialize;
+use zerohop_core::render::printable::printable;
 use zerohop_doctor::topology::{Distance, Topology};
 
 use crate::smi_topo::{Link, TopoMatrix};
@@ -136,11 +137,11 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "{:<6}  {:<address_width$}  {:<nic_width$}  {:<7}  {} (line {})",
-                d.gpu,
-                d.gpu_address,
-                d.nic,
+                printable(&d.gpu),
+                printable(&d.gpu_address),
+                printable(&d.nic),
                 d.zerohop.map_or("?", Distance::as_str),
-                d.nvidia_smi,
+                printable(&d.nvidia_smi),
                 d.line
             )?;
         }
@@ -159,7 +160,7 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     for note in &comparison.not_compared {
-        writeln!(out, "not compared: {note}")?;
+        writeln!(out, "not compared: {}", printable(note))?;
     }
     Ok(())
 }
@@ -221,6 +222,8 @@ NIC Legend:
                 ),
             ],
             nccl_ib_hca: String::new(),
+            pci_unreadable: None,
+            rdma_unreadable: None,
         };
         let result = compare(&topology, &matrix);
         assert_eq!(result.compared, 4);
@@ -261,6 +264,8 @@ NIC Legend:
             nics: vec![nic("mlx5_0")],
             pairings: vec![pairing("0000:17:00.0", vec![Some(Distance::Pix)])],
             nccl_ib_hca: String::new(),
+            pci_unreadable: None,
+            rdma_unreadable: None,
         };
         let result = compare(&topology, &matrix);
         assert_eq!(result.compared, 0);
@@ -296,6 +301,8 @@ NIC Legend:
                 ),
             ],
             nccl_ib_hca: String::new(),
+            pci_unreadable: None,
+            rdma_unreadable: None,
         };
         let result = compare(&topology, &matrix);
         assert_eq!(result.compared, 6);

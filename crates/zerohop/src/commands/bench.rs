@@ -21,9 +21,6 @@ use zerohop_io::{
 
 use crate::error::CliError;
 
-/// Exit code of a run stopped with Ctrl-C (the partial result is printed).
-const INTERRUPTED: i32 = 130;
-
 /// Subcommands of `zerohop bench`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Args {
@@ -266,9 +263,13 @@ fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()
 fn interruptible() -> Result<Control, CliError> {
     let control = Control::default();
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED, control.stop.clone())
-            .and_then(|_| signal_hook::flag::register(signal, control.stop.clone()))
-            .map_err(|e| CliError::Internal(anyhow!("cannot install the Ctrl-C handler: {e}")))?;
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            ExitCode::INTERRUPTED,
+            control.stop.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, control.stop.clone()))
+        .map_err(|e| CliError::Internal(anyhow!("cannot install the Ctrl-C handler: {e}")))?;
     }
     Ok(control)
 }
@@ -376,7 +377,7 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
     Ok(if report.verify_failed() {
         ExitCode::FAILED
     } else if report.status == RunStatus::Interrupted {
-        INTERRUPTED
+        ExitCode::INTERRUPTED
     } else {
         ExitCode::OK
     })
@@ -422,7 +423,7 @@ fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
     Ok(if report.complete {
         ExitCode::OK
     } else {
-        INTERRUPTED
+        ExitCode::INTERRUPTED
     })
 }
 
@@ -441,7 +442,7 @@ fn compare(args: CompareArgs) -> Result<i32, CliError> {
     Ok(if report.verify_failed() {
         ExitCode::FAILED
     } else if control.stop.load(Ordering::Relaxed) {
-        INTERRUPTED
+        ExitCode::INTERRUPTED
     } else {
         ExitCode::OK
     })

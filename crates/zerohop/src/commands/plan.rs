@@ -8,6 +8,7 @@ use zerohop_core::render::printable::printable;
 use zerohop_plan::{Platform, WriteError};
 
 use crate::error::CliError;
+use zerohop_core::exit::ExitCode;
 
 /// Arguments of `zerohop plan`.
 #[derive(Debug, clap::Args)]
@@ -32,10 +33,6 @@ enum PlatformArg {
     Openshift,
 }
 
-/// The exit code of a run ended by SIGINT or SIGTERM, as a shell reports
-/// a process killed by SIGINT (and as `bench` exits).
-const INTERRUPTED: i32 = 130;
-
 /// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
 /// process: a run takes at most a second or two and its write is all or
 /// nothing, so it is better finished (or stopped before writing) than
@@ -44,11 +41,15 @@ const INTERRUPTED: i32 = 130;
 fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED, flag.clone())
-            .and_then(|_| signal_hook::flag::register(signal, flag.clone()))
-            .map_err(|err| {
-                CliError::Internal(anyhow::anyhow!("cannot install the signal handlers: {err}"))
-            })?;
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            ExitCode::INTERRUPTED,
+            flag.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, flag.clone()))
+        .map_err(|err| {
+            CliError::Internal(anyhow::anyhow!("cannot install the signal handlers: {err}"))
+        })?;
     }
     Ok(flag)
 }
@@ -79,7 +80,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let set = zerohop_plan::render(&plan);
     if interrupted.load(Ordering::Relaxed) {
         eprintln!("interrupted; nothing was written");
-        return Ok(INTERRUPTED);
+        return Ok(ExitCode::INTERRUPTED);
     }
     let written = zerohop_plan::write_set(&set, &args.output).map_err(|err| match err {
         WriteError::UnsafePath { .. } => CliError::Internal(anyhow::Error::new(err)),
@@ -89,7 +90,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let dir = printable(&dir);
     if interrupted.load(Ordering::Relaxed) {
         eprintln!("interrupted after {dir}/ was written in full");
-        return Ok(INTERRUPTED);
+        return Ok(ExitCode::INTERRUPTED);
     }
     crate::output::to_stdout(|w| {
         writeln!(

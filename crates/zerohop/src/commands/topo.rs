@@ -1,15 +1,21 @@
 //! `zerohop topo`: each GPU's nearest RDMA NIC on the PCIe tree, the
 //! distance classes of `nvidia-smi topo -m`, and the `NCCL_IB_HCA` value
-//! that pins NCCL to those NICs.
+//! that pins NCCL to those NICs; with `--compare FILE`, the pairs where a
+//! saved `nvidia-smi topo -m` disagrees.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use zerohop_core::render::printable::printable;
-use zerohop_doctor::topology::{Distance, Topology};
+use zerohop_doctor::topology::{Distance, Topology, TopologyDocument};
 use zerohop_host::Facts;
 
+use zerohop_validate::compare::{self, Comparison};
+use zerohop_validate::smi_topo;
+
 use crate::commands::host::{Format, HostArgs};
+use crate::commands::validate::read_capture;
 use crate::error::CliError;
 use crate::output;
 
@@ -18,22 +24,68 @@ use crate::output;
 pub(crate) struct Args {
     #[command(flatten)]
     host: HostArgs,
+    /// Compare with what `nvidia-smi topo -m` printed on the same host
+    /// (saved to FILE, `-` for standard input): lists the GPU/NIC pairs
+    /// whose classes differ and exits 1 when any does.
+    #[arg(long, value_name = "FILE")]
+    compare: Option<PathBuf>,
 }
 
 /// Runs `zerohop topo`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    // The capture is read first: a missing file is a usage error, found
+    // before the host is read.
+    let matrix = match &args.compare {
+        Some(path) => Some(smi_topo::parse(&read_capture(path).map_err(|why| {
+            CliError::usage(format!("{}: {why}", printable(&path.display().to_string())))
+        })?)),
+        None => None,
+    };
     let root = args.host.open()?;
     let facts = Facts::collect(&root);
     let topology = Topology::of(&facts);
+    let comparison = matrix.map(|matrix| compare::compare(&topology, &matrix));
     output::to_stdout(|out| match args.host.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &topology.document(&facts.root))?;
+            let document = Document {
+                topology: topology.document(&facts.root),
+                comparison: comparison.as_ref(),
+            };
+            serde_json::to_writer_pretty(&mut *out, &document)?;
             writeln!(out)
         }
-        Format::Human => human(&topology, out),
+        Format::Human => {
+            human(&topology, out)?;
+            match &comparison {
+                Some(comparison) => {
+                    writeln!(out, "\ncompared with nvidia-smi topo -m:")?;
+                    compare::render(comparison, out)
+                }
+                None => Ok(()),
+            }
+        }
     })
     .context("failed to write the topology")?;
-    Ok(0)
+    Ok(exit_code(comparison.as_ref()))
+}
+
+/// The topology document, with the comparison when one was asked for.
+#[derive(serde::Serialize)]
+struct Document<'a> {
+    #[serde(flatten)]
+    topology: TopologyDocument<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comparison: Option<&'a Comparison>,
+}
+
+/// 1 when the saved matrix disagrees with sysfs on any pair, as `diff`
+/// does; 0 otherwise, also when nothing could be compared (said in the
+/// output).
+fn exit_code(comparison: Option<&Comparison>) -> i32 {
+    match comparison {
+        Some(comparison) if !comparison.disagreements.is_empty() => 1,
+        _ => 0,
+    }
 }
 
 /// The table, the NICs and `NCCL_IB_HCA`. Names and addresses come from the
