@@ -35,7 +35,9 @@ const POOL: usize = 4096;
 pub struct Config {
     /// Stop after this many executions.
     pub runs: u64,
-    /// Stop after this long, whatever the count.
+    /// Stop mutating after this long, whatever the count. The clock starts
+    /// once every seed has run, so that a loaded machine still tries
+    /// mutants.
     pub duration: Option<Duration>,
     /// The random seed; the same seed gives the same inputs.
     pub seed: u64,
@@ -211,11 +213,12 @@ pub fn run(target: &'static Target, seeds: Vec<Vec<u8>>, config: &Config) -> Out
             seen.insert(signature);
         }
     }
+    let mutating = Instant::now();
     let out_of_time = |outcome: &Outcome| {
         outcome.executions >= config.runs
             || config
                 .duration
-                .is_some_and(|limit| started.elapsed() >= limit)
+                .is_some_and(|limit| mutating.elapsed() >= limit)
     };
     while !out_of_time(&outcome) {
         let from_pool = !pool.is_empty() && rng.one_in(2);

@@ -19,7 +19,8 @@ struct Args {
     /// Executions per target.
     #[arg(long, default_value_t = 100_000)]
     runs: u64,
-    /// Stop each target after this many seconds, whatever the count.
+    /// Stop mutating each target after this many seconds (counted once its
+    /// seeds have run), whatever the count.
     #[arg(long)]
     seconds: Option<u64>,
     /// Random seed: the same seed tries the same inputs.

@@ -1,5 +1,5 @@
 //! A short run of every fuzz target, part of the test suite: the seeds
-//! (real captures, samples and fixtures) and a second of mutants each must
+//! (real captures, samples and fixtures) and then a second of mutants each must
 //! give no panic and no run over five seconds. The long run is
 //! `cargo run --release -p zerohop-fuzz -- --runs 1000000`.
 
@@ -56,5 +56,5 @@ macro_rules! short_runs {
 
 short_runs!(
     yaml, schema, lint, intent, cufile, cmdline, cpuset, meminfo, modules, mountinfo, mountstats,
-    netaddr, nvidia, rdma, selected, doctor,
+    netaddr, nvidia, rdma, selected, validate, doctor,
 );
