@@ -25,7 +25,9 @@ pub struct RuleInfo {
     pub group: &'static str,
     /// Severity of the problem when found, unless overridden.
     pub severity: Severity,
-    /// Markdown documentation with the [`REQUIRED_HEADINGS`].
+    /// Markdown documentation with the [`REQUIRED_HEADINGS`]: the doc
+    /// comment of the declaration without the space after each `///`
+    /// ([`declare_rule!`](crate::declare_rule) removes it).
     pub docs: &'static str,
     /// Source location of the declaration, `file#Lline`.
     pub location: &'static str,
@@ -39,17 +41,6 @@ impl RuleInfo {
             .map(str::trim)
             .find(|line| !line.is_empty() && !line.starts_with('#'))
             .unwrap_or("")
-    }
-
-    /// The documentation as Markdown: doc comments keep the space after
-    /// `///`, which is removed here.
-    pub fn markdown(&self) -> String {
-        let mut text = String::with_capacity(self.docs.len());
-        for line in self.docs.lines() {
-            text.push_str(line.strip_prefix(' ').unwrap_or(line));
-            text.push('\n');
-        }
-        text
     }
 
     /// The required headings that the documentation lacks or has out of order.
@@ -209,7 +200,7 @@ impl Serialize for RuleInfo {
         rule.serialize_field("group", self.group)?;
         rule.serialize_field("severity", &self.severity)?;
         rule.serialize_field("summary", self.summary())?;
-        rule.serialize_field("docs", &self.markdown())?;
+        rule.serialize_field("docs", self.docs)?;
         rule.serialize_field("location", self.location)?;
         rule.end()
     }
@@ -240,11 +231,22 @@ mod tests {
     }
 
     #[test]
-    fn json_docs_are_markdown_without_the_doc_comment_space() {
-        let rule = info(" Checks it.\n\n ## What it checks\n a\n");
+    fn json_has_the_summary_beside_the_docs() {
+        let rule = info("Checks it.\n\n## What it checks\na\n");
         let json = serde_json::to_value(rule).unwrap();
         assert_eq!(json["docs"], "Checks it.\n\n## What it checks\na\n");
         assert_eq!(json["summary"], "Checks it.");
+    }
+
+    #[test]
+    fn only_the_space_after_the_slashes_is_removed() {
+        const RAW: &str = " Summary.\n\n ## What it checks\n     indented code\n\n";
+        const LEN: usize = unindented_len(RAW);
+        let bytes = unindent::<LEN>(RAW);
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            "Summary.\n\n## What it checks\n    indented code\n\n"
+        );
     }
 
     #[test]

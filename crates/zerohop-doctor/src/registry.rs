@@ -145,19 +145,17 @@ macro_rules! declare_check {
             run: $run:path $(,)?
         };
     ) => {
-        $(#[doc = $doc])*
-        $vis static $ident: $crate::registry::Check = $crate::registry::Check {
-            info: ::zerohop_core::RuleInfo {
+        ::zerohop_core::declare_rule! {
+            $(#[doc = $doc])*
+            $vis static $ident: $crate::registry::Check = {
                 id: $id,
                 name: $name,
                 group: $crate::registry::Group::$group.name(),
-                severity: ::zerohop_core::Severity::$severity,
-                docs: concat!($($doc, "\n"),*),
-                location: concat!(file!(), "#L", line!()),
-            },
-            group: $crate::registry::Group::$group,
-            requires: &[$(&$requires),*],
-            run: $run,
-        };
+                severity: $severity,
+                group: $crate::registry::Group::$group,
+                requires: &[$(&$requires),*],
+                run: $run,
+            };
+        }
     };
 }

@@ -42,7 +42,7 @@ fn render() -> String {
                 let _ = writeln!(out, " · requires {}", requires.join(", "));
             }
             out.push('\n');
-            for line in info.markdown().lines() {
+            for line in info.docs.lines() {
                 // Demote the documentation's headings below the check's own.
                 if let Some(heading) = line.strip_prefix("## ") {
                     let _ = writeln!(out, "#### {heading}");

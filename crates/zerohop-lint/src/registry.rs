@@ -16,75 +16,27 @@ pub struct Rule {
     pub(crate) check: fn(&Workspace<'_>, &mut Sink<'_>),
 }
 
-/// Declares a rule in the style of clippy's `declare_clippy_lint!`: the doc
-/// comment becomes [`RuleInfo::docs`] (with the one space after `///`
-/// removed from each line), the declaration's place becomes
-/// [`RuleInfo::location`].
+/// Declares a lint rule through [`zerohop_core::declare_rule!`], as the
+/// doctor declares its checks: the doc comment is the documentation, the
+/// group is `lint`.
 macro_rules! declare_rule {
     (
         $(#[doc = $doc:literal])*
         $vis:vis static $ident:ident = $id:literal, $name:literal, $severity:ident, $check:path;
     ) => {
-        $(#[doc = $doc])*
-        $vis static $ident: $crate::registry::Rule = $crate::registry::Rule {
-            info: zerohop_core::RuleInfo {
+        zerohop_core::declare_rule! {
+            $(#[doc = $doc])*
+            $vis static $ident: crate::registry::Rule = {
                 id: $id,
                 name: $name,
                 group: "lint",
-                severity: zerohop_core::Severity::$severity,
-                docs: {
-                    const RAW: &str = concat!($($doc, "\n"),*);
-                    const LEN: usize = $crate::registry::unindented_len(RAW);
-                    const BYTES: [u8; LEN] = $crate::registry::unindent::<LEN>(RAW);
-                    match core::str::from_utf8(&BYTES) {
-                        Ok(docs) => docs,
-                        Err(_) => panic!("rule documentation is not UTF-8"),
-                    }
-                },
-                location: concat!(file!(), "#L", line!()),
-            },
-            check: $check,
-        };
+                severity: $severity,
+                check: $check,
+            };
+        }
     };
 }
 pub(crate) use declare_rule;
-
-/// Length of `raw` once [`unindent`] has removed the space that starts each
-/// doc-comment line.
-pub const fn unindented_len(raw: &str) -> usize {
-    let bytes = raw.as_bytes();
-    let mut len = 0;
-    let mut index = 0;
-    let mut line_start = true;
-    while index < bytes.len() {
-        if !(line_start && bytes[index] == b' ') {
-            len += 1;
-        }
-        line_start = bytes[index] == b'\n';
-        index += 1;
-    }
-    len
-}
-
-/// `raw` without the one space that starts each doc-comment line, so that
-/// headings read `## What it checks` as [`RuleInfo::missing_headings`]
-/// expects. Removing an ASCII space keeps the text UTF-8.
-pub const fn unindent<const N: usize>(raw: &str) -> [u8; N] {
-    let bytes = raw.as_bytes();
-    let mut out = [0u8; N];
-    let mut len = 0;
-    let mut index = 0;
-    let mut line_start = true;
-    while index < bytes.len() {
-        if !(line_start && bytes[index] == b' ') {
-            out[len] = bytes[index];
-            len += 1;
-        }
-        line_start = bytes[index] == b'\n';
-        index += 1;
-    }
-    out
-}
 
 /// Every rule, in ID order.
 pub static RULES: &[&Rule] = &[

@@ -35,7 +35,7 @@ fn render() -> String {
             let info = &judgement.info;
             let _ = writeln!(out, "\n#### {}\n", info.id);
             let _ = writeln!(out, "`{}` · severity `{}`\n", info.name, info.severity);
-            for line in info.markdown().lines() {
+            for line in info.docs.lines() {
                 // Below the judgement's own heading.
                 match line.strip_prefix("## ") {
                     Some(heading) => {

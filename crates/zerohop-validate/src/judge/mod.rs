@@ -123,18 +123,16 @@ macro_rules! declare_judgement {
             severity: $severity:ident $(,)?
         };
     ) => {
-        $(#[doc = $doc])*
-        $vis static $ident: $crate::judge::Judgement = $crate::judge::Judgement {
-            info: ::zerohop_core::RuleInfo {
+        ::zerohop_core::declare_rule! {
+            $(#[doc = $doc])*
+            $vis static $ident: crate::judge::Judgement = {
                 id: $id,
                 name: $name,
-                group: $crate::judge::Group::$group.name(),
-                severity: ::zerohop_core::Severity::$severity,
-                docs: concat!($($doc, "\n"),*),
-                location: concat!(file!(), "#L", line!()),
-            },
-            group: $crate::judge::Group::$group,
-        };
+                group: crate::judge::Group::$group.name(),
+                severity: $severity,
+                group: crate::judge::Group::$group,
+            };
+        }
     };
 }
 

@@ -82,7 +82,7 @@ pub(crate) fn explain(args: ExplainArgs) -> Result<i32, CliError> {
             "group: {}, default severity: {}\n",
             rule.group, rule.severity
         )?;
-        write!(out, "{}", rule.markdown())
+        write!(out, "{}", rule.docs)
     })
     .context("failed to write the explanation")?;
     Ok(0)
