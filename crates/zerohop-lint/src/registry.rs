@@ -26,7 +26,7 @@ macro_rules! declare_rule {
     ) => {
         zerohop_core::declare_rule! {
             $(#[doc = $doc])*
-            $vis static $ident: crate::registry::Rule = {
+            $vis static $ident: $crate::registry::Rule = {
                 id: $id,
                 name: $name,
                 group: "lint",

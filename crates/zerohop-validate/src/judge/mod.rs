@@ -125,12 +125,12 @@ macro_rules! declare_judgement {
     ) => {
         ::zerohop_core::declare_rule! {
             $(#[doc = $doc])*
-            $vis static $ident: crate::judge::Judgement = {
+            $vis static $ident: $crate::judge::Judgement = {
                 id: $id,
                 name: $name,
-                group: crate::judge::Group::$group.name(),
+                group: $crate::judge::Group::$group.name(),
                 severity: $severity,
-                group: crate::judge::Group::$group,
+                group: $crate::judge::Group::$group,
             };
         }
     };
