@@ -8,8 +8,6 @@
 //! counters. A pass that blocks on a read is cut at its deadline and
 //! reported as such; nothing waits for it.
 
-use std::fs::{self, File};
-use std::io::Read as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +19,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
+use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::bounded::{Bounded, Outcome};
 use crate::counters::{self, Targets};
@@ -409,22 +408,23 @@ const MAX_PROFILE_BYTES: u64 = 1 << 20;
 /// doctor's `--expect-*` settings as keys (`rdma: true`, `roce-mtu: 9000`).
 pub fn load_profile(path: &Path) -> Result<Profile, String> {
     let shown = path.display();
-    let meta = fs::metadata(path).map_err(|err| format!("--profile {shown}: {err}"))?;
-    if !meta.is_file() {
-        return Err(format!("--profile {shown}: not a regular file"));
-    }
-    if meta.len() > MAX_PROFILE_BYTES {
+    let cap = usize::try_from(MAX_PROFILE_BYTES).unwrap_or(usize::MAX);
+    let bytes = read_regular(path, Follow::Links, cap).map_err(|err| match err {
+        NotRegular::Kind(kind) => format!("--profile {shown}: {kind}, not a regular file"),
+        NotRegular::Io(err) => format!("--profile {shown}: {}", os_reason(&err)),
+    })?;
+    if bytes.len() > cap {
         return Err(format!("--profile {shown}: larger than 1 MiB"));
     }
-    let mut text = String::new();
-    File::open(path)
-        .and_then(|file| file.take(MAX_PROFILE_BYTES).read_to_string(&mut text))
-        .map_err(|err| format!("--profile {shown}: {err}"))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("--profile {shown}: not UTF-8 text"))?;
     serde_saphyr::from_str(&text).map_err(|err| format!("--profile {shown}: {err}"))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

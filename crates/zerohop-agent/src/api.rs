@@ -3,9 +3,8 @@
 //! do, and the few calls the agent and `fleet` make.
 
 use std::fmt;
-use std::fs::{self, File};
+use std::fs;
 use std::future::Future;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use serde_json::Value;
 use tower::util::MapResponseLayer;
+use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::condition::{self, FIELD_MANAGER};
 use crate::report_object;
@@ -217,18 +217,20 @@ fn check_kubeconfig_file(path: &Path) -> Result<(), ClientError> {
 }
 
 fn read_kubeconfig(path: &Path) -> Result<String, ClientError> {
-    let unreadable = |err: std::io::Error| {
-        ClientError::Config(format!("cannot read kubeconfig {}: {err}", path.display()))
-    };
-    match fs::metadata(path) {
-        Err(err) => return Err(unreadable(err)),
-        Ok(_) => check_kubeconfig_file(path)?,
+    let config_error =
+        |what: String| ClientError::Config(format!("kubeconfig {}: {what}", path.display()));
+    let cap = usize::try_from(MAX_KUBECONFIG_BYTES).unwrap_or(usize::MAX);
+    let bytes = read_regular(path, Follow::Links, cap).map_err(|err| match err {
+        NotRegular::Kind(kind) => config_error(format!("{kind}, not a regular file")),
+        NotRegular::Io(err) => config_error(format!("cannot read: {}", os_reason(&err))),
+    })?;
+    if bytes.len() > cap {
+        return Err(config_error(format!(
+            "larger than {} MiB",
+            MAX_KUBECONFIG_BYTES >> 20
+        )));
     }
-    let mut text = String::new();
-    File::open(path)
-        .and_then(|file| file.take(MAX_KUBECONFIG_BYTES).read_to_string(&mut text))
-        .map_err(unreadable)?;
-    Ok(text)
+    String::from_utf8(bytes).map_err(|_| config_error("not UTF-8 text".to_owned()))
 }
 
 /// Reads the Node named `name`.

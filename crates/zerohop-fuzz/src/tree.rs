@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use zerohop_doctor::topology::Topology;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
+use zerohop_input::{Follow, read_regular};
 
 use crate::seeds::{MAX_SEED_BYTES, Sources, walk};
 use crate::targets::signature;
@@ -243,9 +244,11 @@ pub fn run(input: &[u8]) -> u64 {
         return signature("no scratch directory");
     };
     write_tree(dir.path(), input);
-    let profile: Profile = fs::read_to_string(dir.path().join("profile.json"))
+    // The profile is a file of the tree too, and a mutant can make it a
+    // FIFO: read it as zerohop reads the files users name.
+    let profile: Profile = read_regular(&dir.path().join("profile.json"), Follow::NoLinks, 1 << 20)
         .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
     let Ok(root) = HostRoot::at(dir.path()) else {
         return signature("not a root");
@@ -293,5 +296,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_tree(dir.path(), &seeds[0]);
         assert!(fs::read_dir(dir.path()).unwrap().next().is_some());
+    }
+
+    #[test]
+    fn a_fifo_as_the_profile_or_any_host_file_is_not_waited_on() {
+        // The first input the long run found hanging: the harness itself
+        // read the profile with a blocking open.
+        let input = b"=== profile.json |fifo\n=== proc/cmdline |fifo\n=== sys/bus/pci/devices /\n";
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || send.send(run(input)));
+        assert!(
+            receive
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .is_ok(),
+            "the doctor waited on a fifo"
+        );
     }
 }

@@ -1,60 +1,6 @@
-//! Why a file that exists could not be used, and what a file is when it is
-//! not a regular file.
+//! Why a file that exists could not be used.
 
-use std::fmt;
-
-/// What a path names when it is not a regular file. Only regular files are
-/// read: a FIFO or a terminal blocks its reader, and a device returns
-/// whatever the device holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    /// A directory.
-    Directory,
-    /// A named pipe.
-    Fifo,
-    /// A Unix domain socket.
-    Socket,
-    /// A character device (a terminal, `/dev/zero`).
-    CharDevice,
-    /// A block device (a disk).
-    BlockDevice,
-    /// Anything else `stat(2)` can report (a symbolic link where a
-    /// resolved path was expected).
-    Other,
-}
-
-impl FileKind {
-    /// The kind from the `st_mode` of `stat(2)`; `None` for a regular file.
-    pub(crate) fn from_mode(mode: u32) -> Option<FileKind> {
-        match mode & libc::S_IFMT {
-            libc::S_IFREG => None,
-            libc::S_IFDIR => Some(FileKind::Directory),
-            libc::S_IFIFO => Some(FileKind::Fifo),
-            libc::S_IFSOCK => Some(FileKind::Socket),
-            libc::S_IFCHR => Some(FileKind::CharDevice),
-            libc::S_IFBLK => Some(FileKind::BlockDevice),
-            _ => Some(FileKind::Other),
-        }
-    }
-
-    /// The kind with its article, for messages: `a fifo`.
-    pub fn described(self) -> &'static str {
-        match self {
-            FileKind::Directory => "a directory",
-            FileKind::Fifo => "a fifo",
-            FileKind::Socket => "a socket",
-            FileKind::CharDevice => "a character device",
-            FileKind::BlockDevice => "a block device",
-            FileKind::Other => "a special file",
-        }
-    }
-}
-
-impl fmt::Display for FileKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.described())
-    }
-}
+pub use zerohop_input::FileKind;
 
 /// Why a file that exists could not be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -7,6 +7,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use zerohop_input::FileKind;
 
 use crate::units::format_bytes;
 
@@ -281,18 +282,10 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
     }
 }
 
-/// What `file_type` is, in words, when it is neither a regular file, a
-/// block device, a directory nor a symbolic link.
+/// What `file_type` is, in words (`fifo`, `character device`), when it is
+/// not a regular file.
 pub fn special_kind(file_type: std::fs::FileType) -> &'static str {
-    if file_type.is_char_device() {
-        "character device"
-    } else if file_type.is_fifo() {
-        "fifo"
-    } else if file_type.is_socket() {
-        "socket"
-    } else {
-        "special file"
-    }
+    FileKind::of(file_type).map_or("regular file", FileKind::name)
 }
 
 /// Whether `meta` is something a run may read.

@@ -18,12 +18,11 @@
 //! - every read stops one byte past the per-input limit, standard input
 //!   included.
 
-use std::fs::{self, File, FileType};
-use std::io::{self, Read};
-use std::os::unix::fs::FileTypeExt;
+use std::fs::{self, FileType};
+use std::io;
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags};
+use zerohop_input::{FileKind, Follow, NotRegular, read_capped};
 
 use crate::{Input, NotRead};
 
@@ -43,7 +42,7 @@ pub fn is_manifest_name(path: &Path) -> bool {
 pub fn stdin(limit: usize) -> Input {
     Input {
         name: "-".to_owned(),
-        content: read_bounded(io::stdin().lock(), limit).map_err(NotRead::failed),
+        content: read_capped(io::stdin().lock(), limit).map_err(NotRead::failed),
     }
 }
 
@@ -51,7 +50,7 @@ pub fn stdin(limit: usize) -> Input {
 pub fn named_file(path: &Path, limit: usize) -> Input {
     Input {
         name: path.display().to_string(),
-        content: read_regular(path, Follow::Yes, limit),
+        content: read_regular(path, Follow::Links, limit),
     }
 }
 
@@ -154,7 +153,7 @@ impl<E> Search<'_, E> {
                     self.manifests += 1;
                     Input {
                         name: path.display().to_string(),
-                        content: read_regular(&path, Follow::No, self.limit),
+                        content: read_regular(&path, Follow::NoLinks, self.limit),
                     }
                 };
                 (self.visit)(input)?;
@@ -196,68 +195,25 @@ impl<E> Search<'_, E> {
         // at the end keeps a link swapped in meanwhile from being read.
         Some(Input {
             name,
-            content: read_regular(&target, Follow::No, self.limit),
+            content: read_regular(&target, Follow::NoLinks, self.limit),
         })
     }
 }
 
-/// Whether the last component of a path may be a symlink to follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Follow {
-    Yes,
-    No,
-}
-
 /// Reads a regular file, at most `limit + 1` bytes; refuses anything else
-/// without blocking on it.
+/// without blocking on it. The type is checked before opening too: opening
+/// a device runs its driver, which a linter has no business doing.
 fn read_regular(path: &Path, follow: Follow, limit: usize) -> Result<Vec<u8>, NotRead> {
     let metadata = match follow {
-        Follow::Yes => fs::metadata(path),
-        Follow::No => fs::symlink_metadata(path),
+        Follow::Links => fs::metadata(path),
+        Follow::NoLinks => fs::symlink_metadata(path),
     }
     .map_err(NotRead::failed)?;
-    if !metadata.is_file() {
-        return Err(NotRead::NotRegular(kind(metadata.file_type())));
+    if let Some(kind) = FileKind::of(metadata.file_type()) {
+        return Err(NotRead::NotRegular(kind));
     }
-    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    if follow == Follow::No {
-        flags |= OFlags::NOFOLLOW;
-    }
-    let file = File::from(
-        rustix::fs::open(path, flags, Mode::empty())
-            .map_err(|errno| NotRead::failed(io::Error::from(errno)))?,
-    );
-    let metadata = file.metadata().map_err(NotRead::failed)?;
-    if !metadata.is_file() {
-        return Err(NotRead::NotRegular(kind(metadata.file_type())));
-    }
-    read_bounded(file, limit).map_err(NotRead::failed)
-}
-
-/// What a file that is not a regular file is, for messages.
-fn kind(file_type: FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a fifo (named pipe)"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_symlink() {
-        "a symlink"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// Reads at most one byte past `limit`, so that an oversized input is
-/// recognised without reading (or holding) all of it.
-fn read_bounded(reader: impl Read, limit: usize) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    reader.take(cap).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    zerohop_input::read_regular(path, follow, limit).map_err(|err| match err {
+        NotRegular::Kind(kind) => NotRead::NotRegular(kind),
+        NotRegular::Io(err) => NotRead::failed(err),
+    })
 }

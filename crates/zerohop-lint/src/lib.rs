@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use zerohop_core::{Finding, Severity};
+use zerohop_input::FileKind;
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{self, Limits};
 
@@ -41,8 +42,8 @@ pub struct Input {
 /// Why an input was not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotRead {
-    /// Not a regular file; what it is (`a fifo (named pipe)`, ...).
-    NotRegular(&'static str),
+    /// Not a regular file; what it is.
+    NotRegular(FileKind),
     /// Reading failed; the system's message.
     Failed(String),
     /// A symlink under a linted directory whose target lies outside it.

@@ -280,7 +280,7 @@ fn invalid_input_says_what_to_do_for_each_failure() {
         (
             Input {
                 name: "pipe.yaml".into(),
-                content: Err(NotRead::NotRegular("a fifo (named pipe)")),
+                content: Err(NotRead::NotRegular(zerohop_input::FileKind::Fifo)),
             },
             "pipe it to `zerohop lint -`",
         ),

@@ -1,12 +1,10 @@
 //! Reading the intent file: a regular file, at most [`MAX_INTENT_BYTES`],
 //! without ever waiting on a FIFO or a terminal.
 
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::FileTypeExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
+use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::parse::MAX_INTENT_BYTES;
 
@@ -57,35 +55,15 @@ pub enum InputError {
 pub fn read_intent(path: &Path) -> Result<String, InputError> {
     let io_error = |err: io::Error| InputError::Io {
         path: path.to_owned(),
-        reason: reason(&err),
+        reason: os_reason(&err),
     };
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let file =
-        File::from(rustix::fs::open(path, flags, Mode::empty()).map_err(|e| io_error(e.into()))?);
-    let file_type = file.metadata().map_err(io_error)?.file_type();
-    if !file_type.is_file() {
-        let kind = if file_type.is_dir() {
-            "a directory"
-        } else if file_type.is_fifo() {
-            "a fifo"
-        } else if file_type.is_char_device() {
-            "a character device"
-        } else if file_type.is_block_device() {
-            "a block device"
-        } else if file_type.is_socket() {
-            "a socket"
-        } else {
-            "a special file"
-        };
-        return Err(InputError::NotAFile {
+    let bytes = read_regular(path, Follow::Links, MAX_INTENT_BYTES).map_err(|err| match err {
+        NotRegular::Kind(kind) => InputError::NotAFile {
             path: path.to_owned(),
-            kind,
-        });
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_INTENT_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_error)?;
+            kind: kind.described(),
+        },
+        NotRegular::Io(err) => io_error(err),
+    })?;
     if bytes.len() > MAX_INTENT_BYTES {
         return Err(InputError::TooLarge {
             path: path.to_owned(),
@@ -96,31 +74,9 @@ pub fn read_intent(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// The operating system's message without its `(os error N)` suffix and
-/// starting lowercase: `permission denied`, `no space left on device`.
-pub(crate) fn reason(err: &io::Error) -> String {
-    let text = err.to_string();
-    let text = match text.find(" (os error ") {
-        Some(index) => &text[..index],
-        None => &text,
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => "unknown error".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn os_reasons_are_lowercase_fragments() {
-        let denied = io::Error::from_raw_os_error(rustix::io::Errno::ACCESS.raw_os_error());
-        assert_eq!(reason(&denied), "permission denied");
-        assert_eq!(reason(&io::Error::other("Odd")), "odd");
-    }
 
     #[test]
     fn regular_files_are_read_and_others_refused() {

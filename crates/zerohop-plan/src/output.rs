@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use marker::Foreign;
 use marker::{Existing, MARKER};
 
-use crate::input::reason;
 use crate::render::ManifestSet;
+use zerohop_input::os_reason as reason;
 
 /// The most added or changed files a refusal names.
 const LISTED: usize = 8;

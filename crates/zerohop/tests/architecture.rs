@@ -53,10 +53,7 @@ fn actual() -> BTreeMap<String, BTreeSet<String>> {
     );
     let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata is JSON");
     let packages = metadata["packages"].as_array().expect("packages");
-    let members: BTreeSet<&str> = packages
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let members: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     packages
         .iter()
         .map(|package| {
@@ -89,7 +86,9 @@ fn every_crate_depends_only_on_what_the_architecture_allows() {
             continue;
         };
         for dep in deps.difference(may) {
-            problems.push(format!("{name} depends on {dep}, which its row does not allow"));
+            problems.push(format!(
+                "{name} depends on {dep}, which its row does not allow"
+            ));
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");

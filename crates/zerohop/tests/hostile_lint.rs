@@ -100,7 +100,7 @@ fn a_fifo_named_as_a_file_is_refused_not_waited_on() {
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let report = text(&output.stdout);
     assert!(
-        report.contains("error[ZL001]: not a regular file but a fifo (named pipe); not read"),
+        report.contains("error[ZL001]: not a regular file but a fifo; not read"),
         "{report}"
     );
     assert!(report.contains("pipe it to `zerohop lint -`"), "{report}");

@@ -310,7 +310,7 @@ fn a_fifo_is_refused_not_waited_on() {
         let out = zerohop(&["validate", "parse", &path.to_string_lossy()]);
         assert_eq!(out.status.code(), Some(2));
         assert!(
-            text(&out.stderr).contains("a FIFO, not a regular file: refused"),
+            text(&out.stderr).contains("a fifo, not a regular file: refused"),
             "{}",
             text(&out.stderr)
         );

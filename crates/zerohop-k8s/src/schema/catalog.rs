@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use regex::{Regex, RegexBuilder};
 use serde_json::Value;
+use zerohop_input::{Follow, NotRegular, read_regular};
 
 use super::validate::Walker;
 use super::violation::Listing;
@@ -108,11 +108,21 @@ impl CrdCatalog {
         for path in files {
             // Read through a cap rather than trusting the size first seen:
             // a file may grow between the two.
-            let mut text = String::new();
-            fs::File::open(&path)
-                .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
-                .map_err(io(&path))?;
-            if text.len() as u64 > MAX_FILE_BYTES {
+            // Opened without waiting and refused unless it is a regular
+            // file: a FIFO named `*.yaml` must not hang the run.
+            let cap = usize::try_from(MAX_FILE_BYTES).unwrap_or(usize::MAX);
+            let bytes = read_regular(&path, Follow::Links, cap).map_err(|err| match err {
+                NotRegular::Kind(kind) => SchemaError::Parse {
+                    path: path.clone(),
+                    message: format!("{kind}, not a regular file"),
+                },
+                NotRegular::Io(err) => io(&path)(err),
+            })?;
+            let text = String::from_utf8(bytes).map_err(|_| SchemaError::Parse {
+                path: path.clone(),
+                message: "not UTF-8 text".to_owned(),
+            })?;
+            if text.len() > cap {
                 return Err(SchemaError::Parse {
                     path,
                     message: format!("file is larger than {MAX_FILE_BYTES} bytes"),

@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
+use zerohop_input::{Follow, NotRegular};
 
 /// The marker's file name, in the output directory.
 pub(crate) const MARKER: &str = ".zerohop-plan";
@@ -206,19 +205,15 @@ fn list(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<Entry>) -> std::io
 /// without following a link or waiting on a FIFO put in its place since
 /// the directory was listed.
 fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let flags =
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let file = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fs::File::from(fd),
-        Err(Errno::LOOP) => return Ok(None),
-        Err(errno) => return Err(errno.into()),
-    };
-    if !file.metadata()?.is_file() {
-        return Ok(None);
+    let cap = usize::try_from(MAX_FILE_BYTES).unwrap_or(usize::MAX);
+    match zerohop_input::read_regular(path, Follow::NoLinks, cap) {
+        Ok(bytes) => Ok((bytes.len() <= cap).then_some(bytes)),
+        Err(NotRegular::Kind(_)) => Ok(None),
+        Err(NotRegular::Io(err)) if err.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
+            Ok(None)
+        }
+        Err(NotRegular::Io(err)) => Err(err),
     }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes))
 }
 
 /// The SHA-256 of a file as [`read_regular`] reads it.

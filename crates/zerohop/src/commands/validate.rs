@@ -1,14 +1,13 @@
 //! `zerohop validate`: judges what the fabric tests printed (nccl-tests,
 //! `NCCL_DEBUG` logs, perftest, `nvidia-smi topo -m`, GDS tools).
 
-use std::fs::{File, Metadata, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use zerohop_core::exit::ExitCode;
 use zerohop_core::render::{human, json};
+use zerohop_input::{Follow, NotRegular, open_regular, os_reason, read_capped};
 use zerohop_validate::judge::{self, Capture, Expectations};
 use zerohop_validate::nccl::collective::Collective;
 
@@ -166,63 +165,33 @@ fn parse(args: ParseArgs) -> Result<i32, CliError> {
 /// what was opened, not of what the path named a moment before. Meant for
 /// every command that reads a captured output (`topo --compare` too).
 pub(crate) fn read_capture(path: &Path) -> Result<String, String> {
-    if path.as_os_str() == "-" {
-        return bounded(io::stdin().lock())
-            .map_err(|err| format!("cannot read standard input: {err}"));
-    }
-    let file: File = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|err| format!("cannot open: {err}"))?;
-    let metadata = file
-        .metadata()
-        .map_err(|err| format!("cannot read its type: {err}"))?;
-    if !metadata.is_file() {
+    let cap = usize::try_from(MAX_CAPTURE_BYTES).unwrap_or(usize::MAX);
+    let bytes = if path.as_os_str() == "-" {
+        read_capped(io::stdin().lock(), cap)
+            .map_err(|err| format!("cannot read standard input: {}", os_reason(&err)))?
+    } else {
+        let file = open_regular(path, Follow::Links).map_err(|err| match err {
+            NotRegular::Kind(kind) => format!("{kind}, not a regular file: refused"),
+            NotRegular::Io(err) => format!("cannot open: {}", os_reason(&err)),
+        })?;
+        let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
+        if size > MAX_CAPTURE_BYTES {
+            return Err(format!(
+                "{size} bytes, over the {} MiB a capture may have",
+                MAX_CAPTURE_BYTES >> 20
+            ));
+        }
+        read_capped(file, cap).map_err(|err| format!("cannot read: {}", os_reason(&err)))?
+    };
+    // A file that grew while it was read (or a `/proc` file whose size
+    // reads as 0) is still bounded.
+    if bytes.len() > cap {
         return Err(format!(
-            "{}, not a regular file: refused",
-            file_type(&metadata)
-        ));
-    }
-    if metadata.len() > MAX_CAPTURE_BYTES {
-        return Err(format!(
-            "{} bytes, over the {} MiB a capture may have",
-            metadata.len(),
-            MAX_CAPTURE_BYTES >> 20
-        ));
-    }
-    bounded(file).map_err(|err| format!("cannot read: {err}"))
-}
-
-/// Reads at most one byte past the cap, so that a file that grows (or a
-/// `/proc` file whose size reads as 0) is still bounded.
-fn bounded(reader: impl Read) -> io::Result<String> {
-    let mut bytes = Vec::new();
-    reader.take(MAX_CAPTURE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CAPTURE_BYTES {
-        return Err(io::Error::other(format!(
             "over the {} MiB a capture may have",
             MAX_CAPTURE_BYTES >> 20
-        )));
+        ));
     }
     // Valid UTF-8 (nearly every capture) is taken as it is, without a copy.
     Ok(String::from_utf8(bytes)
         .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned()))
-}
-
-fn file_type(metadata: &Metadata) -> &'static str {
-    let kind = metadata.file_type();
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    }
 }
