@@ -75,7 +75,7 @@ pub(crate) fn doca_env_near_miss(name: &str) -> Option<&'static str> {
         .find(|known| {
             words(known) == mine || name.to_ascii_uppercase().starts_with(&format!("{known}_"))
         })
-        .or_else(|| zerohop_k8s::schema::closest(name, DOCA_DRIVER_ENV.iter().copied()))
+        .or_else(|| zerohop_known::suggest::closest(name, DOCA_DRIVER_ENV.iter().copied()))
 }
 
 /// Whether `name` matches `^[A-Za-z0-9]([A-Za-z0-9<extra>]*[A-Za-z0-9])?$`:
