@@ -256,6 +256,41 @@ pub trait Tree<'a>: Copy {
     fn members(self) -> Vec<(&'a str, Self, Self::Place)>;
 }
 
+/// A document as serde_json parsed it (the doctor's [`crate::jsonc::parse`],
+/// or a `cufile.json` being rendered).
+impl<'a> Tree<'a> for &'a serde_json::Value {
+    type Place = ();
+
+    fn shape(self) -> Shape<'a> {
+        use serde_json::Value;
+        match self {
+            Value::Null => Shape::Null,
+            Value::Bool(_) => Shape::Bool,
+            Value::Number(n) if n.is_i64() || n.is_u64() => Shape::Integer,
+            Value::Number(_) => Shape::Float,
+            Value::String(text) => Shape::Text(text),
+            Value::Array(_) => Shape::List,
+            Value::Object(_) => Shape::Object,
+        }
+    }
+
+    fn items(self) -> Vec<Self> {
+        self.as_array()
+            .map(|items| items.iter().collect())
+            .unwrap_or_default()
+    }
+
+    fn members(self) -> Vec<(&'a str, Self, ())> {
+        self.as_object()
+            .map(|map| {
+                map.iter()
+                    .map(|(key, value)| (key.as_str(), value, ()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// What is wrong with one key of a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
@@ -513,6 +548,22 @@ mod tests {
                 "`properties.force_compat_mode` should be a boolean",
                 "`properties.rdma_dynamic_routing_order` is `GPU`, not one of GPU_MEM_NVLINKS, GPU_MEM, SYS_MEM, P2P",
                 "`logging.level` is `LOUD`, not one of NOTICE, ERROR, WARN, INFO, DEBUG, TRACE",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_json_value_is_judged_like_any_tree() {
+        let value = serde_json::json!({
+            "properties": {"allow_compat_mode": "yes", "io_batchsize": 128},
+            "nvfs": {},
+        });
+        let found: Vec<String> = judge(&value).iter().map(Finding::message).collect();
+        assert_eq!(
+            found,
+            [
+                "`nvfs` is not a cufile key",
+                "`properties.allow_compat_mode` should be a boolean",
             ]
         );
     }

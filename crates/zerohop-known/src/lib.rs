@@ -9,6 +9,7 @@
 pub mod cufile;
 pub mod jsonc;
 pub mod names;
+pub mod nic;
 pub mod shell;
 pub mod suggest;
 pub mod systemd;

@@ -8,49 +8,12 @@ use zerohop_core::Remediation;
 use zerohop_host::facts::CufileJson;
 use zerohop_host::facts::gds::{CUFILE_DEFAULT, NVIDIA_FS_PROC};
 use zerohop_host::probe::{DirectIo, ProbeState};
-use zerohop_known::cufile::{self as cufile_schema, Shape};
+use zerohop_known::cufile as cufile_schema;
 
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, quote};
-
-/// A parsed `cufile.json` as the schema of [`zerohop_known::cufile`] walks it.
-#[derive(Debug, Clone, Copy)]
-pub struct JsonTree<'a>(pub &'a Value);
-
-impl<'a> cufile_schema::Tree<'a> for JsonTree<'a> {
-    type Place = ();
-
-    fn shape(self) -> Shape<'a> {
-        match self.0 {
-            Value::Null => Shape::Null,
-            Value::Bool(_) => Shape::Bool,
-            Value::Number(n) if n.is_i64() || n.is_u64() => Shape::Integer,
-            Value::Number(_) => Shape::Float,
-            Value::String(text) => Shape::Text(text),
-            Value::Array(_) => Shape::List,
-            Value::Object(_) => Shape::Object,
-        }
-    }
-
-    fn items(self) -> Vec<Self> {
-        match self.0 {
-            Value::Array(items) => items.iter().map(JsonTree).collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    fn members(self) -> Vec<(&'a str, Self, ())> {
-        match self.0 {
-            Value::Object(map) => map
-                .iter()
-                .map(|(key, value)| (key.as_str(), JsonTree(value), ()))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-}
 
 /// Whether GPUDirect Storage is wanted: the profile says so, or `nvidia_fs` is loaded.
 fn gds_wanted(ctx: &Context<'_>) -> bool {
@@ -193,7 +156,7 @@ declare_check! {
 
 fn cufile_unknown_keys(ctx: &Context<'_>) -> Vec<Outcome> {
     let (file, value) = need!(cufile(ctx));
-    let findings = cufile_schema::judge(JsonTree(value));
+    let findings = cufile_schema::judge(value);
     let outcome = if findings.is_empty() {
         Outcome::pass("every key is a cufile key with a value of its type")
     } else {
