@@ -8,9 +8,9 @@ use std::fs;
 use std::path::Path;
 
 use zerohop_core::Status;
-use zerohop_doctor::checks::gds::{GDSCHECK_ALIASES, is_known_key};
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
+use zerohop_known::cufile;
 
 /// A temporary root holding `files`: (path in the root, capture name).
 fn root_with(corpus: &Path, files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -303,14 +303,10 @@ fn gdscheck_reports_only_keys_the_doctor_knows() {
         assert!(keys.len() >= 18, "{}: {keys:?}", capture.display());
         for key in keys {
             // gdscheck prints `use_compat_mode` for the JSON key `allow_compat_mode`.
-            let key = GDSCHECK_ALIASES
-                .iter()
-                .find(|(shown, _)| *shown == key)
-                .map_or(key.as_str(), |(_, json)| json)
-                .to_owned();
+            let key = cufile::from_gdscheck(&key);
             let parts: Vec<&str> = key.split('.').collect();
             assert!(
-                is_known_key(&parts),
+                cufile::lookup(&parts).is_some(),
                 "{}: `{key}` is printed by gdscheck but unknown to GDS002",
                 capture.display()
             );
@@ -322,5 +318,5 @@ fn gdscheck_reports_only_keys_the_doctor_knows() {
             .unwrap();
     assert!(text.contains("properties.force_compat_mode : false"));
     // And the guide's `nvfs` block is no cuFile key.
-    assert!(!is_known_key(&["nvfs"]));
+    assert!(cufile::lookup(&["nvfs"]).is_none());
 }

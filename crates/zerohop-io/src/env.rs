@@ -5,6 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use zerohop_known::memlock;
+pub use zerohop_known::memlock::Memlock;
+
 use crate::gpu::GpuEnvironment;
 
 /// Facts about the machine the run happened on.
@@ -49,28 +52,6 @@ fn as_object<S: serde::Serializer>(
     serializer.collect_map(pairs.iter().map(|(name, value)| (*name, *value)))
 }
 
-/// Locked-memory limits, which cap io_uring fixed buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Memlock {
-    /// Soft limit in bytes; `None` is unlimited.
-    pub soft_bytes: Option<u64>,
-    /// Hard limit in bytes; `None` is unlimited.
-    pub hard_bytes: Option<u64>,
-    /// Whether the process has `CAP_IPC_LOCK`, which lifts the limit.
-    pub cap_ipc_lock: bool,
-}
-
-impl Memlock {
-    /// The bytes that may be registered as fixed buffers, `None` if any.
-    pub fn budget(self) -> Option<u64> {
-        if self.cap_ipc_lock {
-            None
-        } else {
-            self.soft_bytes
-        }
-    }
-}
-
 /// One hugetlb pool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HugepagePool {
@@ -97,31 +78,15 @@ fn read(path: &str) -> Option<String> {
         .map(|s| s.trim().to_owned())
 }
 
-/// Parses `/proc/self/limits` for the locked-memory line.
+/// The locked-memory limits from `/proc/self/limits` and `/proc/self/status`;
+/// a limit that cannot be read counts as 0 bytes, so that nothing is
+/// registered on a guess.
 pub fn parse_memlock(limits: &str, status: &str) -> Memlock {
-    let mut soft_bytes = Some(0);
-    let mut hard_bytes = Some(0);
-    if let Some(line) = limits.lines().find(|l| l.starts_with("Max locked memory")) {
-        let fields: Vec<&str> = line["Max locked memory".len()..]
-            .split_whitespace()
-            .collect();
-        let parse = |f: Option<&&str>| match f {
-            Some(&"unlimited") => None,
-            Some(v) => v.parse().ok().or(Some(0)),
-            None => Some(0),
-        };
-        soft_bytes = parse(fields.first());
-        hard_bytes = parse(fields.get(1));
-    }
-    let cap_ipc_lock = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1 << 14) != 0);
+    let (soft_bytes, hard_bytes) = memlock::parse_limits(limits).unwrap_or((Some(0), Some(0)));
     Memlock {
         soft_bytes,
         hard_bytes,
-        cap_ipc_lock,
+        cap_ipc_lock: memlock::has_cap_ipc_lock(status),
     }
 }
 
@@ -215,24 +180,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\
-Max open files            1024                 524288               files     \n\
-Max locked memory         8388608              unlimited            bytes     \n";
-
     #[test]
-    fn memlock_limits_and_capability_are_parsed() {
-        let status = "Name:\tzerohop\nCapEff:\t0000000000004000\n";
+    fn an_unreadable_memlock_limit_allows_nothing() {
+        let memlock = parse_memlock("", "CapEff:\t0000000000000000\n");
+        assert_eq!(memlock.budget(), Some(0));
         assert_eq!(
-            parse_memlock(LIMITS, status),
-            Memlock {
-                soft_bytes: Some(8 << 20),
-                hard_bytes: None,
-                cap_ipc_lock: true
-            }
+            parse_memlock("", "CapEff:\t0000000000004000\n").budget(),
+            None
         );
-        let unprivileged = parse_memlock(LIMITS, "CapEff:\t0000000000000000\n");
-        assert_eq!(unprivileged.budget(), Some(8 << 20));
-        assert_eq!(parse_memlock(LIMITS, status).budget(), None);
     }
 
     #[test]

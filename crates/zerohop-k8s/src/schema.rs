@@ -16,13 +16,11 @@
 
 mod catalog;
 mod object_meta;
-mod suggest;
 mod validate;
 mod violation;
 
 pub use catalog::{CrdCatalog, SchemaError, SkippedConstraint, UnknownKind};
 pub use object_meta::validate_object_meta;
-pub use suggest::closest;
 pub use violation::{PathSegment, SchemaViolation, ViolationKind, display_path};
 
 #[cfg(test)]

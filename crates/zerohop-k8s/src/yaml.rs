@@ -265,6 +265,10 @@ pub enum LoadErrorKind {
     /// The YAML parser rejected the input.
     #[error("invalid YAML: {0}")]
     Syntax(String),
+    /// A JSON document (`cufile.json`, read as JSON with comments) that is
+    /// not valid JSON.
+    #[error("invalid JSON: {0}")]
+    Json(String),
     /// Nesting deeper than [`Limits::max_depth`].
     #[error("nesting is deeper than the limit of {0} levels")]
     TooDeep(usize),

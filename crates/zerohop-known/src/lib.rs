@@ -6,6 +6,11 @@
 //! so that two commands never judge the same thing by two different copies.
 //! Every table and grammar names the document or source file it follows.
 
+pub mod cufile;
+pub mod jsonc;
+pub mod memlock;
 pub mod names;
+pub mod nic;
 pub mod shell;
+pub mod suggest;
 pub mod systemd;

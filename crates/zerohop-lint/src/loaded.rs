@@ -14,7 +14,10 @@ use std::path::Path;
 
 use zerohop_core::render::snippet::Texts;
 use zerohop_k8s::schema::CrdCatalog;
-use zerohop_k8s::yaml::{self, Entry, Limits, LoadError, Node, Value, Yaml11Reading};
+use zerohop_k8s::yaml::{
+    self, Entry, Limits, LoadError, LoadErrorKind, Mark, Node, Value, Yaml11Reading,
+};
+use zerohop_known::jsonc;
 
 use crate::{Input, NotRead, inputs, is_cufile};
 
@@ -149,64 +152,28 @@ fn block(size: usize) -> usize {
     }
 }
 
-/// `cufile.json` carries `//` comments, which JSON and YAML lack: blank them
-/// out (keeping every position) and load the rest as YAML flow.
+/// `cufile.json` is JSON with `//` and `/* */` comments: it must parse as
+/// the doctor parses it (strict JSON once the comments are stripped, by the
+/// same code), and is then loaded as YAML flow, whose nodes keep their
+/// spans (comments blanked, so lines and columns stay those of the file).
 fn load_cufile(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
     if text.len() > limits.max_bytes {
-        // Too large: the loader says so without the work of blanking.
+        // Too large: the loader says so without the work of parsing.
         return yaml::load_str(text, limits);
     }
-    yaml::load_str(&blank_comments(text), limits)
-}
-
-/// Replaces `//` line comments and `/* */` block comments outside strings
-/// with spaces, keeping newlines so that lines and columns do not move.
-fn blank_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let (mut in_string, mut escaped) = (false, false);
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                out.push(' ');
-                while let Some(&next) = chars.peek() {
-                    if next == '\n' {
-                        break;
-                    }
-                    out.push(' ');
-                    chars.next();
-                }
-            }
-            ('/', Some('*')) => {
-                out.push(' ');
-                let mut previous = ' ';
-                for next in chars.by_ref() {
-                    out.push(if next == '\n' { '\n' } else { ' ' });
-                    if previous == '*' && next == '/' {
-                        break;
-                    }
-                    previous = next;
-                }
-            }
-            _ => out.push(c),
-        }
+    let invalid = |line: usize, column: usize, message: String| LoadError {
+        at: Mark {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            column: u32::try_from(column).unwrap_or(u32::MAX),
+        },
+        kind: LoadErrorKind::Json(message),
+    };
+    if let Err(err) = jsonc::parse(text) {
+        return Err(invalid(err.line, err.column, err.message));
     }
-    out
+    let stripped = jsonc::strip_comments(text)
+        .map_err(|unclosed| invalid(unclosed.line, unclosed.column, unclosed.to_string()))?;
+    yaml::load_str(&stripped, limits)
 }
 
 /// Why a run stopped before linting anything.
@@ -392,13 +359,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn comments_are_blanked_in_place() {
-        let text = "{ // c\n \"a\": \"//x\", /* b\n */ \"b\": 1 }";
-        let blanked = blank_comments(text);
-        assert_eq!(blanked.len(), text.len());
-        assert_eq!(blanked.lines().count(), text.lines().count());
-        assert!(blanked.contains("\"//x\""));
-        assert!(!blanked.contains("/*"));
+    fn an_unclosed_comment_makes_a_cufile_invalid() {
+        let loaded = load(
+            Input {
+                name: "etc/cufile.json".into(),
+                content: Ok(b"{\n  \"logging\": {} /* until the end\n}\n".to_vec()),
+            },
+            &Limits::default(),
+        );
+        let Content::Invalid { error, .. } = &loaded.content else {
+            panic!("{loaded:?}");
+        };
+        assert_eq!((error.at.line, error.at.column), (2, 17));
+        assert_eq!(
+            error.kind,
+            LoadErrorKind::Json("block comment is not closed".into())
+        );
     }
 
     #[test]

@@ -7,7 +7,6 @@
 //! [`ManifestSet`], and [`write_set`] writes that set to a directory
 //! atomically.
 
-pub mod devices;
 mod diagnostic;
 mod grammar;
 mod input;

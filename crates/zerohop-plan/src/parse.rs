@@ -30,7 +30,7 @@ fn diagnostic(err: &Error) -> Diagnostic {
             field, expected, ..
         } => {
             let found = Diagnostic::at(&location, format!("unknown field {field:?}"));
-            match zerohop_k8s::schema::closest(field, expected.iter().copied()) {
+            match zerohop_known::suggest::closest(field, expected.iter().copied()) {
                 Some(suggestion) => found.help(format!("did you mean {suggestion:?}?")),
                 None => found.help(format!("expected one of {}", quoted(expected))),
             }
@@ -39,7 +39,7 @@ fn diagnostic(err: &Error) -> Diagnostic {
             variant, expected, ..
         } => {
             let found = Diagnostic::at(&location, format!("unknown value {variant:?}"));
-            match zerohop_k8s::schema::closest(variant, expected.iter().copied()) {
+            match zerohop_known::suggest::closest(variant, expected.iter().copied()) {
                 Some(suggestion) => found.help(format!("did you mean {suggestion:?}?")),
                 None => found.help(format!("expected one of {}", quoted(expected))),
             }

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::devices::NicModel;
 use crate::intent::{CpuVendor, HugepageSize, Ipam, LinkType, Platform, RdmaMode};
+use zerohop_known::nic::NicModel;
 
 /// A validated intent with every default resolved; what the renderers read.
 #[derive(Debug, Clone)]

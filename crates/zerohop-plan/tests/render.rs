@@ -224,3 +224,17 @@ fn deploy_order_puts_the_nic_driver_before_the_gpu_operator() {
         .expect("units");
     assert!(units.iter().any(|u| u["name"] == r"mnt-ai\x2ddata.mount"));
 }
+
+/// The `cufile.json` plan writes is judged by the schema the doctor
+/// (GDS002) and the linter (ZL081) use: no key cuFile would ignore.
+#[test]
+fn the_rendered_cufile_json_holds_only_keys_cufile_reads() {
+    let set = rendered("cluster.yaml", Platform::Kubernetes);
+    let file = set
+        .files
+        .iter()
+        .find(|file| file.path == "cufile.json")
+        .expect("cluster.yaml asks for gds");
+    let value = zerohop_known::jsonc::parse(&file.contents).unwrap();
+    assert_eq!(zerohop_known::cufile::judge(&value), Vec::new());
+}

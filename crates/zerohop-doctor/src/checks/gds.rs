@@ -8,152 +8,12 @@ use zerohop_core::Remediation;
 use zerohop_host::facts::CufileJson;
 use zerohop_host::facts::gds::{CUFILE_DEFAULT, NVIDIA_FS_PROC};
 use zerohop_host::probe::{DirectIo, ProbeState};
+use zerohop_known::cufile as cufile_schema;
 
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, quote};
-
-/// The keys of `cufile.json` that libcufile reads, as dotted paths; `*`
-/// stands for any one key (a mount point in `mount_table`).
-///
-/// Sources: the `cufile.json` NVIDIA documents in the GPUDirect Storage
-/// Benchmarking and Configuration Guide ("JSON schema", GDS 1.14 era) and
-/// ships as `/usr/local/cuda/gds/cufile.json` (CUDA 11.4 to 12.x, with the
-/// commented-out `rdma_dc_key`, `rdma_access_mask`, `mount_table`
-/// blocks); the keys `gdscheck -p` prints under `CUFILE CONFIGURATION`
-/// (GDS 1.0 and 1.14 captures); and the key list of NVIDIA/MagnumIO
-/// gds-diag `checks/cufile_config.py` (`properties.rdma_peer_type`,
-/// `properties.prefer_iouring`, `block.nvmeof.use_pci_p2pdma`). A block
-/// named `nvfs` (seen in a widely copied guide) is not among them.
-pub const CUFILE_KEYS: &[&str] = &[
-    "logging",
-    "logging.dir",
-    "logging.level",
-    "logging.max_file_size_mb",
-    "profile",
-    "profile.nvtx",
-    "profile.cufile_stats",
-    "execution",
-    "execution.max_io_queue_depth",
-    "execution.max_io_threads",
-    "execution.parallel_io",
-    "execution.min_io_threshold_size_kb",
-    "execution.max_request_parallelism",
-    "properties",
-    "properties.gpu_bounce_buffer_slab_config",
-    "properties.gpu_bounce_buffer_slab_config.slab_size_kb",
-    "properties.gpu_bounce_buffer_slab_config.slab_count",
-    "properties.max_direct_io_size_kb",
-    "properties.max_device_cache_size_kb",
-    "properties.per_buffer_cache_size_kb",
-    "properties.max_device_pinned_mem_size_kb",
-    "properties.posix_pool_slab_size_kb",
-    "properties.posix_pool_slab_count",
-    "properties.use_poll_mode",
-    "properties.poll_mode_max_size_kb",
-    "properties.use_pci_p2pdma",
-    "properties.allow_compat_mode",
-    "properties.force_compat_mode",
-    "properties.force_odirect_mode",
-    "properties.prefer_iouring",
-    "properties.gds_rdma_write_support",
-    "properties.io_batchsize",
-    "properties.max_batch_io_size",
-    "properties.max_batch_io_timeout_msecs",
-    "properties.io_priority",
-    "properties.rdma_dev_addr_list",
-    "properties.rdma_load_balancing_policy",
-    "properties.rdma_peer_affinity_policy",
-    "properties.rdma_peer_type",
-    "properties.rdma_dc_key",
-    "properties.rdma_access_mask",
-    "properties.rdma_dynamic_routing",
-    "properties.rdma_dynamic_routing_order",
-    "fs",
-    "fs.generic",
-    "fs.generic.posix_unaligned_writes",
-    "fs.lustre",
-    "fs.lustre.posix_gds_min_kb",
-    "fs.lustre.rdma_dev_addr_list",
-    "fs.lustre.mount_table",
-    "fs.lustre.mount_table.*",
-    "fs.lustre.mount_table.*.rdma_dev_addr_list",
-    "fs.beegfs",
-    "fs.beegfs.posix_gds_min_kb",
-    "fs.beegfs.rdma_dev_addr_list",
-    "fs.beegfs.mount_table",
-    "fs.beegfs.mount_table.*",
-    "fs.beegfs.mount_table.*.rdma_dev_addr_list",
-    "fs.scatefs",
-    "fs.scatefs.posix_gds_min_kb",
-    "fs.nfs",
-    "fs.nfs.use_pci_p2pdma",
-    "fs.nfs.rdma_dev_addr_list",
-    "fs.nfs.mount_table",
-    "fs.nfs.mount_table.*",
-    "fs.nfs.mount_table.*.rdma_dev_addr_list",
-    "fs.gpfs",
-    "fs.gpfs.gds_write_support",
-    "fs.gpfs.gds_async_support",
-    "fs.gpfs.rdma_dev_addr_list",
-    "fs.gpfs.mount_table",
-    "fs.gpfs.mount_table.*",
-    "fs.gpfs.mount_table.*.rdma_dev_addr_list",
-    "fs.weka",
-    "fs.weka.rdma_write_support",
-    "block",
-    "block.nvme",
-    "block.nvme.use_pci_p2pdma",
-    "block.nvmeof",
-    "block.nvmeof.use_pci_p2pdma",
-    "block.raid",
-    "block.raid.use_pci_p2pdma",
-    "denylist",
-    "denylist.drivers",
-    "denylist.devices",
-    "denylist.mounts",
-    "denylist.filesystems",
-    "miscellaneous",
-    "miscellaneous.api_check_aggressive",
-    "miscellaneous.enable_static_routing",
-    "miscellaneous.static_routing_filepath",
-];
-
-/// Names `gdscheck -p` prints that differ from the JSON key it reads:
-/// (printed, key in `cufile.json`).
-pub const GDSCHECK_ALIASES: &[(&str, &str)] =
-    &[("properties.use_compat_mode", "properties.allow_compat_mode")];
-
-/// Whether the dotted `path` is a `cufile.json` key libcufile reads.
-pub fn is_known_key(path: &[&str]) -> bool {
-    CUFILE_KEYS.iter().any(|known| {
-        let pattern: Vec<&str> = known.split('.').collect();
-        pattern.len() == path.len() && pattern.iter().zip(path).all(|(p, k)| *p == "*" || p == k)
-    })
-}
-
-/// The dotted paths of keys in `value` that are not cuFile keys; their
-/// contents are not searched further.
-pub fn unknown_keys(value: &Value) -> Vec<String> {
-    let mut unknown = Vec::new();
-    let mut stack: Vec<(Vec<String>, &Value)> = vec![(Vec::new(), value)];
-    while let Some((path, value)) = stack.pop() {
-        let Value::Object(map) = value else { continue };
-        for (key, child) in map {
-            let mut child_path = path.clone();
-            child_path.push(key.clone());
-            let parts: Vec<&str> = child_path.iter().map(String::as_str).collect();
-            if is_known_key(&parts) {
-                stack.push((child_path, child));
-            } else {
-                unknown.push(child_path.join("."));
-            }
-        }
-    }
-    unknown.sort();
-    unknown
-}
 
 /// Whether GPUDirect Storage is wanted: the profile says so, or `nvidia_fs` is loaded.
 fn gds_wanted(ctx: &Context<'_>) -> bool {
@@ -262,23 +122,28 @@ fn cufile_invalid(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// `cufile.json` holds only keys libcufile reads.
+    /// `cufile.json` holds only keys libcufile reads, with values of their type.
     ///
     /// ## What it checks
     /// Every key of `cufile.json` against the keys NVIDIA documents and
     /// ships (`logging`, `profile`, `execution`, `properties`, `fs`,
-    /// `block`, `denylist`, `miscellaneous` and their members). Unknown
-    /// keys warn; their contents are not searched.
+    /// `block`, `denylist`, `miscellaneous` and their members): unknown
+    /// keys, keys under an old name (`blacklist` for `denylist`), values
+    /// of another type (`"true"` for `true`) and values outside a key's
+    /// list (`logging.level`, `rdma_dynamic_routing_order`) warn. The
+    /// contents of an unknown key are not searched. `zerohop lint` judges
+    /// a `cufile.json` by the same schema (ZL081).
     ///
     /// ## Why it matters
     /// libcufile ignores keys it does not know, silently. A misspelt
     /// `rdma_dev_adr_list`, or a block such as `"nvfs": { "rdma": … }`
-    /// copied from a guide, looks configured and does nothing.
+    /// copied from a guide, looks configured and does nothing; a value of
+    /// the wrong type leaves the default in place.
     ///
     /// ## How to fix
     /// Move the setting to its documented key (for RDMA client addresses:
-    /// `properties.rdma_dev_addr_list`, or `fs.<fs>.mount_table`), or
-    /// delete it.
+    /// `properties.rdma_dev_addr_list`, or `fs.<fs>.mount_table`) with a
+    /// value of its type, or delete it.
     pub static CUFILE_UNKNOWN_KEYS = {
         id: "GDS002",
         name: "cufile-unknown-keys",
@@ -291,20 +156,28 @@ declare_check! {
 
 fn cufile_unknown_keys(ctx: &Context<'_>) -> Vec<Outcome> {
     let (file, value) = need!(cufile(ctx));
-    let unknown = unknown_keys(value);
-    let outcome = if unknown.is_empty() {
-        Outcome::pass("every key is a cufile key")
+    let findings = cufile_schema::judge(value);
+    let outcome = if findings.is_empty() {
+        Outcome::pass("every key is a cufile key with a value of its type")
     } else {
-        Outcome::warn(format!("{} unknown to libcufile and ignored: {}", plural(unknown.len(), "key"), unknown.join(", ")))
-            .fix(Remediation::new("move each setting to its documented key or delete it")
+        let problems: Vec<String> = findings
+            .iter()
+            .map(cufile_schema::Finding::message)
+            .collect();
+        Outcome::warn(format!("{} that libcufile ignores or misreads: {}", plural(findings.len(), "key"), problems.join("; ")))
+            .fix(Remediation::new("move each setting to its documented key with a value of its type, or delete it")
                 .command(format!("diff <(grep -o '\"[a-z_]*\"' /usr/local/cuda/gds/cufile.json | sort -u) <(grep -o '\"[a-z_]*\"' {} | sort -u)", quote(&file.path))))
     };
     vec![outcome.evidence(
         source_note(file),
-        if unknown.is_empty() {
+        if findings.is_empty() {
             "all keys known".to_owned()
         } else {
-            unknown.join(" ")
+            findings
+                .iter()
+                .map(|f| f.path.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
         },
     )]
 }

@@ -226,8 +226,10 @@ declare_check! {
     /// The locked-memory limit allows registering RDMA buffers.
     ///
     /// ## What it checks
-    /// The soft `Max locked memory` of this process in `/proc/self/limits`:
-    /// unlimited passes, less than 16 GiB warns where RDMA is present or
+    /// The soft `Max locked memory` of this process in `/proc/self/limits`
+    /// and `CAP_IPC_LOCK` in `CapEff` of `/proc/self/status`: unlimited, or
+    /// any limit with the capability (which lifts it), passes; less than
+    /// 16 GiB warns where RDMA is present or
     /// wanted (elsewhere it is information). Only on the live host: in a
     /// container it is the container's limit, which is what workloads get.
     ///
@@ -260,17 +262,28 @@ fn memlock(ctx: &Context<'_>) -> Vec<Outcome> {
     let limit = need!(require(fact, || Outcome::unknown(
         "/proc/self/limits is absent"
     )));
-    vec![match limit {
-        Memlock::Unlimited => Outcome::pass("memlock unlimited").evidence(PATH, "unlimited"),
-        Memlock::Bytes(n) if *n >= MEMLOCK_MIN => Outcome::pass(format!("memlock {}", bytes(*n))).evidence(PATH, n.to_string()),
+    let evidence = |limit: &Memlock| {
+        let soft = limit
+            .soft_bytes
+            .map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+        if limit.cap_ipc_lock {
+            format!("{soft} (CAP_IPC_LOCK in CapEff of /proc/self/status)")
+        } else {
+            soft
+        }
+    };
+    vec![match (limit.budget(), limit.cap_ipc_lock) {
+        (None, true) => Outcome::pass("CAP_IPC_LOCK lifts the memlock limit").evidence(PATH, evidence(limit)),
+        (None, false) => Outcome::pass("memlock unlimited").evidence(PATH, "unlimited"),
+        (Some(n), _) if n >= MEMLOCK_MIN => Outcome::pass(format!("memlock {}", bytes(n))).evidence(PATH, n.to_string()),
         // Without RDMA on this host, a small limit harms nothing yet.
-        Memlock::Bytes(n) if !crate::checks::rdma::wants_rdma(ctx) => {
-            Outcome::info(format!("memlock limit {}: too small for rdma registration if rdma is added", bytes(*n)))
+        (Some(n), _) if !crate::checks::rdma::wants_rdma(ctx) => {
+            Outcome::info(format!("memlock limit {}: too small for rdma registration if rdma is added", bytes(n)))
                 .evidence(PATH, n.to_string())
         }
-        Memlock::Bytes(n) => Outcome::warn(format!("memlock limit {} is below {}: rdma registration of large buffers fails", bytes(*n), bytes(MEMLOCK_MIN)))
+        (Some(n), _) => Outcome::warn(format!("memlock limit {} is below {}: rdma registration of large buffers fails", bytes(n), bytes(MEMLOCK_MIN)))
             .evidence(PATH, n.to_string())
-            .fix(Remediation::new("raise the memlock limit to unlimited")
+            .fix(Remediation::new("raise the memlock limit to unlimited, or grant CAP_IPC_LOCK")
                 .command("echo '* - memlock unlimited' >> /etc/security/limits.conf")
                 .command("# systemd: LimitMEMLOCK=infinity; Kubernetes: securityContext.capabilities.add: [IPC_LOCK]")),
     }]
@@ -302,13 +315,23 @@ mod tests {
         outcomes[0].status
     }
 
+    fn limit(soft_bytes: Option<u64>, cap_ipc_lock: bool) -> Memlock {
+        Memlock {
+            soft_bytes,
+            hard_bytes: soft_bytes,
+            cap_ipc_lock,
+        }
+    }
+
     #[test]
     fn memlock_thresholds() {
-        assert_eq!(judge(Memlock::Unlimited, true), Status::Pass);
-        assert_eq!(judge(Memlock::Bytes(MEMLOCK_MIN), true), Status::Pass);
+        // The fix MEM004 recommends for pods, CAP_IPC_LOCK, makes it pass.
+        assert_eq!(judge(limit(Some(8 << 20), true), true), Status::Pass);
+        assert_eq!(judge(limit(None, false), true), Status::Pass);
+        assert_eq!(judge(limit(Some(MEMLOCK_MIN), false), true), Status::Pass);
         // 8 MiB is the default of many distributions.
-        assert_eq!(judge(Memlock::Bytes(8 << 20), true), Status::Warn);
+        assert_eq!(judge(limit(Some(8 << 20), false), true), Status::Warn);
         // The same limit on a host without RDMA is only worth knowing.
-        assert_eq!(judge(Memlock::Bytes(8 << 20), false), Status::Info);
+        assert_eq!(judge(limit(Some(8 << 20), false), false), Status::Info);
     }
 }

@@ -9,14 +9,12 @@ use zerohop_host::facts::pci::vendor;
 use zerohop_host::facts::rdma::{CLASS_DIR, DEV_DIR, MAD_ABI, VERBS_ABI};
 use zerohop_host::facts::{Modules, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::{GidType, PhysState, PortState};
+use zerohop_known::nic;
 
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, quote};
-
-/// ConnectX-3 (and older) functions, driven by `mlx4_core`, not `mlx5_core`.
-const MLX4_DEVICE_IDS: [u16; 4] = [0x1003, 0x1004, 0x1007, 0x6750];
 
 /// Whether RDMA is part of the data path: as the profile says, else when
 /// the host has an RDMA device or a Mellanox/NVIDIA network controller.
@@ -37,7 +35,9 @@ fn needs_mlx5(ctx: &Context<'_>) -> bool {
         || ctx.facts.pci.list().iter().any(|d| {
             d.is_nic()
                 && d.vendor == Some(vendor::MELLANOX)
-                && !d.device.is_some_and(|id| MLX4_DEVICE_IDS.contains(&id))
+                && !d
+                    .device
+                    .is_some_and(|id| nic::MLX4_DEVICE_IDS.contains(&id))
         })
 }
 

@@ -54,14 +54,7 @@ pub struct IoUring {
     pub group: Fact<i64>,
 }
 
-/// The running process's `RLIMIT_MEMLOCK` soft limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Memlock {
-    /// No limit.
-    Unlimited,
-    /// A limit in bytes.
-    Bytes(u64),
-}
+pub use zerohop_known::memlock::Memlock;
 
 /// Kernel-level facts.
 #[derive(Debug, Clone)]
@@ -152,24 +145,26 @@ fn cpu_vendor(root: &HostRoot) -> Fact<CpuVendor> {
     ))
 }
 
-fn memlock(root: &HostRoot) -> Fact<Memlock> {
-    const PATH: &str = "/proc/self/limits";
-    let Some(text) = root.read(PATH)? else {
+/// The locked-memory limits of the process that reads `root`'s
+/// `/proc/self` (`limits`, and `CapEff` of `status` for `CAP_IPC_LOCK`).
+/// Read on the live host only by [`KernelFacts::collect`]; public so that a
+/// fixture tree can show what a process with these files gets.
+pub fn memlock(root: &HostRoot) -> Fact<Memlock> {
+    const LIMITS: &str = "/proc/self/limits";
+    let Some(text) = root.read(LIMITS)? else {
         return Ok(None);
     };
-    let line = text
-        .lines()
-        .find(|line| line.starts_with("Max locked memory"))
-        .ok_or_else(|| Gap::malformed(PATH, "no `Max locked memory` line"))?;
-    let soft = line
-        .trim_start_matches("Max locked memory")
-        .split_whitespace()
-        .next()
-        .ok_or_else(|| Gap::malformed(PATH, "no soft limit"))?;
-    if soft == "unlimited" {
-        return Ok(Some(Memlock::Unlimited));
-    }
-    soft.parse()
-        .map(|bytes| Some(Memlock::Bytes(bytes)))
-        .map_err(|_| Gap::malformed(PATH, format!("soft limit `{soft}` is not a number")))
+    let (soft_bytes, hard_bytes) = zerohop_known::memlock::parse_limits(&text)
+        .map_err(|reason| Gap::malformed(LIMITS, reason))?;
+    // Without a readable status the capability is not assumed.
+    let status = root
+        .read("/proc/self/status")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Ok(Some(Memlock {
+        soft_bytes,
+        hard_bytes,
+        cap_ipc_lock: zerohop_known::memlock::has_cap_ipc_lock(&status),
+    }))
 }

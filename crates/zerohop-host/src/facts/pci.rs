@@ -31,7 +31,7 @@ pub mod vendor {
     /// NVIDIA.
     pub const NVIDIA: u16 = 0x10de;
     /// Mellanox / NVIDIA Networking.
-    pub const MELLANOX: u16 = 0x15b3;
+    pub const MELLANOX: u16 = zerohop_known::nic::MELLANOX_VENDOR;
 }
 
 /// A PCIe link as the kernel reports it.

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::suggest::closest;
 use super::violation::{Listing, PathSegment, SchemaViolation, ViolationKind, quoted};
+use zerohop_known::suggest::closest;
 
 /// The fields of ObjectMeta, with the JSON type each must have.
 const FIELDS: &[(&str, Expect)] = &[

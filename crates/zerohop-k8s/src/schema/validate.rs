@@ -15,8 +15,8 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::object_meta::{check_object_meta, json_type};
-use super::suggest::closest;
 use super::violation::{Listing, PathSegment, ViolationKind, compact, quoted};
+use zerohop_known::suggest::closest;
 
 /// How many enum values a message lists before eliding the rest.
 const ENUM_LISTED: usize = 8;

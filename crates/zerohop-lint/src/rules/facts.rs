@@ -1,47 +1,6 @@
-//! Facts the rules share: NVIDIA/Mellanox device IDs, the DOCA driver's
-//! environment variables, resource-name syntaxes.
-
-/// Vendor ID of NVIDIA/Mellanox network adapters.
-pub(crate) const MELLANOX_VENDOR: &str = "15b3";
-
-/// Adapter name, PF device ID and VF device ID, from the SR-IOV Network
-/// Operator's `supported-nic-ids` ConfigMap.
-pub(crate) const ADAPTERS: &[(&str, &str, &str)] = &[
-    ("ConnectX-4", "1013", "1014"),
-    ("ConnectX-4 Lx", "1015", "1016"),
-    ("ConnectX-5", "1017", "1018"),
-    ("ConnectX-5 Ex", "1019", "101a"),
-    ("ConnectX-6", "101b", "101c"),
-    ("ConnectX-6 Dx", "101d", "101e"),
-    ("ConnectX-6 Lx", "101f", "101e"),
-    ("ConnectX-7", "1021", "101e"),
-    ("ConnectX-8", "1023", "101e"),
-    ("ConnectX-9", "1025", "101e"),
-    ("BlueField-2", "a2d6", "101e"),
-    ("BlueField-3", "a2dc", "101e"),
-];
-
-/// The adapters whose VF has device ID `vf`.
-pub(crate) fn adapters_with_vf(vf: &str) -> Vec<&'static str> {
-    ADAPTERS
-        .iter()
-        .filter(|(_, _, id)| id.eq_ignore_ascii_case(vf))
-        .map(|(name, _, _)| *name)
-        .collect()
-}
-
-/// The adapter whose PF has device ID `pf`, with its VF device ID.
-pub(crate) fn adapter_with_pf(pf: &str) -> Option<(&'static str, &'static str)> {
-    ADAPTERS
-        .iter()
-        .find(|(_, id, _)| id.eq_ignore_ascii_case(pf))
-        .map(|(name, _, vf)| (*name, *vf))
-}
-
-/// Whether `id` is a Mellanox VF device ID.
-pub(crate) fn is_vf_id(id: &str) -> bool {
-    !adapters_with_vf(id).is_empty()
-}
+//! Facts the rules share: the DOCA driver's environment variables,
+//! resource-name syntaxes. NIC models and device IDs are in
+//! [`zerohop_known::nic`].
 
 /// The environment variables the DOCA-OFED driver container reads
 /// (Mellanox/doca-driver-build entrypoint, network-operator
@@ -75,7 +34,7 @@ pub(crate) fn doca_env_near_miss(name: &str) -> Option<&'static str> {
         .find(|known| {
             words(known) == mine || name.to_ascii_uppercase().starts_with(&format!("{known}_"))
         })
-        .or_else(|| zerohop_k8s::schema::closest(name, DOCA_DRIVER_ENV.iter().copied()))
+        .or_else(|| zerohop_known::suggest::closest(name, DOCA_DRIVER_ENV.iter().copied()))
 }
 
 /// Whether `name` matches `^[A-Za-z0-9]([A-Za-z0-9<extra>]*[A-Za-z0-9])?$`:
@@ -114,12 +73,5 @@ mod tests {
         assert!(is_resource_name("sriov-rdma", &['_', '-']));
         assert!(!is_resource_name("_x", &['_']));
         assert!(!is_resource_name("", &['_']));
-    }
-
-    #[test]
-    fn device_ids() {
-        assert!(is_vf_id("101E"));
-        assert!(!is_vf_id("1017"));
-        assert_eq!(adapter_with_pf("1017"), Some(("ConnectX-5", "1018")));
     }
 }

@@ -77,6 +77,9 @@ fn invalid_fix(kind: &LoadErrorKind) -> &'static str {
         LoadErrorKind::AliasBomb(_) => {
             "write the repeated content out, or use fewer nested aliases"
         }
+        LoadErrorKind::Json(_) => {
+            "fix the input at this position so that it is valid JSON (comments are allowed), then lint it again"
+        }
         _ => "fix the input at this position so that it is valid YAML, then lint it again",
     }
 }

@@ -6,11 +6,11 @@ use serde_json::Value as Json;
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
-use super::facts::{self, MELLANOX_VENDOR};
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
+use zerohop_known::nic::{self, MELLANOX_MAX_VFS, MELLANOX_VENDOR_HEX};
 
 const GROUP: &str = "sriovnetwork.openshift.io";
 
@@ -56,14 +56,14 @@ fn vf_device_id_in_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let Some(id) = text(object.get(&DEVICE_ID)) else {
             continue;
         };
-        let adapters = facts::adapters_with_vf(&id);
-        if adapters.is_empty() {
+        let models = nic::with_vf_id(&id);
+        if models.is_empty() {
             continue;
         }
-        let pfs: Vec<String> = facts::ADAPTERS
+        let adapters: Vec<&str> = models.iter().map(|model| model.name).collect();
+        let pfs: Vec<String> = models
             .iter()
-            .filter(|(name, _, _)| adapters.contains(name))
-            .map(|(name, pf, _)| format!("{pf} ({name})"))
+            .map(|model| format!("{} for {}", model.pf_device_id, model.name))
             .collect();
         sink.report(
             object,
@@ -110,15 +110,20 @@ declare_rule! {
     pub(crate) static PF_DEVICE_ID_IN_VF_SELECTOR = "ZL041", "pf-device-id-in-vf-selector", Warning, pf_device_id_in_vf_selector;
 }
 
+/// The model whose PF has device ID `pf`, by name, with its VF device ID.
+fn adapter_with_pf(pf: &str) -> Option<(&'static str, &'static str)> {
+    nic::by_pf_id(pf).map(|model| (model.name, model.vf_device_id))
+}
+
 fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for resource in advertised(workspace) {
         if resource.by != Advertiser::SriovDevicePlugin {
             continue;
         }
         let devices = selector_devices(resource.selectors.as_ref());
-        let has_vf = devices.iter().any(|id| facts::is_vf_id(id));
+        let has_vf = devices.iter().any(|id| nic::is_vf_id(id));
         for id in &devices {
-            let Some((adapter, vf)) = facts::adapter_with_pf(id) else {
+            let Some((adapter, vf)) = adapter_with_pf(id) else {
                 continue;
             };
             if (has_vf || resource.rdma) && !sink.counted_only(resource.object.file) {
@@ -158,7 +163,7 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
     let created: Vec<(String, &'static str, &'static str)> = policies(workspace)
         .filter_map(|policy| {
             let pf = text(policy.get(&DEVICE_ID))?;
-            let (adapter, vf) = facts::adapter_with_pf(&pf)?;
+            let (adapter, vf) = adapter_with_pf(&pf)?;
             Some((policy.name.to_owned(), adapter, vf))
         })
         .collect();
@@ -173,7 +178,7 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
         .filter(|r| r.by == Advertiser::SriovDevicePlugin)
     {
         let devices = selector_devices(plugin.selectors.as_ref());
-        if devices.is_empty() || !devices.iter().all(|id| facts::is_vf_id(id)) {
+        if devices.is_empty() || !devices.iter().all(|id| nic::is_vf_id(id)) {
             continue;
         }
         if devices
@@ -312,20 +317,20 @@ fn too_many_mellanox_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             PathStep::Key("vendor"),
         ]));
         let device = text(object.get(&DEVICE_ID));
-        let mellanox = vendor.as_deref() == Some(MELLANOX_VENDOR)
+        let mellanox = vendor.as_deref() == Some(MELLANOX_VENDOR_HEX)
             || device
                 .as_deref()
-                .is_some_and(|id| facts::adapter_with_pf(id).is_some() || facts::is_vf_id(id));
+                .is_some_and(|id| nic::by_pf_id(id).is_some() || nic::is_vf_id(id));
         let path = [PathStep::Key("spec"), PathStep::Key("numVfs")];
         let Some(count) = object.get(&path).and_then(Node::as_i64) else {
             continue;
         };
-        if mellanox && count > 128 {
+        if mellanox && count > i64::from(MELLANOX_MAX_VFS) {
             sink.report(
                 object,
                 &path,
-                format!("numVfs {count} is above the 128 vfs the operator allows on nvidia/mellanox nics"),
-                Remediation::new("request at most 128 vfs per pf"),
+                format!("numVfs {count} is above the {MELLANOX_MAX_VFS} vfs the operator allows on nvidia/mellanox nics"),
+                Remediation::new(format!("request at most {MELLANOX_MAX_VFS} vfs per pf")),
             );
         }
     }

@@ -1,7 +1,8 @@
 //! Storage: StorageClass and PersistentVolume mount options, `cufile.json`.
 
 use zerohop_core::Remediation;
-use zerohop_k8s::yaml::{Node, PathStep};
+use zerohop_k8s::yaml::{Node, PathStep, Span, Value};
+use zerohop_known::cufile::{self, Problem, Shape};
 
 use crate::model::Workspace;
 use crate::registry::declare_rule;
@@ -75,82 +76,51 @@ fn xfs_nobarrier(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-/// The keys of `cufile.json` sections whose full key set is known (GPUDirect
-/// Storage default `/etc/cufile.json` and configuration guide). Sections
-/// not listed here (`fs.*`, `block`) are not checked below their name.
-const CUFILE_SECTIONS: &[(&str, &[&str])] = &[
-    (
-        "",
-        &[
-            "logging",
-            "profile",
-            "execution",
-            "properties",
-            "fs",
-            "denylist",
-            "blacklist",
-            "miscellaneous",
-            "block",
-        ],
-    ),
-    ("logging", &["dir", "level", "type"]),
-    ("profile", &["nvtx", "cufile_stats", "io_batchsize"]),
-    (
-        "execution",
-        &[
-            "max_io_queue_depth",
-            "max_io_threads",
-            "parallel_io",
-            "min_io_threshold_size_kb",
-            "max_request_parallelism",
-        ],
-    ),
-    (
-        "properties",
-        &[
-            "max_direct_io_size_kb",
-            "max_device_cache_size_kb",
-            "per_buffer_cache_size_kb",
-            "max_device_pinned_mem_size_kb",
-            "use_poll_mode",
-            "poll_mode_max_size_kb",
-            "allow_compat_mode",
-            "force_compat_mode",
-            "gds_rdma_write_support",
-            "io_batchsize",
-            "io_priority",
-            "rdma_dev_addr_list",
-            "rdma_load_balancing_policy",
-            "rdma_dynamic_routing",
-            "rdma_dynamic_routing_order",
-            "rdma_peer_affinity_policy",
-            "rdma_access_mask",
-            "rdma_dc_key",
-            "rdma_peer_type",
-            "posix_pool_slab_size_kb",
-            "posix_pool_slab_count",
-            "use_pci_p2pdma",
-            "prefer_iouring",
-            "skip_topology_detection",
-            "use_poll_mode_max_size_kb",
-        ],
-    ),
-    ("denylist", &["drivers", "devices", "mounts", "filesystems"]),
-    (
-        "blacklist",
-        &["drivers", "devices", "mounts", "filesystems"],
-    ),
-    ("miscellaneous", &["api_check_aggressive"]),
-];
+/// A `cufile.json` loaded as YAML flow, as the schema of
+/// [`zerohop_known::cufile`] walks it; a key's place is its span.
+#[derive(Debug, Clone, Copy)]
+struct YamlTree<'a>(&'a Node);
+
+impl<'a> cufile::Tree<'a> for YamlTree<'a> {
+    type Place = Span;
+
+    fn shape(self) -> Shape<'a> {
+        match &self.0.value {
+            Value::Null => Shape::Null,
+            Value::Bool(_) => Shape::Bool,
+            Value::Int(_) => Shape::Integer,
+            Value::Float(_) => Shape::Float,
+            Value::String(text) => Shape::Text(text),
+            Value::Sequence(_) => Shape::List,
+            Value::Mapping(_) => Shape::Object,
+        }
+    }
+
+    fn items(self) -> Vec<Self> {
+        self.0.items().iter().map(YamlTree).collect()
+    }
+
+    fn members(self) -> Vec<(&'a str, Self, Span)> {
+        self.0
+            .entries()
+            .iter()
+            .map(|entry| (entry.key.as_str(), YamlTree(&entry.value), entry.key_span))
+            .collect()
+    }
+}
 
 declare_rule! {
-    /// A `cufile.json` key that cuFile does not know.
+    /// A `cufile.json` key that cuFile does not know, or a value not of its type.
     ///
     /// ## What it checks
-    /// When a file named `cufile.json` is linted: the keys at the top level
-    /// and in `logging`, `profile`, `execution`, `properties`, `denylist`
-    /// and `miscellaneous`, against the keys of GPUDirect Storage's
-    /// configuration. `//` comments are allowed, as cuFile allows them.
+    /// When a file named `cufile.json` is linted: every key, against the
+    /// keys of GPUDirect Storage's configuration (`logging`, `profile`,
+    /// `execution`, `properties`, `fs`, `block`, `denylist`,
+    /// `miscellaneous` and their members), by the schema `zerohop doctor`
+    /// uses for GDS002. Unknown keys, keys under an old name (`blacklist`
+    /// for `denylist`), values of another type and values outside a key's
+    /// list are reported. `//` and `/* */` comments are allowed, as cuFile
+    /// allows them.
     ///
     /// ## Why it matters
     /// cuFile ignores keys it does not know: a misspelled
@@ -159,59 +129,39 @@ declare_rule! {
     /// addresses.
     ///
     /// ## How to fix
-    /// Use the key cuFile documents (the finding suggests the closest), or
-    /// remove it.
+    /// Use the key cuFile documents (the finding suggests the closest) with
+    /// a value of its type, or remove it.
     pub(crate) static UNKNOWN_CUFILE_KEY = "ZL081", "unknown-cufile-key", Warning, unknown_cufile_key;
 }
 
 fn unknown_cufile_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for (file, root) in &workspace.cufiles {
-        for (section, known) in CUFILE_SECTIONS {
-            let node = if section.is_empty() {
-                Some(*root)
-            } else {
-                root.get(section)
-            };
-            for entry in node.map(Node::entries).unwrap_or_default() {
-                if known.contains(&entry.key.as_str()) {
-                    continue;
+        for finding in cufile::judge(YamlTree(root)) {
+            let remediation = match &finding.problem {
+                Problem::Unknown {
+                    suggestion: Some(name),
                 }
-                let suggestion = zerohop_k8s::schema::closest(&entry.key, known.iter().copied());
-                let subject = if section.is_empty() {
-                    entry.key.clone()
-                } else {
-                    format!("{section}.{}", entry.key)
-                };
-                let place = if section.is_empty() {
-                    "at the top level".to_owned()
-                } else {
-                    format!("in `{section}`")
-                };
-                sink.report_in_file(
-                    file,
-                    None,
-                    entry.key_span,
-                    subject,
-                    format!("cufile does not know the key `{}` {place}", entry.key),
-                    match suggestion {
-                        Some(name) => Remediation::new(format!("rename it to `{name}`")),
-                        None => Remediation::new("remove the key; cufile ignores it"),
-                    },
-                );
-            }
+                | Problem::Renamed { to: name } => {
+                    Remediation::new(format!("rename it to `{name}`"))
+                }
+                Problem::Unknown { suggestion: None } => {
+                    Remediation::new("remove the key; cufile ignores it")
+                }
+                Problem::WrongType { expected } => {
+                    Remediation::new(format!("write {}", expected.describe()))
+                }
+                Problem::NotAllowed { allowed, .. } => {
+                    Remediation::new(format!("use one of {}", allowed.join(", ")))
+                }
+            };
+            sink.report_in_file(
+                file,
+                None,
+                finding.place,
+                finding.path.clone(),
+                finding.message(),
+                remediation,
+            );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sections_are_unique() {
-        let mut names: Vec<&str> = CUFILE_SECTIONS.iter().map(|(name, _)| *name).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), CUFILE_SECTIONS.len());
     }
 }

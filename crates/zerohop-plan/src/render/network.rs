@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 use zerohop_known::shell::quote;
 
 use super::Step;
-use crate::devices::VENDOR;
 use crate::intent::{Ipam, LinkType, Platform, RdmaMode};
 use crate::plan::{Plan, RailPlan};
+use zerohop_known::nic::MELLANOX_VENDOR_HEX as VENDOR;
 
 /// Where NVIDIA publishes the Network Operator's images.
 const NVIDIA_MELLANOX_REPOSITORY: &str = "nvcr.io/nvidia/mellanox";
@@ -219,7 +219,7 @@ fn merged_selector(plan: &Plan) -> Value {
     }
     if common.is_empty() {
         common.insert(
-            "feature.node.kubernetes.io/pci-15b3.present".to_owned(),
+            format!("feature.node.kubernetes.io/pci-{VENDOR}.present"),
             "true".to_owned(),
         );
     }

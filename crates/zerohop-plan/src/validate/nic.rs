@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use zerohop_known::names;
 
 use super::Checker;
-use crate::devices::{self, MELLANOX_MAX_VFS};
 use crate::grammar;
 use crate::intent::{DeviceType, LinkType, Nic, RdmaMode, VfCount};
 use crate::plan::{NicPlan, RailPlan};
+use zerohop_known::nic::{self, MELLANOX_MAX_VFS};
 
 /// VF headroom over one per GPU, in percent.
 const VF_HEADROOM_PERCENT: u32 = 20;
@@ -48,14 +48,14 @@ pub(super) fn nic(
         names::rdma_device,
         "give the rdma device as `rdma link` or `ibv_devices` shows it, e.g. mlx5_0",
     );
-    let model = match devices::by_pf_id(&nic.device_id.value) {
+    let model = match nic::by_pf_id(&nic.device_id.value) {
         Some(model) => Some(model),
-        None if devices::is_vf_id(&nic.device_id.value) => {
+        None if nic::is_vf_id(&nic.device_id.value) => {
             c.error(&nic.device_id.referenced, format!("device id {:?} is a virtual function id", nic.device_id.value), "give the physical function's device id, e.g. \"1021\" for connectx-7; the vf id is derived from it");
             None
         }
         None => {
-            let known: Vec<String> = devices::MODELS
+            let known: Vec<String> = nic::MODELS
                 .iter()
                 .map(|m| format!("{} ({})", m.pf_device_id, m.name))
                 .collect();
@@ -115,7 +115,7 @@ pub(super) fn nic(
                 );
             } else if wanted > total {
                 let limit = if total == MELLANOX_MAX_VFS {
-                    "the sr-iov operator's cap of 128 vfs per mellanox pf".to_owned()
+                    format!("the sr-iov operator's cap of {MELLANOX_MAX_VFS} vfs per mellanox pf")
                 } else {
                     format!("totalVfs {total}")
                 };
