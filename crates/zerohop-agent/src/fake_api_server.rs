@@ -80,6 +80,8 @@ pub enum PodStep {
     Succeed,
     /// Its container exits 1 with this reason.
     Fail(String),
+    /// Nothing changes for this long.
+    Pause(Duration),
 }
 
 /// What a created pod does: its steps and the log its container writes.
@@ -187,6 +189,10 @@ impl Store {
         tokio::spawn(async move {
             for step in script.steps {
                 tokio::time::sleep(Duration::from_millis(20)).await;
+                if let PodStep::Pause(pause) = step {
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
                 let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
                 // A pod deleted meanwhile has no further life.
                 let Some(mut pod) = store.pods.get(&key).cloned() else {
@@ -238,6 +244,7 @@ fn apply_step(pod: &mut Value, step: &PodStep) {
                 "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
             }]);
         }
+        PodStep::Pause(_) => {}
         PodStep::Succeed | PodStep::Fail(_) => {
             let (phase, code, reason) = match step {
                 PodStep::Fail(reason) => ("Failed", 1, reason.as_str()),
