@@ -158,21 +158,25 @@ impl Store {
         changes: &broadcast::Sender<Change>,
         namespace: &str,
         mut pod: Value,
-    ) -> Result<Value, Response<Body>> {
+    ) -> Result<Value, Box<Response<Body>>> {
         let name = pod["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         let key = (namespace.to_owned(), name.clone());
         if name.is_empty() {
-            return Err(status(422, "Invalid", "metadata.name: Required value"));
+            return Err(Box::new(status(
+                422,
+                "Invalid",
+                "metadata.name: Required value",
+            )));
         }
         if self.pods.contains_key(&key) {
-            return Err(status(
+            return Err(Box::new(status(
                 409,
                 "AlreadyExists",
                 &format!("pods \"{name}\" already exists"),
-            ));
+            )));
         }
         pod["metadata"]["namespace"] = json!(namespace);
         pod["metadata"]["uid"] = json!(format!("uid-pod-{namespace}-{name}"));
@@ -767,7 +771,7 @@ async fn handle(
             let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
             match store.create_pod(&store_handle, &changes, namespace, body) {
                 Ok(pod) => full(StatusCode::CREATED, pod),
-                Err(response) => response,
+                Err(response) => *response,
             }
         }
         (Method::GET, ["api", "v1", "namespaces", namespace, "pods"]) => {
@@ -876,7 +880,7 @@ async fn handle(
             if let Err(response) =
                 store.create_pod(&store_handle, &changes, namespace, launcher_pod(&job))
             {
-                return response;
+                return *response;
             }
             full(StatusCode::CREATED, job)
         }

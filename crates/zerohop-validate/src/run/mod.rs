@@ -487,7 +487,7 @@ impl Run<'_> {
             .as_ref()
             .and_then(|p| p.metadata.name.clone())
             .unwrap_or_default();
-        let mut expectations = self.options.expectations.clone();
+        let mut expectations = self.options.expectations;
         if expectations.rails.is_none() && rails > 0 {
             expectations.rails = u32::try_from(rails).ok();
         }
