@@ -7,8 +7,12 @@
 //! apply of `status.conditions` as a list map keyed by `type`), events
 //! (create, get, merge patch; 409 on a name that exists) and
 //! `DataPathReport` objects (apply, paginated list, watch; 404 while the
-//! CRD is not installed). Every request is recorded, and faults (a status,
-//! a delay, a huge body) can be injected by path.
+//! CRD is not installed), and for `zerohop validate run`: Pods (create,
+//! get, list and watch by label and name, delete by label, logs) that
+//! follow a script the test gives, and Kubeflow `MPIJob`s (create, delete
+//! by label; 404 while their CRD is not installed) whose launcher pod the
+//! server creates as the MPI Operator would. Every request is recorded,
+//! and faults (a status, a delay, a huge body) can be injected by path.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -63,6 +67,35 @@ pub struct Fault {
     pub huge_body: Option<usize>,
 }
 
+/// One step of a scripted pod's life, applied in order after it is created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodStep {
+    /// The scheduler binds it to this node.
+    Schedule(String),
+    /// The scheduler cannot place it; the `PodScheduled` condition says why.
+    Unschedulable(String),
+    /// Its container runs; the pod has this IP address.
+    Run(String),
+    /// Its container exits 0.
+    Succeed,
+    /// Its container exits 1 with this reason.
+    Fail(String),
+    /// Nothing changes for this long.
+    Pause(Duration),
+}
+
+/// What a created pod does: its steps and the log its container writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodScript {
+    /// The steps, applied one after another.
+    pub steps: Vec<PodStep>,
+    /// What `pods/log` returns.
+    pub log: String,
+}
+
+/// Decides the script of each pod created, from the pod as created.
+pub type Scripter = Arc<dyn Fn(&Value) -> PodScript + Send + Sync>;
+
 #[derive(Debug, Clone)]
 struct Change {
     resource: &'static str,
@@ -70,9 +103,14 @@ struct Change {
     object: Value,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Store {
     nodes: BTreeMap<String, Value>,
+    pods: BTreeMap<(String, String), Value>,
+    logs: BTreeMap<(String, String), String>,
+    mpijobs: BTreeMap<(String, String), Value>,
+    mpijob_crd_installed: bool,
+    scripter: Option<Scripter>,
     events: BTreeMap<(String, String), Value>,
     reports: BTreeMap<String, Value>,
     crd_installed: bool,
@@ -88,6 +126,156 @@ impl Store {
         object["metadata"]["resourceVersion"] = json!(self.revision.to_string());
         self.revision
     }
+
+    /// Records a change of a pod and announces it to open watches.
+    fn pod_changed(
+        &mut self,
+        changes: &broadcast::Sender<Change>,
+        kind: &'static str,
+        mut pod: Value,
+    ) -> Value {
+        let revision = self.bump(&mut pod);
+        let key = pod_key(&pod);
+        if kind == "DELETED" {
+            self.pods.remove(&key);
+        } else {
+            self.pods.insert(key, pod.clone());
+        }
+        let change = Change {
+            resource: "pods",
+            kind,
+            object: pod.clone(),
+        };
+        self.log.push((revision, change.clone()));
+        let _ = changes.send(change);
+        pod
+    }
+
+    /// Creates a pod: stores it, and plays its script in the background.
+    fn create_pod(
+        &mut self,
+        store: &Arc<Mutex<Store>>,
+        changes: &broadcast::Sender<Change>,
+        namespace: &str,
+        mut pod: Value,
+    ) -> Result<Value, Box<Response<Body>>> {
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let key = (namespace.to_owned(), name.clone());
+        if name.is_empty() {
+            return Err(Box::new(status(
+                422,
+                "Invalid",
+                "metadata.name: Required value",
+            )));
+        }
+        if self.pods.contains_key(&key) {
+            return Err(Box::new(status(
+                409,
+                "AlreadyExists",
+                &format!("pods \"{name}\" already exists"),
+            )));
+        }
+        pod["metadata"]["namespace"] = json!(namespace);
+        pod["metadata"]["uid"] = json!(format!("uid-pod-{namespace}-{name}"));
+        pod["status"] = json!({"phase": "Pending"});
+        let pod = self.pod_changed(changes, "ADDED", pod);
+        let script = self
+            .scripter
+            .as_ref()
+            .map(|scripter| scripter(&pod))
+            .unwrap_or_default();
+        self.logs.insert(key.clone(), script.log.clone());
+        let store = Arc::clone(store);
+        let changes = changes.clone();
+        tokio::spawn(async move {
+            for step in script.steps {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if let PodStep::Pause(pause) = step {
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+                let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+                // A pod deleted meanwhile has no further life.
+                let Some(mut pod) = store.pods.get(&key).cloned() else {
+                    return;
+                };
+                apply_step(&mut pod, &step);
+                store.pod_changed(&changes, "MODIFIED", pod);
+            }
+        });
+        Ok(pod)
+    }
+}
+
+fn pod_key(pod: &Value) -> (String, String) {
+    (
+        pod["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// What the kubelet and the scheduler would write into the pod's status.
+fn apply_step(pod: &mut Value, step: &PodStep) {
+    let container = pod["spec"]["containers"][0]["name"].clone();
+    match step {
+        PodStep::Schedule(node) => {
+            pod["spec"]["nodeName"] = json!(node);
+            pod["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "True"}]);
+        }
+        PodStep::Unschedulable(message) => {
+            pod["status"]["conditions"] = json!([{
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+            }]);
+        }
+        PodStep::Run(ip) => {
+            pod["status"]["phase"] = json!("Running");
+            pod["status"]["podIP"] = json!(ip);
+            pod["status"]["containerStatuses"] = json!([{
+                "name": container, "ready": true, "restartCount": 0,
+                "image": "", "imageID": "",
+                "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+            }]);
+        }
+        PodStep::Pause(_) => {}
+        PodStep::Succeed | PodStep::Fail(_) => {
+            let (phase, code, reason) = match step {
+                PodStep::Fail(reason) => ("Failed", 1, reason.as_str()),
+                _ => ("Succeeded", 0, "Completed"),
+            };
+            pod["status"]["phase"] = json!(phase);
+            pod["status"]["containerStatuses"] = json!([{
+                "name": container, "ready": false, "restartCount": 0,
+                "image": "", "imageID": "",
+                "state": {"terminated": {"exitCode": code, "reason": reason}},
+            }]);
+        }
+    }
+}
+
+/// The launcher pod the MPI Operator makes of an `MPIJob`.
+fn launcher_pod(job: &Value) -> Value {
+    let template = &job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"];
+    let mut metadata = template["metadata"].clone();
+    if !metadata.is_object() {
+        metadata = json!({});
+    }
+    metadata["name"] = json!(format!(
+        "{}-launcher",
+        job["metadata"]["name"].as_str().unwrap_or_default()
+    ));
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]})
 }
 
 /// The running server; stops when dropped.
@@ -239,6 +427,27 @@ impl FakeApiServer {
     pub fn clear_faults(&self) {
         self.store().faults.clear();
     }
+
+    /// Installs (or removes) the Kubeflow `MPIJob` CRD.
+    pub fn set_mpijob_crd(&self, installed: bool) {
+        self.store().mpijob_crd_installed = installed;
+    }
+
+    /// Gives every pod created from now on the script `scripter` returns
+    /// for it; without one, pods stay pending.
+    pub fn script_pods(&self, scripter: Scripter) {
+        self.store().scripter = Some(scripter);
+    }
+
+    /// Every pod that exists now, by namespace and name.
+    pub fn pods(&self) -> Vec<Value> {
+        self.store().pods.values().cloned().collect()
+    }
+
+    /// Every `MPIJob` that exists now.
+    pub fn mpijobs(&self) -> Vec<Value> {
+        self.store().mpijobs.values().cloned().collect()
+    }
 }
 
 impl Drop for FakeApiServer {
@@ -371,6 +580,7 @@ async fn handle(
             return response;
         }
     }
+    let store_handle = Arc::clone(&store);
     let query = query(&uri);
     let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
@@ -557,6 +767,155 @@ async fn handle(
             let _ = changes.send(change);
             full(StatusCode::OK, object)
         }
+        (Method::POST, ["api", "v1", "namespaces", namespace, "pods"]) => {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            match store.create_pod(&store_handle, &changes, namespace, body) {
+                Ok(pod) => full(StatusCode::CREATED, pod),
+                Err(response) => *response,
+            }
+        }
+        (Method::GET, ["api", "v1", "namespaces", namespace, "pods"]) => {
+            if query.get("watch").is_some_and(|w| w != "false" && w != "0") {
+                return watch_in(&store, &changes, "pods", Some(namespace), &query);
+            }
+            list(&store, "pods", "PodList", "v1", &query)
+        }
+        (Method::GET, ["api", "v1", "namespaces", namespace, "pods", name]) => {
+            let store = store.lock().unwrap_or_else(|p| p.into_inner());
+            match store
+                .pods
+                .get(&((*namespace).to_owned(), (*name).to_owned()))
+            {
+                Some(pod) => full(StatusCode::OK, pod.clone()),
+                None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+            }
+        }
+        (Method::GET, ["api", "v1", "namespaces", namespace, "pods", name, "log"]) => {
+            let store = store.lock().unwrap_or_else(|p| p.into_inner());
+            let key = ((*namespace).to_owned(), (*name).to_owned());
+            match (store.pods.get(&key), store.logs.get(&key)) {
+                (Some(_), Some(log)) => {
+                    let limit = query
+                        .get("limitBytes")
+                        .and_then(|l| l.parse::<usize>().ok())
+                        .unwrap_or(usize::MAX);
+                    let bytes = &log.as_bytes()[..log.len().min(limit)];
+                    let mut response = Response::new(
+                        Full::new(Bytes::copy_from_slice(bytes))
+                            .map_err(|never| match never {})
+                            .boxed_unsync(),
+                    );
+                    response.headers_mut().insert(
+                        hyper::header::CONTENT_TYPE,
+                        hyper::header::HeaderValue::from_static("text/plain"),
+                    );
+                    response
+                }
+                _ => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+            }
+        }
+        (Method::DELETE, ["api", "v1", "namespaces", namespace, "pods"]) => {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(selector) = query.get("labelSelector") else {
+                return status(400, "BadRequest", "a label selector is required here");
+            };
+            let doomed: Vec<Value> = store
+                .pods
+                .iter()
+                .filter(|((ns, _), pod)| {
+                    ns == namespace && selects(selector, &pod["metadata"]["labels"]) == Some(true)
+                })
+                .map(|(_, pod)| pod.clone())
+                .collect();
+            for pod in &doomed {
+                store.pod_changed(&changes, "DELETED", pod.clone());
+            }
+            full(
+                StatusCode::OK,
+                json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": doomed}),
+            )
+        }
+        (_, ["apis", "kubeflow.org", "v2beta1", ..])
+            if !store
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .mpijob_crd_installed =>
+        {
+            status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        }
+        (
+            Method::POST,
+            [
+                "apis",
+                "kubeflow.org",
+                "v2beta1",
+                "namespaces",
+                namespace,
+                "mpijobs",
+            ],
+        ) => {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            let name = body["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let key = ((*namespace).to_owned(), name.clone());
+            if store.mpijobs.contains_key(&key) {
+                return status(
+                    409,
+                    "AlreadyExists",
+                    &format!("mpijobs.kubeflow.org \"{name}\" already exists"),
+                );
+            }
+            let mut job = body;
+            job["metadata"]["namespace"] = json!(namespace);
+            job["metadata"]["uid"] = json!(format!("uid-mpijob-{namespace}-{name}"));
+            store.bump(&mut job);
+            store.mpijobs.insert(key, job.clone());
+            // The operator's part: the launcher (workers are not modelled).
+            if let Err(response) =
+                store.create_pod(&store_handle, &changes, namespace, launcher_pod(&job))
+            {
+                return *response;
+            }
+            full(StatusCode::CREATED, job)
+        }
+        (
+            Method::DELETE,
+            [
+                "apis",
+                "kubeflow.org",
+                "v2beta1",
+                "namespaces",
+                namespace,
+                "mpijobs",
+            ],
+        ) => {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(selector) = query.get("labelSelector") else {
+                return status(400, "BadRequest", "a label selector is required here");
+            };
+            let doomed: Vec<(String, String)> = store
+                .mpijobs
+                .iter()
+                .filter(|((ns, _), job)| {
+                    ns == namespace && selects(selector, &job["metadata"]["labels"]) == Some(true)
+                })
+                .map(|(key, _)| key.clone())
+                .collect();
+            let items: Vec<Value> = doomed
+                .iter()
+                .filter_map(|key| store.mpijobs.remove(key))
+                .collect();
+            full(
+                StatusCode::OK,
+                json!({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJobList", "metadata": {}, "items": items}),
+            )
+        }
         _ => status(
             404,
             "NotFound",
@@ -627,13 +986,16 @@ fn list(
     query: &BTreeMap<String, String>,
 ) -> Response<Body> {
     let store = store.lock().unwrap_or_else(|p| p.into_inner());
-    let objects = if resource == "nodes" {
-        &store.nodes
-    } else {
-        &store.reports
+    let objects: Vec<&Value> = match resource {
+        "nodes" => store.nodes.values().collect(),
+        "pods" => store.pods.values().collect(),
+        _ => store.reports.values().collect(),
     };
     let mut items = Vec::new();
-    for object in objects.values() {
+    for object in objects {
+        if !field_selects(query, object) {
+            continue;
+        }
         match query.get("labelSelector") {
             Some(selector) => match selects(selector, &object["metadata"]["labels"]) {
                 Some(true) => items.push(object.clone()),
@@ -673,14 +1035,49 @@ fn list(
     )
 }
 
-/// A watch: the changes after `resourceVersion`, then every new one, as
-/// newline-separated JSON events, until `timeoutSeconds` (at most 60 s).
+/// Whether `object` matches the `metadata.name=` field selector of `query`
+/// (the only field selector served), or there is none.
+fn field_selects(query: &BTreeMap<String, String>, object: &Value) -> bool {
+    query.get("fieldSelector").is_none_or(|selector| {
+        selector
+            .strip_prefix("metadata.name=")
+            .is_some_and(|name| object["metadata"]["name"].as_str() == Some(name))
+    })
+}
+
+/// A watch of a cluster-scoped resource.
 fn watch(
     store: &Arc<Mutex<Store>>,
     changes: &broadcast::Sender<Change>,
     resource: &'static str,
     query: &BTreeMap<String, String>,
 ) -> Response<Body> {
+    watch_in(store, changes, resource, None, query)
+}
+
+/// A watch: the changes after `resourceVersion`, then every new one, as
+/// newline-separated JSON events, until `timeoutSeconds` (at most 60 s);
+/// only objects in `namespace` (when given) that match the label and field
+/// selectors.
+fn watch_in(
+    store: &Arc<Mutex<Store>>,
+    changes: &broadcast::Sender<Change>,
+    resource: &'static str,
+    namespace: Option<&str>,
+    query: &BTreeMap<String, String>,
+) -> Response<Body> {
+    let namespace = namespace.map(str::to_owned);
+    let filter = query.clone();
+    let wanted = move |change: &Change| {
+        change.resource == resource
+            && namespace
+                .as_deref()
+                .is_none_or(|ns| change.object["metadata"]["namespace"].as_str() == Some(ns))
+            && field_selects(&filter, &change.object)
+            && filter.get("labelSelector").is_none_or(|selector| {
+                selects(selector, &change.object["metadata"]["labels"]) == Some(true)
+            })
+    };
     let since: u64 = query
         .get("resourceVersion")
         .and_then(|v| v.parse().ok())
@@ -696,7 +1093,7 @@ fn watch(
         store
             .log
             .iter()
-            .filter(|(revision, change)| *revision > since && change.resource == resource)
+            .filter(|(revision, change)| *revision > since && wanted(change))
             .map(|(_, change)| change.clone())
             .collect()
     };
@@ -719,7 +1116,7 @@ fn watch(
             tokio::select! {
                 () = &mut deadline => return,
                 change = receiver.recv() => match change {
-                    Ok(change) if change.resource == resource => {
+                    Ok(change) if wanted(&change) => {
                         if sender.send(line(&change)).await.is_err() {
                             return;
                         }

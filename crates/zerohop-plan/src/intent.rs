@@ -11,6 +11,12 @@ pub const API_VERSION: &str = "zerohop.dev/v1alpha1";
 /// The `kind` this crate reads.
 pub const KIND: &str = "DataPathPlan";
 
+/// The default image of the fabric tests: CoreWeave's public nccl-tests
+/// image (CUDA, NCCL, Open MPI, `sshd`, nccl-tests built with MPI, and
+/// the rdma-core and perftest tools).
+pub const DEFAULT_VALIDATION_IMAGE: &str =
+    "ghcr.io/coreweave/nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e";
+
 /// A zero-copy data path plan for one cluster.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -66,6 +72,9 @@ pub struct Spec {
     pub storage: Storage,
     /// An example training workload sized to the pool.
     pub workload: Workload,
+    /// The fabric tests rendered under `validate/` for `zerohop validate run`.
+    #[serde(default)]
+    pub validation: Validation,
 }
 
 /// Operator versions and namespaces.
@@ -458,6 +467,37 @@ pub struct Workload {
     pub nccl_socket_ifname: Spanned<String>,
 }
 
+/// The fabric tests: perftest between two nodes per rail, nccl-tests over
+/// several nodes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Validation {
+    /// Image of the perftest pods: `ib_write_bw` built with CUDA
+    /// (`--use_cuda`, `--use_cuda_dmabuf`) and a POSIX `sh`.
+    #[serde(default = "defaults::validation_image")]
+    #[schemars(with = "String")]
+    pub perftest_image: Spanned<String>,
+    /// Image of the nccl-tests `MPIJob`: Open MPI, `sshd`, `all_reduce_perf`
+    /// built with MPI, and NCCL.
+    #[serde(default = "defaults::validation_image")]
+    #[schemars(with = "String")]
+    pub nccl_tests_image: Spanned<String>,
+    /// Nodes the nccl-tests `MPIJob` runs on (every GPU of each).
+    #[serde(default = "defaults::nccl_nodes")]
+    #[schemars(with = "u32", range(min = 2, max = 1024))]
+    pub nccl_nodes: Spanned<u32>,
+}
+
+impl Default for Validation {
+    fn default() -> Validation {
+        Validation {
+            perftest_image: defaults::validation_image(),
+            nccl_tests_image: defaults::validation_image(),
+            nccl_nodes: defaults::nccl_nodes(),
+        }
+    }
+}
+
 /// Current defaults (operator releases as of the CRD snapshots in use).
 pub(crate) mod defaults {
     use serde_saphyr::{Location, Spanned};
@@ -511,5 +551,11 @@ pub(crate) mod defaults {
     }
     pub(crate) fn socket_ifname() -> Spanned<String> {
         unspanned("eth0".to_owned())
+    }
+    pub(crate) fn validation_image() -> Spanned<String> {
+        unspanned(super::DEFAULT_VALIDATION_IMAGE.to_owned())
+    }
+    pub(crate) fn nccl_nodes() -> Spanned<u32> {
+        unspanned(2)
     }
 }

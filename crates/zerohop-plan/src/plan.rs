@@ -45,6 +45,8 @@ pub struct Plan {
     pub gds: bool,
     /// The example workload.
     pub workload: WorkloadPlan,
+    /// The fabric tests under `validate/`.
+    pub validation: ValidationPlan,
 }
 
 impl Plan {
@@ -147,4 +149,15 @@ pub struct WorkloadPlan {
     pub hugepages: Option<(HugepageSize, u32)>,
     /// `NCCL_SOCKET_IFNAME`.
     pub socket_ifname: String,
+}
+
+/// The fabric tests rendered under `validate/`.
+#[derive(Debug, Clone)]
+pub struct ValidationPlan {
+    /// Image of the perftest pods.
+    pub perftest_image: String,
+    /// Image of the nccl-tests `MPIJob`.
+    pub nccl_tests_image: String,
+    /// Nodes of the nccl-tests `MPIJob`.
+    pub nccl_nodes: u32,
 }

@@ -5,6 +5,7 @@ mod host;
 mod network;
 mod readme;
 mod unit;
+pub mod validate;
 mod workload;
 
 use serde_json::Value;
@@ -67,6 +68,7 @@ pub fn render(plan: &Plan) -> ManifestSet {
     ));
     files.push(plain("README.md", readme::readme(plan, &steps)));
     files.extend(host::aux_files(plan));
+    files.extend(validate::files(plan));
     ManifestSet { files }
 }
 

@@ -117,6 +117,7 @@ pub(crate) fn validate(
     let storage = storage::storage(&mut c, spec.storage, &all_pfs);
     let rails = rails.by_number;
     let workload = workload::workload(&mut c, spec.workload, &pools, &rails);
+    let validation = workload::validation(&mut c, spec.validation);
 
     if !c.found.is_empty() {
         return Err(c.found);
@@ -139,6 +140,7 @@ pub(crate) fn validate(
         nvme_targets: storage.nvme_targets,
         gds: storage.gds,
         workload,
+        validation,
     })
 }
 

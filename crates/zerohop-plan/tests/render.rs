@@ -63,11 +63,12 @@ fn kubelet_settings_ok(settings: &Value) -> Result<(), String> {
 }
 
 fn check_builtin(object: &Value) -> Result<(), String> {
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
     match (object["apiVersion"].as_str(), object["kind"].as_str()) {
         (Some("v1"), Some("Pod")) => round_trips::<Pod>(object),
         (Some("v1"), Some("Namespace")) => round_trips::<Namespace>(object),
         (Some("v1"), Some("ConfigMap")) => round_trips::<ConfigMap>(object),
+        (Some("v1"), Some("Service")) => round_trips::<Service>(object),
         (Some("machineconfiguration.openshift.io/v1"), Some("KubeletConfig")) => {
             let spec = object["spec"].as_object().ok_or("no spec")?;
             if spec
@@ -237,4 +238,81 @@ fn the_rendered_cufile_json_holds_only_keys_cufile_reads() {
         .expect("cluster.yaml asks for gds");
     let value = zerohop_known::jsonc::parse(&file.contents).unwrap();
     assert_eq!(zerohop_known::cufile::judge(&value), Vec::new());
+}
+
+#[test]
+fn validate_renders_perftest_pairs_per_rail_and_an_mpijob_per_pool() {
+    let set = rendered("cluster.yaml", Platform::Kubernetes);
+    let under: Vec<&zerohop_plan::ManifestFile> = set
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("validate/"))
+        .collect();
+    let rails = under
+        .iter()
+        .filter(|f| f.path.contains("/perftest-rail"))
+        .count();
+    assert_eq!(rails, 9, "one perftest file per rail of the h100 pool");
+    let rail0 = under
+        .iter()
+        .find(|f| f.path == "validate/h100/perftest-rail0.yaml")
+        .expect("rail 0");
+    let [server, client] = rail0.objects.as_slice() else {
+        panic!("a server and a client");
+    };
+    assert_eq!(
+        server["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"],
+        "rail0"
+    );
+    let limits = &client["spec"]["containers"][0]["resources"]["limits"];
+    assert_eq!(limits["nvidia.com/gpu"], "1");
+    assert_eq!(limits["nvidia.com/rdma_rail0"], "1");
+    let script = client["spec"]["containers"][0]["command"][2]
+        .as_str()
+        .unwrap();
+    // DMA-BUF after --use_cuda (perftest refuses the other order), and the
+    // RoCE v2 GID index NCCL uses too.
+    let cuda = script.find("--use_cuda=0").expect("--use_cuda");
+    assert!(script[cuda..].contains("--use_cuda_dmabuf"), "{script}");
+    assert!(script.contains("-x 3 "), "{script}");
+    assert!(script.ends_with("\"$PERFTEST_SERVER\""), "{script}");
+    let anti = &client["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        [0];
+    assert_eq!(anti["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(
+        anti["labelSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "perftest-server"
+    );
+    let job = &under
+        .iter()
+        .find(|f| f.path == "validate/h100/nccl-tests-mpijob.yaml")
+        .expect("the MPIJob")
+        .objects[0];
+    assert_eq!(job["apiVersion"], "kubeflow.org/v2beta1");
+    assert_eq!(job["spec"]["slotsPerWorker"], 8);
+    let worker = &job["spec"]["mpiReplicaSpecs"]["Worker"];
+    assert_eq!(worker["replicas"], 2);
+    let worker_limits = &worker["template"]["spec"]["containers"][0]["resources"]["limits"];
+    assert_eq!(worker_limits["nvidia.com/gpu"], "8");
+    assert_eq!(worker_limits["nvidia.com/rdma_rail7"], "1");
+    let launcher = &job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
+    let command: Vec<&str> = launcher["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        &command[..4],
+        ["mpirun", "--allow-run-as-root", "-np", "16"]
+    );
+    assert!(command.windows(2).any(|w| w == ["-x", "NCCL_IB_HCA"]));
+    assert_eq!(command.last(), Some(&"1"));
+    // The fabric tests are not part of the deployment.
+    let kustomization = set
+        .files
+        .iter()
+        .find(|f| f.path == "kustomization.yaml")
+        .unwrap();
+    assert!(!kustomization.contents.contains("validate/"));
 }

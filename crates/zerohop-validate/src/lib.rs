@@ -28,6 +28,8 @@ pub mod mounts;
 pub mod nccl;
 pub mod notes;
 pub mod perftest;
+#[cfg(feature = "cluster")]
+pub mod run;
 pub mod smi_topo;
 pub mod text;
 pub mod verbs;

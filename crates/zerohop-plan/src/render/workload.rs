@@ -7,7 +7,19 @@ use zerohop_known::shell::quote;
 
 use super::Step;
 use crate::intent::{HugepageSize, LinkType, RdmaMode};
-use crate::plan::Plan;
+use crate::plan::{Plan, RailPlan};
+
+/// The pod annotation by which Multus attaches secondary networks: a
+/// comma-separated list of NetworkAttachmentDefinition names in the pod's
+/// namespace (the Network Plumbing Working Group's multi-network
+/// specification, `k8s.v1.cni.cncf.io/networks`).
+pub(crate) const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+
+/// The GID index of the RoCE v2 GID of a netdev's IPv4 address, the first
+/// one after the two RoCE v1/v2 link-local GIDs and the v1 GID of the
+/// address: what NCCL (`NCCL_IB_GID_INDEX`) and perftest (`-x`) must use
+/// for routable RoCE.
+pub(crate) const ROCE_V2_GID_INDEX: u32 = 3;
 
 /// Where the pod finds `cufile.json`.
 const CUFILE_DIR: &str = "/etc/cufile";
@@ -87,14 +99,11 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
             )],
         });
     }
-    let rails: Vec<_> = plan.rails.values().take(w.vfs as usize).collect();
+    let rails: Vec<&RailPlan> = plan.rails.values().take(w.vfs as usize).collect();
     let mut resources: BTreeMap<String, Value> = BTreeMap::new();
     resources.insert("nvidia.com/gpu".to_owned(), json!(w.gpus.to_string()));
     for rail in &rails {
-        resources.insert(
-            format!("{}/{}", plan.resource_prefix, rail.resource_name),
-            json!("1"),
-        );
+        resources.insert(rail_resource(plan, rail), json!("1"));
     }
     resources.insert("memory".to_owned(), json!(w.memory));
     if let Some((size, count)) = w.hugepages {
@@ -104,43 +113,9 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
             json!(format!("{}Mi", u64::from(count) * mib)),
         );
     }
-    let networks: Vec<String> = rails.iter().map(|r| format!("rail{}", r.rail)).collect();
-    let hcas: Vec<&str> = match plan.rdma_mode {
-        // The PFs' RDMA devices are visible in the pod in shared mode.
-        RdmaMode::Shared => {
-            let nics = plan.nics_by_rail();
-            let mut names: Vec<&str> = rails
-                .iter()
-                .filter_map(|r| nics.get(&r.rail))
-                .flatten()
-                .map(|n| n.rdma_device.as_str())
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            names
-        }
-        // In exclusive mode only the pod's own VFs are visible, under names
-        // the host assigns; the mlx5 prefix selects exactly those.
-        RdmaMode::Sriov => vec!["mlx5"],
-    };
-    let hca = if plan.rdma_mode == RdmaMode::Shared {
-        format!("={}", hcas.join(","))
-    } else {
-        hcas.join(",")
-    };
-    let mut env = vec![
-        json!({"name": "NCCL_IB_HCA", "value": hca}),
-        json!({"name": "NCCL_NET_GDR_LEVEL", "value": "PXB"}),
-        json!({"name": "NCCL_SOCKET_IFNAME", "value": w.socket_ifname}),
-        json!({"name": "NCCL_DEBUG", "value": "INFO"}),
-    ];
-    if rails.iter().any(|r| r.link_type == LinkType::Eth) {
-        // RoCE v2 GID of the IPv4 address.
-        env.push(json!({"name": "NCCL_IB_GID_INDEX", "value": "3"}));
-    }
-    let mut mounts = vec![json!({"name": "dshm", "mountPath": "/dev/shm"})];
-    let mut volumes =
-        vec![json!({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": w.shm_size}})];
+    let mut env = nccl_env(plan, &rails);
+    let mut mounts = vec![shm_mount()];
+    let mut volumes = vec![shm_volume(plan)];
     if w.hugepages.is_some() {
         mounts.push(json!({"name": "hugepages", "mountPath": "/hugepages"}));
         volumes.push(json!({"name": "hugepages", "emptyDir": {"medium": "HugePages"}}));
@@ -171,7 +146,7 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         "metadata": {
             "name": w.name,
             "namespace": w.namespace,
-            "annotations": {"k8s.v1.cni.cncf.io/networks": networks.join(",")},
+            "annotations": {NETWORKS_ANNOTATION: networks_annotation(&rails)},
         },
         "spec": {
             "restartPolicy": "Never",
@@ -201,4 +176,66 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         ],
     });
     steps
+}
+
+/// The network (NetworkAttachmentDefinition, or SR-IOV network) of a rail,
+/// as the pod annotation names it.
+pub(crate) fn rail_network(rail: &RailPlan) -> String {
+    format!("rail{}", rail.rail)
+}
+
+/// The annotation value that attaches the pod to `rails`.
+pub(crate) fn networks_annotation(rails: &[&RailPlan]) -> String {
+    let networks: Vec<String> = rails.iter().map(|r| rail_network(r)).collect();
+    networks.join(",")
+}
+
+/// The extended resource of a rail's RDMA device (`nvidia.com/rdma_rail0`).
+pub(crate) fn rail_resource(plan: &Plan, rail: &RailPlan) -> String {
+    format!("{}/{}", plan.resource_prefix, rail.resource_name)
+}
+
+/// The NCCL environment of a pod attached to `rails`: the RDMA devices it
+/// may use, GPUDirect RDMA up to a PCIe switch, the bootstrap interface,
+/// debug output that `zerohop validate` reads, and on RoCE the GID index.
+pub(crate) fn nccl_env(plan: &Plan, rails: &[&RailPlan]) -> Vec<Value> {
+    let hca = match plan.rdma_mode {
+        // The PFs' RDMA devices are visible in the pod in shared mode.
+        RdmaMode::Shared => {
+            let nics = plan.nics_by_rail();
+            let mut names: Vec<&str> = rails
+                .iter()
+                .filter_map(|r| nics.get(&r.rail))
+                .flatten()
+                .map(|n| n.rdma_device.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            format!("={}", names.join(","))
+        }
+        // In exclusive mode only the pod's own VFs are visible, under names
+        // the host assigns; the mlx5 prefix selects exactly those.
+        RdmaMode::Sriov => "mlx5".to_owned(),
+    };
+    let mut env = vec![
+        json!({"name": "NCCL_IB_HCA", "value": hca}),
+        json!({"name": "NCCL_NET_GDR_LEVEL", "value": "PXB"}),
+        json!({"name": "NCCL_SOCKET_IFNAME", "value": plan.workload.socket_ifname}),
+        json!({"name": "NCCL_DEBUG", "value": "INFO"}),
+    ];
+    if rails.iter().any(|r| r.link_type == LinkType::Eth) {
+        env.push(json!({"name": "NCCL_IB_GID_INDEX", "value": ROCE_V2_GID_INDEX.to_string()}));
+    }
+    env
+}
+
+/// `/dev/shm` in memory, sized by the workload: NCCL's shared-memory
+/// transport and its proxy buffers live there.
+pub(crate) fn shm_volume(plan: &Plan) -> Value {
+    json!({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": plan.workload.shm_size}})
+}
+
+/// The mount of [`shm_volume`].
+pub(crate) fn shm_mount() -> Value {
+    json!({"name": "dshm", "mountPath": "/dev/shm"})
 }

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use super::{Checker, DNS_LABEL_HELP};
 use crate::grammar;
-use crate::intent::Workload;
-use crate::plan::{PoolPlan, RailPlan, WorkloadPlan};
+use crate::intent::{Validation, Workload};
+use crate::plan::{PoolPlan, RailPlan, ValidationPlan, WorkloadPlan};
 
 /// Checks the workload against the pools and rails it runs on.
 pub(super) fn workload(
@@ -100,5 +100,29 @@ pub(super) fn workload(
         shm_size: w.shm_size.value,
         hugepages,
         socket_ifname: w.nccl_socket_ifname.value,
+    }
+}
+
+/// Checks the images and size of the fabric tests.
+pub(super) fn validation(c: &mut Checker, v: Validation) -> ValidationPlan {
+    for image in [&v.perftest_image, &v.nccl_tests_image] {
+        c.grammar(
+            image,
+            "image",
+            grammar::image_reference,
+            "give an image reference such as ghcr.io/org/nccl-tests:tag",
+        );
+    }
+    if !(2..=1024).contains(&v.nccl_nodes.value) {
+        c.error(
+            &v.nccl_nodes.referenced,
+            format!("ncclNodes {} is not 2 to 1024", v.nccl_nodes.value),
+            "nccl-tests measures the fabric between at least 2 nodes",
+        );
+    }
+    ValidationPlan {
+        perftest_image: v.perftest_image.value,
+        nccl_tests_image: v.nccl_tests_image.value,
+        nccl_nodes: v.nccl_nodes.value,
     }
 }

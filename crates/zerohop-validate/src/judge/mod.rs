@@ -473,6 +473,26 @@ pub(crate) fn note_evidence(mut verdict: Verdict, capture: &Capture<'_>, notes: 
     verdict
 }
 
+/// A finding of `judgement` about a test that left no capture to judge:
+/// `zerohop validate run` when a pod was never scheduled, failed before it
+/// printed anything, or the test could not be created at all.
+pub fn without_capture(
+    judgement: &Judgement,
+    subject: &str,
+    status: Status,
+    message: impl Into<String>,
+    fix: &str,
+) -> Finding {
+    let capture = Capture {
+        name: subject,
+        text: "",
+    };
+    judgement
+        .verdict(&capture, status, "", message)
+        .fix(Remediation::new(fix))
+        .done()
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

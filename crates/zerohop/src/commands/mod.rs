@@ -12,6 +12,8 @@ mod lint;
 mod plan;
 mod topo;
 mod validate;
+#[cfg(feature = "cluster")]
+mod validate_run;
 
 use clap::Subcommand;
 

@@ -24,6 +24,11 @@ pub(crate) enum Args {
     /// Judge captured outputs: nccl-tests, NCCL_DEBUG logs, perftest,
     /// nvidia-smi topo -m, gdscheck, gdsio, nvidia-fs stats, show_gids, mount.
     Parse(ParseArgs),
+    /// Create the fabric tests `zerohop plan` rendered under validate/
+    /// (perftest per rail between two nodes, nccl-tests over several),
+    /// follow them, judge their logs and delete them.
+    #[cfg(feature = "cluster")]
+    Run(super::validate_run::RunArgs),
 }
 
 /// Output formats of `zerohop validate parse`.
@@ -69,14 +74,14 @@ pub(crate) struct ParseArgs {
     min_efficiency: u8,
 }
 
-fn positive_rate(text: &str) -> Result<f64, String> {
+pub(crate) fn positive_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
         _ => Err(format!("`{text}` is not a positive rate in Gb/s")),
     }
 }
 
-fn collective(text: &str) -> Result<Collective, String> {
+pub(crate) fn collective(text: &str) -> Result<Collective, String> {
     Collective::parse(text).ok_or_else(|| {
         let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
         format!(
@@ -90,6 +95,8 @@ fn collective(text: &str) -> Result<Collective, String> {
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     match args {
         Args::Parse(args) => parse(args),
+        #[cfg(feature = "cluster")]
+        Args::Run(args) => super::validate_run::run(args),
     }
 }
 

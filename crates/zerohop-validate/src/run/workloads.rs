@@ -1,0 +1,275 @@
+//! The fabric tests as `zerohop plan` rendered them under `DIR/validate/`,
+//! read back, and the pure changes a run makes to them before creating
+//! them: its label, its namespace, the nodes it pins, the server address.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use zerohop_plan::validation::{self as rendered, LABEL_COMPONENT, LABEL_RAIL, Role};
+
+/// The label every object a run creates carries, with the run's ID as
+/// value: cleanup deletes by it, and `kubectl get pods,mpijobs -A -l
+/// zerohop.dev/validate-run` finds what a killed run left behind.
+pub const RUN_LABEL: &str = "zerohop.dev/validate-run";
+
+/// The largest rendered file read: a plan's files are a few KiB.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The node label the scheduler pins a pod to one node by.
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// One rail's perftest pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerftestPair {
+    /// The rail number.
+    pub rail: u32,
+    /// The server pod.
+    pub server: Value,
+    /// The client pod.
+    pub client: Value,
+}
+
+/// A pool's fabric tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workloads {
+    /// The pool.
+    pub pool: String,
+    /// The namespace the plan renders them into.
+    pub namespace: String,
+    /// One perftest pair per rail, in rail order.
+    pub perftest: Vec<PerftestPair>,
+    /// The nccl-tests `MPIJob`, when rendered.
+    pub mpijob: Option<Value>,
+}
+
+/// Reads the fabric tests of `pool` (or of the only pool) from a plan
+/// output directory.
+///
+/// # Errors
+/// A message naming the path when the directory is not a plan output with
+/// `validate/`, the pool is not there or is ambiguous, or a file is not a
+/// regular file of at most 1 MiB of YAML.
+pub fn load(plan: &Path, pool: Option<&str>) -> Result<Workloads, String> {
+    let base = plan.join(rendered::DIR);
+    let mut pools: Vec<String> = fs::read_dir(&base)
+        .map_err(|err| {
+            format!(
+                "{}: {err}; give the directory `zerohop plan -o` wrote with --plan",
+                base.display()
+            )
+        })?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    pools.sort();
+    let pool = match pool {
+        Some(name) if pools.iter().any(|p| p == name) => name.to_owned(),
+        Some(name) => {
+            return Err(format!(
+                "{} has no pool {name:?}; it has {}",
+                base.display(),
+                pools.join(", ")
+            ));
+        }
+        None => match pools.as_slice() {
+            [only] => only.clone(),
+            [] => return Err(format!("{} has no pool", base.display())),
+            _ => {
+                return Err(format!(
+                    "{} has several pools ({}); choose one with --pool",
+                    base.display(),
+                    pools.join(", ")
+                ));
+            }
+        },
+    };
+    let dir = base.join(&pool);
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .map_err(|err| format!("{}: {err}", dir.display()))?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    let mut pairs: BTreeMap<u32, (Option<Value>, Option<Value>)> = BTreeMap::new();
+    let mut mpijob = None;
+    let mut namespace = None;
+    for name in names {
+        let path = dir.join(&name);
+        for object in read_objects(&path)? {
+            let component = object["metadata"]["labels"][LABEL_COMPONENT].as_str();
+            let rail = object["metadata"]["labels"][LABEL_RAIL]
+                .as_str()
+                .and_then(|r| r.parse::<u32>().ok());
+            let kind = object["kind"].as_str();
+            if namespace.is_none() {
+                namespace = object["metadata"]["namespace"].as_str().map(str::to_owned);
+            }
+            match (kind, component, rail) {
+                (Some("Pod"), Some(c), Some(rail)) if c == Role::PerftestServer.label() => {
+                    pairs.entry(rail).or_default().0 = Some(object);
+                }
+                (Some("Pod"), Some(c), Some(rail)) if c == Role::PerftestClient.label() => {
+                    pairs.entry(rail).or_default().1 = Some(object);
+                }
+                (Some("MPIJob"), _, _) => mpijob = Some(object),
+                // The headless Service is for runs by hand: a run gives
+                // the client its server's pod IP instead.
+                _ => {}
+            }
+        }
+    }
+    let mut perftest = Vec::new();
+    for (rail, pair) in pairs {
+        match pair {
+            (Some(server), Some(client)) => perftest.push(PerftestPair {
+                rail,
+                server,
+                client,
+            }),
+            _ => {
+                return Err(format!(
+                    "{}: rail {rail} has a perftest server or client but not both",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    if perftest.is_empty() && mpijob.is_none() {
+        return Err(format!("{} has no fabric test", dir.display()));
+    }
+    Ok(Workloads {
+        pool,
+        namespace: namespace.unwrap_or_else(|| "default".to_owned()),
+        perftest,
+        mpijob,
+    })
+}
+
+/// The objects of one rendered file, opened without waiting and refused
+/// unless it is a regular file of at most [`MAX_FILE_BYTES`].
+fn read_objects(path: &Path) -> Result<Vec<Value>, String> {
+    let named = |what: String| format!("{}: {what}", path.display());
+    let file: File = OpenOptions::new()
+        .read(true)
+        // A FIFO planted in a plan directory must not block the open.
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|err| named(err.to_string()))?;
+    let meta = file.metadata().map_err(|err| named(err.to_string()))?;
+    if !meta.is_file() {
+        return Err(named("not a regular file: refused".to_owned()));
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|err| named(err.to_string()))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(named(format!(
+            "over the {} KiB a rendered file may have",
+            MAX_FILE_BYTES >> 10
+        )));
+    }
+    let objects: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(|err| named(err.to_string()))?;
+    Ok(objects.into_iter().filter(Value::is_object).collect())
+}
+
+/// Makes an object (and the pod templates of an `MPIJob`) part of run
+/// `run_id` in `namespace`.
+pub fn claim(object: &mut Value, run_id: &str, namespace: &str) {
+    object["metadata"]["namespace"] = json!(namespace);
+    object["metadata"]["labels"][RUN_LABEL] = json!(run_id);
+    if let Some(specs) = object["spec"]["mpiReplicaSpecs"].as_object_mut() {
+        for spec in specs.values_mut() {
+            spec["template"]["metadata"]["labels"][RUN_LABEL] = json!(run_id);
+        }
+    }
+}
+
+/// Pins a pod to `node` by its host name label, on top of the pool's
+/// node selector (so a node outside the pool is never picked).
+pub fn pin(pod: &mut Value, node: &str) {
+    pod["spec"]["nodeSelector"][HOSTNAME_LABEL] = json!(node);
+}
+
+/// Gives the client the server's pod IP in place of the Service name.
+pub fn point_at(client: &mut Value, server_ip: &str) {
+    if let Some(env) = client["spec"]["containers"][0]["env"].as_array_mut() {
+        for var in env {
+            if var["name"] == "PERFTEST_SERVER" {
+                var["value"] = json!(server_ip);
+            }
+        }
+    }
+}
+
+/// Runs the `MPIJob` on exactly `nodes`: one worker on each, and `mpirun`
+/// starts a rank per GPU of each.
+pub fn pin_mpijob(job: &mut Value, nodes: &[String]) {
+    let count = nodes.len() as u64;
+    let slots = job["spec"]["slotsPerWorker"].as_u64().unwrap_or(1);
+    let worker = &mut job["spec"]["mpiReplicaSpecs"]["Worker"];
+    worker["replicas"] = json!(count);
+    worker["template"]["spec"]["affinity"]["nodeAffinity"] = json!({
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+            "matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": nodes}],
+        }]},
+    });
+    let command = &mut job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+        [0]["command"];
+    if let Some(words) = command.as_array_mut()
+        && let Some(at) = words.iter().position(|w| w == "-np")
+        && let Some(ranks) = words.get_mut(at + 1)
+    {
+        *ranks = json!((count * slots).to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_mpijob_pinned_to_three_nodes_runs_a_rank_per_gpu_of_each() {
+        let mut job = json!({"spec": {"slotsPerWorker": 8, "mpiReplicaSpecs": {
+            "Launcher": {"template": {"spec": {"containers": [{"command": ["mpirun", "-np", "16", "x"]}]}}},
+            "Worker": {"replicas": 2, "template": {"spec": {}}},
+        }}});
+        let nodes = ["a", "b", "c"].map(str::to_owned);
+        pin_mpijob(&mut job, &nodes);
+        claim(&mut job, "r1", "ns");
+        let specs = &job["spec"]["mpiReplicaSpecs"];
+        assert_eq!(specs["Worker"]["replicas"], 3);
+        assert_eq!(
+            specs["Launcher"]["template"]["spec"]["containers"][0]["command"][2],
+            "24"
+        );
+        assert_eq!(
+            specs["Worker"]["template"]["metadata"]["labels"][RUN_LABEL],
+            "r1"
+        );
+        assert_eq!(job["metadata"]["namespace"], "ns");
+    }
+
+    #[test]
+    fn the_client_gets_the_server_ip_and_pins_add_to_the_pool_selector() {
+        let mut client = json!({"spec": {"nodeSelector": {"pool": "h100"}, "containers": [{"env": [
+            {"name": "NCCL_DEBUG", "value": "INFO"},
+            {"name": "PERFTEST_SERVER", "value": "server-rail0.svc"},
+        ]}]}});
+        point_at(&mut client, "10.0.0.7");
+        pin(&mut client, "node-b");
+        assert_eq!(
+            client["spec"]["containers"][0]["env"][1]["value"],
+            "10.0.0.7"
+        );
+        assert_eq!(client["spec"]["nodeSelector"]["pool"], "h100");
+        assert_eq!(client["spec"]["nodeSelector"][HOSTNAME_LABEL], "node-b");
+    }
+}
