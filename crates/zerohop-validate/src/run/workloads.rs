@@ -3,12 +3,11 @@
 //! them: its label, its namespace, the nodes it pins, the server address.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::fs;
 use std::path::Path;
 
 use serde_json::{Value, json};
+use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 use zerohop_plan::validation::{self as rendered, LABEL_COMPONENT, LABEL_RAIL, Role};
 
 /// The label every object a run creates carries, with the run's ID as
@@ -155,26 +154,18 @@ pub fn load(plan: &Path, pool: Option<&str>) -> Result<Workloads, String> {
 /// unless it is a regular file of at most [`MAX_FILE_BYTES`].
 fn read_objects(path: &Path) -> Result<Vec<Value>, String> {
     let named = |what: String| format!("{}: {what}", path.display());
-    let file: File = OpenOptions::new()
-        .read(true)
-        // A FIFO planted in a plan directory must not block the open.
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|err| named(err.to_string()))?;
-    let meta = file.metadata().map_err(|err| named(err.to_string()))?;
-    if !meta.is_file() {
-        return Err(named("not a regular file: refused".to_owned()));
-    }
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|err| named(err.to_string()))?;
-    if text.len() as u64 > MAX_FILE_BYTES {
+    let cap = usize::try_from(MAX_FILE_BYTES).unwrap_or(usize::MAX);
+    let bytes = read_regular(path, Follow::Links, cap).map_err(|err| match err {
+        NotRegular::Kind(kind) => named(format!("{kind}, not a regular file: refused")),
+        NotRegular::Io(err) => named(os_reason(&err)),
+    })?;
+    if bytes.len() > cap {
         return Err(named(format!(
             "over the {} KiB a rendered file may have",
             MAX_FILE_BYTES >> 10
         )));
     }
+    let text = String::from_utf8(bytes).map_err(|_| named("not UTF-8 text".to_owned()))?;
     let objects: Vec<Value> =
         serde_saphyr::from_multiple(&text).map_err(|err| named(err.to_string()))?;
     Ok(objects.into_iter().filter(Value::is_object).collect())

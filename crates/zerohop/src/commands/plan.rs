@@ -92,14 +92,34 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         eprintln!("interrupted after {dir}/ was written in full");
         return Ok(ExitCode::INTERRUPTED);
     }
+    // The fabric tests are run by `zerohop validate run` once the rest is
+    // deployed, not applied with it.
+    let fabric = format!("{}/", zerohop_plan::validation::DIR);
+    let (tests, deploy): (Vec<&String>, Vec<&String>) =
+        written.iter().partition(|path| path.starts_with(&fabric));
     crate::output::to_stdout(|w| {
         writeln!(
             w,
             "wrote {} files to {dir}/ (apply in this order; see {dir}/README.md for the checks between steps):",
-            written.len()
+            deploy.len()
         )?;
-        for path in &written {
+        for path in &deploy {
             writeln!(w, "  {}", printable(path))?;
+        }
+        if !tests.is_empty() {
+            let command = format!(
+                "zerohop validate run --plan {}",
+                zerohop_known::shell::quote(&args.output.display().to_string())
+            );
+            writeln!(
+                w,
+                "and {} fabric tests for `{}` once it is deployed:",
+                tests.len(),
+                printable(&command)
+            )?;
+            for path in &tests {
+                writeln!(w, "  {}", printable(path))?;
+            }
         }
         Ok(())
     })
