@@ -8,7 +8,8 @@
 //! is checked with `fstat` before a byte is read. In a directory tree (a
 //! capture can come from anywhere), what a path names is also looked at
 //! before it is opened, so that no device node is ever opened: opening one
-//! runs its driver.
+//! runs its driver. (On the live `/`, `/proc` and `/sys` hold no device
+//! nodes, and what else is read is the host's own configuration.)
 //!
 //! [`HostRoot`]: crate::HostRoot
 
@@ -17,9 +18,10 @@ use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::in_root::InRoot;
+use crate::in_root::{InRoot, Opened};
 use crate::read_error::{FileKind, ReadError};
 use crate::resolve::{ResolveError, Resolver};
+use crate::watchdog;
 
 /// The most entries one directory listing returns. Larger directories are
 /// a sign of a broken tree, not of a real host.
@@ -89,13 +91,9 @@ impl Tree {
             Extent::ToEnd
         };
         if let Some(in_root) = &self.in_root {
-            match in_root.kind(path) {
-                Ok(None) => {}
-                Ok(Some(kind)) => return Err(not_a_file(path, kind)),
-                Err(err) => return missing_or(path, &err),
-            }
-            return match in_root.file(path) {
-                Ok(file) => read_open(file, cap, path, extent).map(Some),
+            return match in_root.regular_file(path, watchdog::current_lane()) {
+                Ok(Opened::File(file)) => read_open(file, cap, path, extent).map(Some),
+                Ok(Opened::Special(kind)) => Err(not_a_file(path, kind)),
                 Err(err) => missing_or(path, &err),
             };
         }
@@ -163,9 +161,13 @@ impl Tree {
     /// The target of the symlink at `path`, as written; `None` when `path`
     /// is missing or not a symlink.
     pub(crate) fn read_link(&self, path: &str) -> Result<Option<String>, ReadError> {
-        let real = self.real_path(path, false)?;
-        match fs::read_link(&real) {
-            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
+        let target = match &self.in_root {
+            Some(in_root) => in_root.read_link(path, watchdog::current_lane()),
+            None => fs::read_link(self.real_path(path, false)?)
+                .map(|target| target.to_string_lossy().into_owned()),
+        };
+        match target {
+            Ok(target) => Ok(Some(target)),
             Err(err) if is_missing(&err) || err.kind() == io::ErrorKind::InvalidInput => Ok(None),
             Err(err) => Err(io_error(path, &err)),
         }

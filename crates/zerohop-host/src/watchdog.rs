@@ -64,6 +64,12 @@ pub fn abandoned_readers() -> u64 {
     ABANDONED.load(Ordering::Relaxed)
 }
 
+/// The lane this thread last read in (0 before any): caches that must not
+/// outlive a unit of work key their entries with it.
+pub(crate) fn current_lane() -> u64 {
+    SLOT.with(|slot| slot.borrow().as_ref().map_or(0, |(lane, _)| *lane))
+}
+
 /// Locks a mutex whose data stays consistent even if a holder panicked:
 /// every critical section here is a few assignments.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
