@@ -4,6 +4,19 @@
 use std::io::{self, Write};
 
 use anstream::AutoStream;
+use anyhow::Context as _;
+use zerohop_core::Report;
+use zerohop_core::render::{human, json};
+
+/// The output formats of the commands that answer with a report or a
+/// document: `doctor`, `topo`, `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// Tables and findings for people.
+    Human,
+    /// One versioned JSON document.
+    Json,
+}
 
 /// Runs `write` against standard output. ANSI styles are stripped unless
 /// standard output is a terminal (and `NO_COLOR` is unset). A broken pipe
@@ -18,4 +31,15 @@ pub(crate) fn to_stdout(
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
+}
+
+/// Writes a report of findings (`doctor`, `validate`) to standard output in
+/// `format`: for people, with every finding when `verbose`, or as the
+/// versioned JSON report.
+pub(crate) fn report(report: &Report, format: Format, verbose: bool) -> anyhow::Result<()> {
+    to_stdout(|out| match format {
+        Format::Human => human::write(report, human::HumanOptions { verbose }, out),
+        Format::Json => json::write(report, out),
+    })
+    .context("failed to write the report")
 }

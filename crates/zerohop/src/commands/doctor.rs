@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
-use zerohop_core::render::{human, json};
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::Facts;
 
-use crate::commands::host::{Format, HostArgs};
+use crate::commands::host::HostArgs;
 use crate::error::CliError;
 use crate::output;
 
@@ -126,16 +124,6 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             .map_err(|missing| CliError::usage(format!("--probe {missing}")))?;
     }
     let report = zerohop_doctor::run(&facts, &profile, &selection);
-    output::to_stdout(|out| match args.host.format {
-        Format::Human => human::write(
-            &report,
-            human::HumanOptions {
-                verbose: args.verbose,
-            },
-            out,
-        ),
-        Format::Json => json::write(&report, out),
-    })
-    .context("failed to write the report")?;
+    output::report(&report, args.host.format, args.verbose)?;
     Ok(report.exit_code())
 }

@@ -7,14 +7,7 @@ use zerohop_host::{HostRoot, RootError};
 
 use crate::error::CliError;
 
-/// Output formats of the host commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// Tables for people.
-    Human,
-    /// One versioned JSON document.
-    Json,
-}
+pub(crate) use crate::output::Format;
 
 /// Which host to read and how to answer.
 #[derive(Debug, clap::Args)]

@@ -4,15 +4,14 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use zerohop_core::exit::ExitCode;
-use zerohop_core::render::{human, json};
 use zerohop_input::{Follow, NotRegular, open_regular, os_reason, read_capped};
 use zerohop_validate::judge::{self, Capture, Expectations};
 use zerohop_validate::nccl::collective::Collective;
 
 use crate::error::CliError;
 use crate::output;
+use crate::output::Format;
 
 /// The largest capture read: an `NCCL_DEBUG=INFO` log of a large job runs
 /// to tens of MiB; anything larger is refused rather than held in memory.
@@ -29,15 +28,6 @@ pub(crate) enum Args {
     /// follow them, judge their logs and delete them.
     #[cfg(feature = "cluster")]
     Run(super::validate_run::RunArgs),
-}
-
-/// Output formats of `zerohop validate parse`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// Findings grouped by tool, then what to fix first.
-    Human,
-    /// The versioned JSON report shared with `zerohop doctor`.
-    Json,
 }
 
 /// Arguments of `zerohop validate parse`.
@@ -147,17 +137,7 @@ fn parse(args: ParseArgs) -> Result<i32, CliError> {
         // an empty report would only say that nothing was checked.
         return Ok(ExitCode::USAGE);
     }
-    output::to_stdout(|out| match args.format {
-        Format::Human => human::write(
-            &report,
-            human::HumanOptions {
-                verbose: args.verbose,
-            },
-            out,
-        ),
-        Format::Json => json::write(&report, out),
-    })
-    .context("failed to write the report")?;
+    output::report(&report, args.format, args.verbose)?;
     Ok(if unreadable > 0 {
         ExitCode::USAGE
     } else {

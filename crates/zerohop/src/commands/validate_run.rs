@@ -5,16 +5,15 @@ use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use zerohop_core::exit::ExitCode;
-use zerohop_core::render::{human, json};
 use zerohop_validate::judge::Expectations;
 use zerohop_validate::nccl::collective::Collective;
 use zerohop_validate::run::{self, Options, Outcome};
 
-use super::validate::{Format, collective, positive_rate};
+use super::validate::{collective, positive_rate};
 use crate::error::CliError;
 use crate::output;
+use crate::output::Format;
 
 /// Arguments of `zerohop validate run`.
 #[derive(Debug, clap::Args)]
@@ -117,17 +116,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         }
         Outcome::Judged { report, leftover } => (report, leftover),
     };
-    output::to_stdout(|out| match args.format {
-        Format::Human => human::write(
-            &report,
-            human::HumanOptions {
-                verbose: args.verbose,
-            },
-            out,
-        ),
-        Format::Json => json::write(&report, out),
-    })
-    .context("failed to write the report")?;
+    output::report(&report, args.format, args.verbose)?;
     if let Some(left) = leftover {
         eprintln!("error: {left}");
         return Ok(ExitCode::USAGE);
