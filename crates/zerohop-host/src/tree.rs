@@ -92,7 +92,11 @@ impl Tree {
         };
         if let Some(in_root) = &self.in_root {
             return match in_root.regular_file(path, watchdog::current_lane()) {
-                Ok(Opened::File(file)) => read_open(file, cap, path, extent).map(Some),
+                // Its type was looked at through its directory a moment
+                // before and the open did not follow a link: a file swapped
+                // since is still read without waiting, and at most `cap`
+                // bytes of it, so no second `fstat` is paid per file.
+                Ok(Opened::File(file)) => read_file(file, cap, path, extent).map(Some),
                 Ok(Opened::Special(kind)) => Err(not_a_file(path, kind)),
                 Err(err) => missing_or(path, &err),
             };
@@ -267,18 +271,24 @@ fn read_capped(
 
 /// Reads an open file: at most `cap` bytes, more is an error. Anything but
 /// a regular file is refused before the first read.
-fn read_open(
-    mut file: File,
-    cap: usize,
-    shown: &str,
-    extent: Extent,
-) -> Result<Vec<u8>, ReadError> {
+fn read_open(file: File, cap: usize, shown: &str, extent: Extent) -> Result<Vec<u8>, ReadError> {
     let mode = rustix::fs::fstat(&file)
         .map_err(|err| io_error(shown, &err.into()))?
         .st_mode;
     if let Some(kind) = FileKind::from_mode(mode) {
         return Err(not_a_file(shown, kind));
     }
+    read_file(file, cap, shown, extent)
+}
+
+/// Reads an open file known to be a regular file: at most `cap` bytes, more
+/// is an error.
+fn read_file(
+    mut file: File,
+    cap: usize,
+    shown: &str,
+    extent: Extent,
+) -> Result<Vec<u8>, ReadError> {
     // One page covers every sysfs attribute; reserving it avoids the small
     // probing reads `read_to_end` makes into an empty vector.
     let mut bytes = Vec::with_capacity(cap.min(4096) + 1);
