@@ -20,9 +20,9 @@
 //! doctor's profile of expectations. Paths are confined to the directory:
 //! empty, `.` and `..` components are dropped.
 
-use std::fs;
+use std::fs::{self, OpenOptions};
 use std::io::Write as _;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{OpenOptionsExt as _, symlink};
 use std::path::{Path, PathBuf};
 
 use zerohop_doctor::topology::Topology;
@@ -201,6 +201,12 @@ fn confined(name: &str) -> Option<PathBuf> {
 /// is a file, a name is too long) is left out, as a real tree would lack it.
 fn write_tree(dir: &Path, input: &[u8]) {
     for (relative, kind) in entries(input) {
+        // A link the archive made earlier must not carry a later entry out
+        // of the directory (`x -> /etc`, then `x/passwd`), and an entry
+        // must not be written through one either.
+        if !parents_are_directories(dir, &relative) {
+            continue;
+        }
         let path = dir.join(&relative);
         if let Some(parent) = path.parent()
             && fs::create_dir_all(parent).is_err()
@@ -208,7 +214,14 @@ fn write_tree(dir: &Path, input: &[u8]) {
             continue;
         }
         let _ = match kind {
-            Kind::File(content) => fs::write(&path, content),
+            // A new file only: what is there already (a FIFO, a link) is
+            // neither opened nor followed.
+            Kind::File(content) => OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&path)
+                .and_then(|mut file| file.write_all(content)),
             Kind::Link(target) if !target.contains('\0') => symlink(target, &path),
             Kind::Link(_) => Ok(()),
             Kind::Dir => fs::create_dir_all(&path),
@@ -222,6 +235,23 @@ fn write_tree(dir: &Path, input: &[u8]) {
             .map_err(std::io::Error::from),
         };
     }
+}
+
+/// Whether every ancestor of `relative` under `dir` is a directory or not
+/// there yet: none is a symlink or anything else.
+fn parents_are_directories(dir: &Path, relative: &Path) -> bool {
+    let mut path = dir.to_path_buf();
+    let Some(parent) = relative.parent() else {
+        return true;
+    };
+    for component in parent.components() {
+        path.push(component);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if !meta.is_dir() => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Where the trees are written: memory-backed `/dev/shm` when it can be
@@ -311,5 +341,28 @@ mod tests {
                 .is_ok(),
             "the doctor waited on a fifo"
         );
+    }
+
+    #[test]
+    fn entries_are_never_written_through_links_or_fifos() {
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "kept").unwrap();
+        let input = format!(
+            "=== out -> {dir}\n=== out/victim\nreplaced\n=== link -> {file}\n=== link\nreplaced\n=== pipe |fifo\n=== pipe\nblocked\n",
+            dir = outside.path().display(),
+            file = victim.display(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (send, receive) = std::sync::mpsc::channel();
+        let root = dir.path().to_path_buf();
+        std::thread::spawn(move || send.send(write_tree(&root, input.as_bytes())));
+        assert!(
+            receive
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok(),
+            "writing a file over a fifo waited for a reader"
+        );
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "kept");
     }
 }
