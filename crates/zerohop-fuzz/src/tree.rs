@@ -356,7 +356,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (send, receive) = std::sync::mpsc::channel();
         let root = dir.path().to_path_buf();
-        std::thread::spawn(move || send.send(write_tree(&root, input.as_bytes())));
+        std::thread::spawn(move || {
+            write_tree(&root, input.as_bytes());
+            send.send(())
+        });
         assert!(
             receive
                 .recv_timeout(std::time::Duration::from_secs(10))
