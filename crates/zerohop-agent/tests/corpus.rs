@@ -29,6 +29,12 @@ fn shared() -> Option<PathBuf> {
     if dir.join("corpus").is_dir() {
         Some(dir)
     } else {
+        // Only a clone without any `../shared` (a user's) may skip.
+        assert!(
+            !dir.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            dir.display()
+        );
         eprintln!(
             "skipped: {} is absent (CI has it beside the repository)",
             dir.display()

@@ -153,6 +153,12 @@ fn no_upstream_crd_or_sample_is_refused_for_its_characters() {
         "/../../../shared/reference"
     ));
     if !reference.is_dir() {
+        let shared = reference.parent().expect("../shared");
+        assert!(
+            !shared.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            shared.display()
+        );
         eprintln!(
             "skipped: {} is absent (the shared reference files are not on this machine)",
             reference.display()

@@ -152,6 +152,12 @@ fn upstream_samples_against_upstream_crds() {
     let reference = Path::new(REFERENCE);
     let samples = reference.join("samples");
     if !samples.is_dir() || !reference.join("crds").is_dir() {
+        let shared = reference.parent().expect("../shared");
+        assert!(
+            !shared.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            shared.display()
+        );
         println!("skipped: {} is absent", reference.display());
         return;
     }

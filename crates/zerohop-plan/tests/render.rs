@@ -89,6 +89,12 @@ fn reference_catalog() -> Option<CrdCatalog> {
         "/../../../shared/reference/crds"
     ));
     if !dir.is_dir() {
+        let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
+        assert!(
+            !shared.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            shared.display()
+        );
         eprintln!(
             "skipped: {} is absent (the shared reference CRDs are not on this machine)",
             dir.display()
@@ -151,6 +157,12 @@ fn rdma_shared_device_plugin_config_matches_the_webhook_schema() {
     ));
     let Ok(schema_text) = std::fs::read_to_string(dir.join("rdma_shared_device_plugin.json"))
     else {
+        let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
+        assert!(
+            !shared.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            shared.display()
+        );
         eprintln!("skipped: {} is absent", dir.display());
         return;
     };

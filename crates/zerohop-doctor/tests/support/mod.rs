@@ -22,13 +22,19 @@ use zerohop_host::{Facts, HostRoot};
 
 /// The shared corpus directory, or `None` (with a printed reason) when absent.
 pub fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("ZEROHOP_SHARED")
+    let shared = std::env::var_os("ZEROHOP_SHARED")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("corpus");
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    let dir = shared.join("corpus");
     if dir.is_dir() {
         Some(dir)
     } else {
+        // Only a clone without any `../shared` (a user's) may skip.
+        assert!(
+            !shared.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            shared.display()
+        );
         eprintln!(
             "skipped: {} is absent (the shared corpus sits beside the repository in CI)",
             dir.display()

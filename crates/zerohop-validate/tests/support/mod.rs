@@ -27,6 +27,12 @@ pub fn corpus() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
+        // Only a clone without any `../shared` (a user's) may skip.
+        assert!(
+            !shared.exists(),
+            "{} is beside the repository but lacks this test data: CI must not pass without it",
+            shared.display()
+        );
         eprintln!(
             "skipped: {} is absent (the shared corpus sits beside the repository in CI)",
             dir.display()
