@@ -17,9 +17,9 @@ use kube::{Api, Client, Config};
 use serde_json::Value;
 use tower::util::MapResponseLayer;
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
+use zerohop_known::zerohop_api;
 
 use crate::condition::{self, FIELD_MANAGER};
-use crate::report_object;
 
 /// The longest any one call may take, response body included.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -255,11 +255,11 @@ pub async fn apply_condition(
 /// The `DataPathReport` resource for dynamic calls.
 pub fn report_resource() -> ApiResource {
     ApiResource {
-        group: report_object::GROUP.to_owned(),
-        version: report_object::VERSION.to_owned(),
-        api_version: report_object::API_VERSION.to_owned(),
-        kind: report_object::KIND.to_owned(),
-        plural: report_object::PLURAL.to_owned(),
+        group: zerohop_api::GROUP.to_owned(),
+        version: zerohop_api::VERSION.to_owned(),
+        api_version: zerohop_api::API_VERSION.to_owned(),
+        kind: zerohop_api::KIND.to_owned(),
+        plural: zerohop_api::PLURAL.to_owned(),
     }
 }
 

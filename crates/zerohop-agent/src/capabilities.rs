@@ -41,9 +41,6 @@ pub const CAPABILITIES: [Capability; 3] = [
     },
 ];
 
-/// The label namespace, owned by zerohop.
-pub const LABEL_PREFIX: &str = "zerohop.dev/";
-
 /// How usable a capability is on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum State {

@@ -8,16 +8,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::verdict::Verdict;
-
-/// The condition type the agent owns. Positive polarity: `True` means the
-/// zero-copy data path is ready, so a scheduling gate or a
-/// `NodeReadinessRule` can require it as is.
-pub const CONDITION_TYPE: &str = "zerohop.dev/DataPathReady";
+use zerohop_doctor::verdict::Verdict;
+use zerohop_known::zerohop_api::{AGENT_NAME, CONDITION_TYPE};
 
 /// The field manager of every write, so that server-side apply leaves the
 /// conditions of the kubelet and of other agents alone.
-pub const FIELD_MANAGER: &str = "zerohop-agent";
+pub const FIELD_MANAGER: &str = AGENT_NAME;
 
 /// Our condition among a node's conditions, if it has one.
 pub fn ours(conditions: &[NodeCondition]) -> Option<&NodeCondition> {
@@ -88,7 +84,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::verdict::Readiness;
+    use zerohop_doctor::verdict::Readiness;
 
     fn verdict(readiness: Readiness, reason: &str, message: &str) -> Verdict {
         Verdict {

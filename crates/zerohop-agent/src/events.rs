@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zerohop_core::{Report, Status};
 
-use crate::verdict::{self, MESSAGE_CAP, Readiness, Verdict};
+use zerohop_doctor::verdict::{self, Readiness, Verdict};
+use zerohop_known::zerohop_api::MESSAGE_CAP;
 
 /// The most per-check events of one pass; the rest are summed up in one.
 pub const MAX_CHECK_EVENTS: usize = 10;
@@ -184,7 +185,7 @@ mod tests {
     use zerohop_core::{Finding, Remediation, Severity};
 
     use super::*;
-    use crate::verdict::judge;
+    use zerohop_doctor::verdict::judge;
 
     fn finding(id: &str, status: Status) -> Finding {
         Finding {

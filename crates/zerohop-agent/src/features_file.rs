@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::capabilities::{Capability, LABEL_PREFIX, State};
+use zerohop_known::zerohop_api::LABEL_PREFIX;
+
+use crate::capabilities::{Capability, State};
 
 /// The file's name in `features.d`.
 pub const FILE_NAME: &str = "zerohop";

@@ -25,7 +25,7 @@ use crate::log;
 use crate::metrics::{ApiCall, Live};
 use crate::report_object::{self, PassInfo};
 use crate::snapshot::Snapshot;
-use crate::verdict::Readiness;
+use zerohop_doctor::verdict::Readiness;
 
 /// What to publish.
 #[derive(Debug, Clone)]

@@ -1,4 +1,6 @@
-//! The per-node `DataPathReport` object and its CustomResourceDefinition.
+//! The per-node `DataPathReport` object (its CustomResourceDefinition is
+//! `zerohop_known::zerohop_api::report_crd`).
+//!
 //!
 //! The node condition says ready or not and names the first root cause;
 //! the report object holds the rest (the summary and every finding that is
@@ -13,28 +15,10 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 use zerohop_core::{Finding, Report, Status};
 
-use crate::verdict::{Verdict, cap};
-
-/// The API group of zerohop's resources.
-pub const GROUP: &str = "zerohop.dev";
-/// The version served.
-pub const VERSION: &str = "v1alpha1";
-/// `apiVersion` of the objects.
-pub const API_VERSION: &str = "zerohop.dev/v1alpha1";
-/// The kind.
-pub const KIND: &str = "DataPathReport";
-/// The resource name in URLs.
-pub const PLURAL: &str = "datapathreports";
-
-/// The largest object written, in bytes of JSON: well under the API
-/// server's 1.5 MiB request limit (etcd's default value size), and small
-/// enough that listing a thousand of them stays cheap.
-pub const BYTES_CAP: usize = 256 * 1024;
-/// The most findings one object lists, whatever their size.
-pub const MAX_FINDINGS: usize = 2000;
-/// Caps on the free-text fields of each finding.
-const SUBJECT_CAP: usize = 256;
-const TEXT_CAP: usize = 512;
+use zerohop_doctor::verdict::{Verdict, cap};
+use zerohop_known::zerohop_api::{
+    API_VERSION, BYTES_CAP, KIND, MAX_FINDINGS, SUBJECT_CAP, TEXT_CAP,
+};
 
 /// What a pass contributes to the report object.
 #[derive(Debug, Clone, Copy)]
@@ -144,123 +128,12 @@ fn entry(finding: &Finding) -> Value {
     entry
 }
 
-/// The CustomResourceDefinition of `DataPathReport`.
-pub fn crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {
-            "name": format!("{PLURAL}.{GROUP}"),
-            "labels": { "app.kubernetes.io/name": "zerohop-agent" },
-        },
-        "spec": {
-            "group": GROUP,
-            "scope": "Cluster",
-            "names": {
-                "kind": KIND,
-                "listKind": format!("{KIND}List"),
-                "plural": PLURAL,
-                "singular": "datapathreport",
-                "shortNames": ["dpr"],
-            },
-            "versions": [{
-                "name": VERSION,
-                "served": true,
-                "storage": true,
-                "additionalPrinterColumns": [
-                    { "name": "Ready", "type": "string", "jsonPath": ".condition.status" },
-                    { "name": "Reason", "type": "string", "jsonPath": ".condition.reason" },
-                    { "name": "Fail", "type": "integer", "jsonPath": ".summary.fail" },
-                    { "name": "Warn", "type": "integer", "jsonPath": ".summary.warn" },
-                    { "name": "Pass", "type": "date", "jsonPath": ".pass.finishedAt" },
-                ],
-                "schema": { "openAPIV3Schema": schema() },
-            }],
-        },
-    })
-}
-
-/// The structural schema of the object.
-fn schema() -> Value {
-    let string = |max: usize| json!({ "type": "string", "maxLength": max });
-    let count = || json!({ "type": "integer", "minimum": 0.0 });
-    let statuses = [
-        "pass",
-        "info",
-        "warn",
-        "fail",
-        "unknown",
-        "not-applicable",
-        "blocked",
-    ];
-    let condition = json!({
-        "description": "The same judgement as the node's zerohop.dev/DataPathReady condition.",
-        "type": "object",
-        "required": ["status"],
-        "properties": {
-            "status": { "type": "string", "enum": ["True", "False", "Unknown"] },
-            "reason": string(128),
-            "message": string(1024),
-        },
-    });
-    let pass = json!({
-        "type": "object",
-        "properties": {
-            "finishedAt": { "type": "string", "format": "date-time" },
-            "durationSeconds": { "type": "number", "minimum": 0.0 },
-            "intervalSeconds": count(),
-            "zerohopVersion": string(64),
-        },
-    });
-    let summary = json!({
-        "type": "object",
-        "properties": {
-            "pass": count(), "info": count(), "warn": count(), "fail": count(),
-            "unknown": count(), "notApplicable": count(), "blocked": count(),
-        },
-    });
-    let finding = json!({
-        "type": "object",
-        "required": ["id", "status"],
-        "properties": {
-            "id": string(32),
-            "name": string(128),
-            "group": string(32),
-            "status": { "type": "string", "enum": statuses },
-            "subject": string(SUBJECT_CAP),
-            "message": string(TEXT_CAP),
-            "fix": string(TEXT_CAP),
-            "blockedBy": string(SUBJECT_CAP),
-        },
-    });
-    json!({
-        "description": "The last result of zerohop's data path checks on one node, written by the zerohop agent running there.",
-        "type": "object",
-        "properties": {
-            "apiVersion": { "type": "string" },
-            "kind": { "type": "string" },
-            "metadata": { "type": "object" },
-            "node": string(253),
-            "condition": condition,
-            "pass": pass,
-            "summary": summary,
-            "findings": {
-                "description": "Every finding that is not a pass, failures first, cut to fit the object size cap.",
-                "type": "array",
-                "maxItems": MAX_FINDINGS,
-                "items": finding,
-            },
-            "omittedFindings": count(),
-        },
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use zerohop_core::{Remediation, Severity};
 
     use super::*;
-    use crate::verdict::judge;
+    use zerohop_doctor::verdict::judge;
 
     fn finding(id: &str, status: Status, message: String) -> Finding {
         Finding {

@@ -17,7 +17,7 @@ use zerohop_core::render::json;
 use crate::capabilities::{self, Capability, State};
 use crate::counters::{self, Targets};
 use crate::metrics::{self, Exposition};
-use crate::verdict::{self, Verdict};
+use zerohop_doctor::verdict::{self, Verdict};
 
 /// One pass's result.
 #[derive(Debug)]

@@ -15,8 +15,8 @@ use serde_json::Value;
 use zerohop_agent::counters::{self, nfs, rdma};
 use zerohop_agent::metrics::{self, Format};
 use zerohop_agent::report_object::{self, PassInfo};
-use zerohop_agent::verdict;
 use zerohop_core::Report;
+use zerohop_doctor::verdict;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::parse::mountstats::parse_mountstats;
 use zerohop_host::{Facts, HostRoot};
@@ -220,7 +220,8 @@ fn assert_well_formed(text: &str) {
 
 #[test]
 fn the_report_objects_of_real_hosts_are_valid_against_the_shipped_crd() {
-    let catalog = CrdCatalog::from_documents([report_object::crd()]).expect("the CRD loads");
+    let catalog = CrdCatalog::from_documents([zerohop_known::zerohop_api::report_crd()])
+        .expect("the CRD loads");
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../zerohop-doctor/tests/fixtures");
     let mut roots: Vec<PathBuf> = vec![
         fixtures.join("NFS001/fail-rdma-option-tcp-transports"),

@@ -6,14 +6,18 @@
 //! pure functions of the facts and the user's [`Profile`]; the [`runner`]
 //! orders them by prerequisite, reports `blocked` for checks whose
 //! prerequisite failed, and builds the [`Report`](zerohop_core::Report).
+//! [`verdict`] judges a finished report as a node's readiness, the one
+//! judgement behind the agent's condition and `doctor --format npd`.
 
 pub mod checks;
 pub mod context;
 mod fix;
+pub mod npd;
 pub mod profile;
 pub mod registry;
 pub mod runner;
 pub mod topology;
+pub mod verdict;
 
 pub use context::{Context, Outcome};
 pub use profile::Profile;

@@ -14,3 +14,4 @@ pub mod nic;
 pub mod shell;
 pub mod suggest;
 pub mod systemd;
+pub mod zerohop_api;

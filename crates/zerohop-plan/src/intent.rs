@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 /// The `apiVersion` this crate reads.
-pub const API_VERSION: &str = "zerohop.dev/v1alpha1";
+pub const API_VERSION: &str = zerohop_known::zerohop_api::API_VERSION;
 /// The `kind` this crate reads.
 pub const KIND: &str = "DataPathPlan";
 
@@ -75,6 +75,10 @@ pub struct Spec {
     /// The fabric tests rendered under `validate/` for `zerohop validate run`.
     #[serde(default)]
     pub validation: Validation,
+    /// The zerohop agent, which keeps checking every node after the set is
+    /// applied.
+    #[serde(default)]
+    pub agent: Agent,
 }
 
 /// Operator versions and namespaces.
@@ -498,6 +502,52 @@ impl Default for Validation {
     }
 }
 
+/// The zerohop agent: the doctor on every node as a DaemonSet, published as
+/// metrics, a node condition, Node Feature Discovery labels, events and a
+/// `DataPathReport` object (`docs/agent.md`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Agent {
+    /// Render the agent (default `true`): without it nothing notices a data
+    /// path that breaks after the set is applied.
+    #[serde(default = "defaults::agent_enabled")]
+    pub enabled: bool,
+    /// Namespace of the DaemonSet.
+    #[serde(default = "defaults::agent_namespace")]
+    #[schemars(with = "String")]
+    pub namespace: Spanned<String>,
+    /// Image of the agent: zerohop's own, built from the workspace's
+    /// `Containerfile`.
+    #[serde(default = "defaults::agent_image")]
+    #[schemars(with = "String")]
+    pub image: Spanned<String>,
+    /// Prometheus Operator monitors to render for `/metrics` (their CRDs
+    /// must be installed).
+    #[serde(default)]
+    pub monitors: Vec<Monitor>,
+}
+
+impl Default for Agent {
+    fn default() -> Agent {
+        Agent {
+            enabled: defaults::agent_enabled(),
+            namespace: defaults::agent_namespace(),
+            image: defaults::agent_image(),
+            monitors: Vec::new(),
+        }
+    }
+}
+
+/// A Prometheus Operator monitor of the agent's `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Monitor {
+    /// A `ServiceMonitor` and the headless `Service` it selects.
+    ServiceMonitor,
+    /// A `PodMonitor`.
+    PodMonitor,
+}
+
 /// Current defaults (operator releases as of the CRD snapshots in use).
 pub(crate) mod defaults {
     use serde_saphyr::{Location, Spanned};
@@ -557,5 +607,14 @@ pub(crate) mod defaults {
     }
     pub(crate) fn nccl_nodes() -> Spanned<u32> {
         unspanned(2)
+    }
+    pub(crate) fn agent_enabled() -> bool {
+        true
+    }
+    pub(crate) fn agent_namespace() -> Spanned<String> {
+        unspanned("zerohop-system".to_owned())
+    }
+    pub(crate) fn agent_image() -> Spanned<String> {
+        unspanned(zerohop_known::zerohop_api::default_image())
     }
 }

@@ -19,11 +19,13 @@ mod validate;
 
 pub use diagnostic::{Diagnostic, PlanError};
 pub use input::{InputError, read_intent};
-pub use intent::{DataPathPlan, Platform};
+pub use intent::{DataPathPlan, Monitor, Platform};
 pub use output::{Foreign, WriteError, write_set};
 pub use parse::MAX_INTENT_BYTES;
-pub use plan::{NfsPlan, NicPlan, Plan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan};
-pub use render::{ManifestFile, ManifestSet, render, validate as validation};
+pub use plan::{
+    AgentPlan, NfsPlan, NicPlan, Plan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan,
+};
+pub use render::{ManifestFile, ManifestSet, agent, render, validate as validation};
 
 /// Parses and validates an intent file. `file` names it in diagnostics;
 /// `platform` overrides `spec.platform`.

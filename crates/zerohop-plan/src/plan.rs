@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::intent::{CpuVendor, HugepageSize, Ipam, LinkType, Platform, RdmaMode};
+use crate::grammar;
+use crate::intent::{CpuVendor, HugepageSize, Ipam, LinkType, Monitor, Platform, RdmaMode};
 use zerohop_known::nic::NicModel;
 
 /// A validated intent with every default resolved; what the renderers read.
@@ -47,6 +48,8 @@ pub struct Plan {
     pub workload: WorkloadPlan,
     /// The fabric tests under `validate/`.
     pub validation: ValidationPlan,
+    /// The zerohop agent, unless the intent turned it off.
+    pub agent: Option<AgentPlan>,
 }
 
 impl Plan {
@@ -160,4 +163,47 @@ pub struct ValidationPlan {
     pub nccl_tests_image: String,
     /// Nodes of the nccl-tests `MPIJob`.
     pub nccl_nodes: u32,
+}
+
+/// The zerohop agent's deployment, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentPlan {
+    /// Namespace of the DaemonSet.
+    pub namespace: String,
+    /// Image of the agent.
+    pub image: String,
+    /// Prometheus Operator monitors, each once, in a fixed order.
+    pub monitors: Vec<Monitor>,
+}
+
+impl AgentPlan {
+    /// Settings given outside an intent file (`zerohop agent
+    /// --print-manifests`), held to the same grammars as the intent's
+    /// `spec.agent`; monitors are kept once each, in a fixed order.
+    pub fn new(
+        namespace: String,
+        image: String,
+        mut monitors: Vec<Monitor>,
+    ) -> Result<AgentPlan, String> {
+        grammar::dns_label(&namespace)
+            .map_err(|problem| format!("namespace {namespace:?} {problem}"))?;
+        grammar::image_reference(&image).map_err(|problem| format!("image {image:?} {problem}"))?;
+        monitors.sort_unstable();
+        monitors.dedup();
+        Ok(AgentPlan {
+            namespace,
+            image,
+            monitors,
+        })
+    }
+}
+
+impl Default for AgentPlan {
+    fn default() -> AgentPlan {
+        AgentPlan {
+            namespace: "zerohop-system".to_owned(),
+            image: zerohop_known::zerohop_api::default_image(),
+            monitors: Vec::new(),
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! Pure functions from a [`Plan`] to the ordered manifest set.
 
+pub mod agent;
 mod gpu;
 mod host;
 mod network;
@@ -52,6 +53,7 @@ pub fn render(plan: &Plan) -> ManifestSet {
     steps.extend(network::rdma_steps(plan));
     steps.push(gpu::cluster_policy_step(plan));
     steps.extend(host::storage_steps(plan));
+    steps.extend(agent::step(plan));
     steps.extend(workload::workload_steps(plan));
 
     let mut files: Vec<ManifestFile> = steps

@@ -118,6 +118,7 @@ pub(crate) fn validate(
     let rails = rails.by_number;
     let workload = workload::workload(&mut c, spec.workload, &pools, &rails);
     let validation = workload::validation(&mut c, spec.validation);
+    let agent = workload::agent(&mut c, spec.agent);
 
     if !c.found.is_empty() {
         return Err(c.found);
@@ -141,6 +142,7 @@ pub(crate) fn validate(
         gds: storage.gds,
         workload,
         validation,
+        agent,
     })
 }
 

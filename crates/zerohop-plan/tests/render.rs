@@ -63,9 +63,33 @@ fn kubelet_settings_ok(settings: &Value) -> Result<(), String> {
 }
 
 fn check_builtin(object: &Value) -> Result<(), String> {
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     match (object["apiVersion"].as_str(), object["kind"].as_str()) {
         (Some("v1"), Some("Pod")) => round_trips::<Pod>(object),
+        (Some("v1"), Some("ServiceAccount")) => round_trips::<ServiceAccount>(object),
+        (Some("apps/v1"), Some("DaemonSet")) => round_trips::<DaemonSet>(object),
+        (Some("rbac.authorization.k8s.io/v1"), Some("ClusterRole")) => {
+            round_trips::<ClusterRole>(object)
+        }
+        (Some("rbac.authorization.k8s.io/v1"), Some("ClusterRoleBinding")) => {
+            round_trips::<ClusterRoleBinding>(object)
+        }
+        (Some("rbac.authorization.k8s.io/v1"), Some("Role")) => round_trips::<Role>(object),
+        (Some("rbac.authorization.k8s.io/v1"), Some("RoleBinding")) => {
+            round_trips::<RoleBinding>(object)
+        }
+        (Some("apiextensions.k8s.io/v1"), Some("CustomResourceDefinition")) => {
+            round_trips::<CustomResourceDefinition>(object)?;
+            CrdCatalog::from_documents([object.clone()])
+                .map(drop)
+                .map_err(|err| err.to_string())
+        }
+        // No CRD of it is in the reference set: `agent_manifests.rs` checks
+        // its required fields.
+        (Some("security.openshift.io/v1"), Some("SecurityContextConstraints")) => Ok(()),
         (Some("v1"), Some("Namespace")) => round_trips::<Namespace>(object),
         (Some("v1"), Some("ConfigMap")) => round_trips::<ConfigMap>(object),
         (Some("v1"), Some("Service")) => round_trips::<Service>(object),

@@ -124,3 +124,43 @@ fn broken_pipe_is_not_an_error() {
     // The report has a fail, so the code is 1, not the internal-error 3.
     assert_eq!(status.code(), Some(1));
 }
+
+/// `--format npd` follows node-problem-detector's custom plugin protocol:
+/// exit 0 OK, 1 NonOK, 2 Unknown, and one line of at most 80 bytes on
+/// standard output, which NPD keeps as the condition message.
+#[test]
+fn npd_format_answers_as_a_node_problem_detector_plugin() {
+    let run = |args: &[&str]| {
+        let out = zerohop(args);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(stdout.lines().count(), 1, "{stdout:?}");
+        assert!(stdout.trim_end().len() <= 80, "{stdout:?}");
+        (out.status.code(), stdout.trim_end().to_owned())
+    };
+    let ok = run(&[
+        "doctor",
+        "--root",
+        &fixture("KRN001/pass-intel-on-pt"),
+        "--only",
+        "KRN001",
+        "--format",
+        "npd",
+    ]);
+    assert_eq!(ok, (Some(0), "ok: no check fails".to_owned()));
+    let non_ok = run(&[
+        "doctor",
+        "--root",
+        &fixture("KRN001/fail-off-with-sriov"),
+        "--only",
+        "KRN001",
+        "--expect-sriov",
+        "true",
+        "--format",
+        "npd",
+    ]);
+    assert_eq!(non_ok, (Some(1), "1 failing: KRN001".to_owned()));
+    // A root that is not a host is Unknown, and the line says why.
+    let (code, line) = run(&["doctor", "--root", "/no/such/dir", "--format", "npd"]);
+    assert_eq!(code, Some(2));
+    assert!(line.starts_with("unknown: root /no/such/dir"), "{line}");
+}

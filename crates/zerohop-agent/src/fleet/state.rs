@@ -9,8 +9,10 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use crate::capabilities::{CAPABILITIES, LABEL_PREFIX};
-use crate::condition::{self, CONDITION_TYPE};
+use zerohop_known::zerohop_api::{CONDITION_TYPE, LABEL_PREFIX};
+
+use crate::capabilities::CAPABILITIES;
+use crate::condition;
 
 /// A node's state in the fleet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -70,10 +70,20 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
         let _ = writeln!(out, "```\n");
     }
     let _ = writeln!(out, "## Afterwards\n");
-    let _ = writeln!(
-        out,
-        "Run `zerohop doctor` on a node (or in the agent DaemonSet): it checks every layer above from `/proc` and `/sys`."
-    );
+    if plan.agent.is_some() {
+        let _ = writeln!(
+            out,
+            "The zerohop agent (`{}`) runs `zerohop doctor` on every node every few minutes and publishes the result as the `{}` node condition, Node Feature Discovery labels, events, a `DataPathReport` object and metrics on port {}. `zerohop fleet` shows every node; `zerohop doctor` on one node explains its findings.",
+            super::agent::FILE,
+            zerohop_known::zerohop_api::CONDITION_TYPE,
+            zerohop_known::zerohop_api::AGENT_PORT,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Run `zerohop doctor` on a node: it checks every layer above from `/proc` and `/sys`. The agent is turned off in the intent (`spec.agent.enabled: false`), so nothing keeps checking the nodes."
+        );
+    }
     if plan.gds {
         let _ = writeln!(
             out,

@@ -1,11 +1,12 @@
-//! The example workload: its names, image, sizes and NCCL settings.
+//! The example workload (its names, image, sizes and NCCL settings), the
+//! fabric tests and the agent.
 
 use std::collections::BTreeMap;
 
 use super::{Checker, DNS_LABEL_HELP};
 use crate::grammar;
-use crate::intent::{Validation, Workload};
-use crate::plan::{PoolPlan, RailPlan, ValidationPlan, WorkloadPlan};
+use crate::intent::{Agent, Validation, Workload};
+use crate::plan::{AgentPlan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan};
 
 /// Checks the workload against the pools and rails it runs on.
 pub(super) fn workload(
@@ -101,6 +102,27 @@ pub(super) fn workload(
         hugepages,
         socket_ifname: w.nccl_socket_ifname.value,
     }
+}
+
+/// Checks the agent's namespace and image; `None` when it is turned off.
+pub(super) fn agent(c: &mut Checker, agent: Agent) -> Option<AgentPlan> {
+    c.grammar(
+        &agent.namespace,
+        "agent namespace",
+        grammar::dns_label,
+        DNS_LABEL_HELP,
+    );
+    c.grammar(
+        &agent.image,
+        "image",
+        grammar::image_reference,
+        "give an image reference such as ghcr.io/zerohop/zerohop:0.1.0",
+    );
+    if !agent.enabled {
+        return None;
+    }
+    // The grammars were checked above with their places in the file.
+    AgentPlan::new(agent.namespace.value, agent.image.value, agent.monitors).ok()
 }
 
 /// Checks the images and size of the fabric tests.

@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use zerohop_agent::agent::{self, Options};
-use zerohop_agent::{duration, manifests};
+use zerohop_agent::duration;
 use zerohop_core::exit::ExitCode;
 use zerohop_doctor::Profile;
 
+use zerohop_plan::{AgentPlan, Monitor, Platform};
+
+use crate::commands::plan::PlatformArg;
 use crate::error::CliError;
 use crate::output;
 
@@ -73,6 +76,15 @@ pub(crate) struct Args {
     /// Also print a Prometheus Operator monitor; repeatable.
     #[arg(long, value_enum, value_name = "KIND", requires = "print_manifests")]
     monitor: Vec<MonitorArg>,
+    /// The platform of the printed deployment: OpenShift adds the
+    /// SecurityContextConstraints that admit the agent.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "kubernetes",
+        requires = "print_manifests"
+    )]
+    platform: PlatformArg,
 }
 
 /// The monitors `--monitor` can add.
@@ -91,21 +103,20 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Runs `zerohop agent`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     if args.print_manifests {
-        let settings = manifests::Settings {
-            namespace: args.namespace,
-            image: args
-                .image
-                .unwrap_or_else(|| manifests::Settings::default().image),
-            monitors: args
-                .monitor
-                .iter()
-                .map(|m| match m {
-                    MonitorArg::ServiceMonitor => manifests::Monitor::Service,
-                    MonitorArg::PodMonitor => manifests::Monitor::Pod,
-                })
-                .collect(),
-        };
-        output::to_stdout(|out| out.write_all(manifests::render(&settings).as_bytes()))
+        let monitors = args
+            .monitor
+            .iter()
+            .map(|m| match m {
+                MonitorArg::ServiceMonitor => Monitor::ServiceMonitor,
+                MonitorArg::PodMonitor => Monitor::PodMonitor,
+            })
+            .collect();
+        let image = args
+            .image
+            .unwrap_or_else(zerohop_known::zerohop_api::default_image);
+        let settings = AgentPlan::new(args.namespace, image, monitors).map_err(CliError::usage)?;
+        let text = zerohop_plan::agent::render(&settings, Platform::from(args.platform));
+        output::to_stdout(|out| out.write_all(text.as_bytes()))
             .context("failed to write the manifests")?;
         return Ok(ExitCode::OK);
     }

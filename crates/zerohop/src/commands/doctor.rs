@@ -2,18 +2,22 @@
 
 use std::path::PathBuf;
 
-use zerohop_doctor::{Profile, Selection};
+use zerohop_doctor::{Profile, Selection, npd};
 use zerohop_host::Facts;
 
 use crate::commands::host::HostArgs;
 use crate::error::CliError;
-use crate::output;
+use crate::output::{self, Format};
 
 /// Arguments of `zerohop doctor`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     host: HostArgs,
+    /// Output format: `npd` answers as a node-problem-detector custom
+    /// plugin (exit 0 OK, 1 NonOK, 2 Unknown; one line of at most 80 bytes).
+    #[arg(long, value_enum, default_value = "human")]
+    format: DoctorFormat,
     /// Only these groups or check IDs (comma-separated or repeated), e.g.
     /// `--only kernel,PCI001`.
     #[arg(long, value_name = "GROUP|ID", value_delimiter = ',')]
@@ -71,6 +75,17 @@ pub(crate) struct Args {
     probe: Option<PathBuf>,
 }
 
+/// The formats of `zerohop doctor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DoctorFormat {
+    /// Findings for people.
+    Human,
+    /// The versioned JSON report.
+    Json,
+    /// node-problem-detector's custom plugin protocol.
+    Npd,
+}
+
 /// The GPUDirect RDMA paths `--expect-gpudirect` accepts.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(crate) enum GpuDirectArg {
@@ -94,6 +109,22 @@ impl GpuDirectArg {
 
 /// Runs `zerohop doctor`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    let npd = args.format == DoctorFormat::Npd;
+    match check(args) {
+        // NPD takes standard output as the condition's message: an input
+        // error is an Unknown condition that says why, not an empty one.
+        Err(err) if npd => {
+            let (_, message) = err.exit();
+            let answer = npd::unknown(message.trim_start_matches("error: "));
+            output::to_stdout(|out| writeln!(out, "{}", answer.line))?;
+            Ok(answer.exit_code)
+        }
+        other => other,
+    }
+}
+
+/// Checks the host and writes the report in the format asked for.
+fn check(args: Args) -> Result<i32, CliError> {
     let root = args.host.open()?;
     let selection = Selection::parse(args.only.iter().map(String::as_str)).map_err(|name| {
         CliError::usage(format!(
@@ -124,6 +155,17 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             .map_err(|missing| CliError::usage(format!("--probe {missing}")))?;
     }
     let report = zerohop_doctor::run(&facts, &profile, &selection);
-    output::report(&report, args.host.format, args.verbose)?;
+    let format = match args.format {
+        DoctorFormat::Human => Format::Human,
+        DoctorFormat::Json => Format::Json,
+        DoctorFormat::Npd => {
+            // NPD keeps the line as the condition message and maps the exit
+            // code to the condition status, not the doctor's own codes.
+            let answer = npd::result(&report);
+            output::to_stdout(|out| writeln!(out, "{}", answer.line))?;
+            return Ok(answer.exit_code);
+        }
+    };
+    output::report(&report, format, args.verbose)?;
     Ok(report.exit_code())
 }

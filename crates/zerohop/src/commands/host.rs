@@ -1,5 +1,4 @@
-//! The arguments shared by the commands that read a host: where, and in
-//! which format to answer.
+//! The argument shared by the commands that read a host: where.
 
 use std::path::PathBuf;
 
@@ -7,18 +6,13 @@ use zerohop_host::{HostRoot, RootError};
 
 use crate::error::CliError;
 
-pub(crate) use crate::output::Format;
-
-/// Which host to read and how to answer.
+/// Which host to read.
 #[derive(Debug, clap::Args)]
 pub(crate) struct HostArgs {
     /// Read the host tree under DIR instead of this machine: a host mounted
     /// at /host in a container, or an unpacked capture.
     #[arg(long, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    pub(crate) format: Format,
 }
 
 impl HostArgs {

@@ -26,11 +26,20 @@ pub(crate) struct Args {
 
 /// `--platform` values.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum PlatformArg {
+pub(crate) enum PlatformArg {
     /// Vanilla Kubernetes (host files under host/).
     Kubernetes,
     /// OpenShift (MachineConfigs).
     Openshift,
+}
+
+impl From<PlatformArg> for Platform {
+    fn from(arg: PlatformArg) -> Platform {
+        match arg {
+            PlatformArg::Kubernetes => Platform::Kubernetes,
+            PlatformArg::Openshift => Platform::Openshift,
+        }
+    }
 }
 
 /// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
@@ -70,10 +79,7 @@ fn refused(message: impl std::fmt::Display) -> CliError {
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let interrupted = interrupt_flag()?;
     let text = zerohop_plan::read_intent(&args.file).map_err(refused)?;
-    let platform = args.platform.map(|p| match p {
-        PlatformArg::Kubernetes => Platform::Kubernetes,
-        PlatformArg::Openshift => Platform::Openshift,
-    });
+    let platform = args.platform.map(Platform::from);
     let file = args.file.display().to_string();
     let plan = zerohop_plan::load(&file, &text, platform)
         .map_err(|err| refused(format!("{err}\nnothing was written")))?;

@@ -14,16 +14,19 @@ use zerohop_host::Facts;
 use zerohop_validate::compare::{self, Comparison};
 use zerohop_validate::smi_topo;
 
-use crate::commands::host::{Format, HostArgs};
+use crate::commands::host::HostArgs;
 use crate::commands::validate::read_capture;
 use crate::error::CliError;
-use crate::output;
+use crate::output::{self, Format};
 
 /// Arguments of `zerohop topo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     host: HostArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
     /// Compare with what `nvidia-smi topo -m` printed on the same host
     /// (saved to FILE, `-` for standard input): lists the GPU/NIC pairs
     /// whose classes differ and exits 1 when any does.
@@ -45,7 +48,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let facts = Facts::collect(&root);
     let topology = Topology::of(&facts);
     let comparison = matrix.map(|matrix| compare::compare(&topology, &matrix));
-    output::to_stdout(|out| match args.host.format {
+    output::to_stdout(|out| match args.format {
         Format::Json => {
             let document = Document {
                 topology: topology.document(&facts.root),

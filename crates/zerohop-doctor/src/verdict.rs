@@ -1,19 +1,16 @@
 //! The judgement of one pass: is this node's zero-copy data path ready,
 //! and if not, what is the first thing to fix.
 //!
-//! Everything the agent publishes about readiness (the node condition, the
-//! events, the report object, the `zerohop_data_path_status` metric) is
-//! derived from one [`Verdict`], so they cannot disagree.
+//! Everything that publishes readiness (the agent's node condition, events,
+//! report object and `zerohop_data_path_status` metric, and
+//! `zerohop doctor --format npd`) is derived from one [`Verdict`], so they
+//! cannot disagree.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
 use zerohop_core::{Finding, Report, Status};
-
-/// The most bytes of a condition or event message. The API server accepts
-/// far more, but every Node watcher receives the Node on each write, and a
-/// message is for people: the details are in the report object.
-pub const MESSAGE_CAP: usize = 1024;
+use zerohop_known::zerohop_api::MESSAGE_CAP;
 
 /// Whether the data path is ready, as a node condition status says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

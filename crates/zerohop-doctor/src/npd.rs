@@ -32,18 +32,7 @@ pub fn result(report: &Report) -> NpdResult {
             exit_code: 1,
             line: id_list("failing", &verdict.failing, MAX_LINE),
         },
-        Readiness::Unknown => {
-            // The target is a path the user gave: no control characters on
-            // the one line NPD keeps.
-            let line: String = format!("unknown: no check could judge {}", report.target)
-                .chars()
-                .filter(|c| !c.is_control())
-                .collect();
-            NpdResult {
-                exit_code: 2,
-                line: cap(&line, MAX_LINE),
-            }
-        }
+        Readiness::Unknown => unknown(&format!("no check could judge {}", report.target)),
         Readiness::Ready => {
             let warnings: BTreeSet<String> = report
                 .findings
@@ -58,6 +47,20 @@ pub fn result(report: &Report) -> NpdResult {
             };
             NpdResult { exit_code: 0, line }
         }
+    }
+}
+
+/// The NPD answer when the doctor could not run at all (a `--root` that is
+/// not a host): Unknown, with why. `why` may hold a path the user gave, so
+/// control characters are dropped from the one line NPD keeps.
+pub fn unknown(why: &str) -> NpdResult {
+    let line: String = format!("unknown: {why}")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    NpdResult {
+        exit_code: 2,
+        line: cap(&line, MAX_LINE),
     }
 }
 

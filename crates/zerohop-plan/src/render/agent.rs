@@ -1,0 +1,350 @@
+//! The zerohop agent's deployment: namespace, the `DataPathReport` CRD,
+//! service account, least RBAC, DaemonSet and, optionally, the Prometheus
+//! Operator's monitors; on OpenShift also the SecurityContextConstraints
+//! that admit it. `zerohop plan` renders it as a step of the set and
+//! `zerohop agent --print-manifests` prints it alone.
+//!
+//! Every choice that widens what the pod can do is here with its reason:
+//! - hostPath mounts are read-only, except Node Feature Discovery's
+//!   `features.d`, where the agent writes its one file (NFD docs, "Feature
+//!   files": nfd-worker reads every file in that directory as labels);
+//! - the container runs as root (uid 0) with every capability dropped but
+//!   `SYS_PTRACE`: uid 0 is the owner of the sysfs and procfs files it
+//!   reads and of `features.d`, and `SYS_PTRACE` lets it read the host's
+//!   mount table and NFS transport counters in `/proc/1/` (the kernel
+//!   checks ptrace access to read another process's `mountinfo` and
+//!   `mountstats`: `proc_mountinfo_open` → `mounts_open_common`,
+//!   fs/proc_namespace.c); no other capability is needed to read;
+//! - the root file system is read-only and privilege escalation is off;
+//! - the namespace is labelled `privileged` for Pod Security Admission,
+//!   because the baseline level forbids hostPath volumes (Kubernetes docs,
+//!   "Pod Security Standards", HostPath Volumes);
+//! - on OpenShift, whose `restricted-v2` SCC admits neither hostPath nor
+//!   uid 0, the agent's service account may `use` one SCC of its own that
+//!   admits exactly this pod, as the NFD operator does for nfd-worker
+//!   (`use` on `securitycontextconstraints` by `resourceNames`); the pod
+//!   runs as `spc_t` because RHCOS's SELinux policy does not let
+//!   `container_t` write host files such as `features.d`.
+//!
+//! The agent only reports: its RBAC cannot cordon, taint or evict.
+
+use serde_json::{Value, json};
+use zerohop_known::zerohop_api::{
+    AGENT_NAME, AGENT_PORT, CONDITION_TYPE, FEATURES_DIR, GROUP, PLURAL, report_crd,
+};
+
+use super::{Step, to_yaml};
+use crate::intent::{Monitor, Platform};
+use crate::plan::{AgentPlan, Plan};
+
+/// The file of the set that deploys the agent: after the host, network,
+/// GPU and storage steps, so that its first passes judge a configured node,
+/// and before the workload, so that the workload can wait for ready nodes.
+pub(crate) const FILE: &str = "65-zerohop-agent.yaml";
+
+/// The SELinux type of the agent's pod on OpenShift.
+const SELINUX_TYPE: &str = "spc_t";
+
+/// The step of the set that deploys the agent, when the intent wants it.
+pub(crate) fn step(plan: &Plan) -> Option<Step> {
+    let agent = plan.agent.as_ref()?;
+    let ns = zerohop_known::shell::quote(&agent.namespace);
+    Some(Step {
+        path: FILE.to_owned(),
+        objects: objects(agent, plan.platform),
+        title: "zerohop agent: every node keeps being checked".to_owned(),
+        checks: vec![
+            format!("kubectl -n {ns} rollout status daemonset/{AGENT_NAME} --timeout=10m"),
+            // Ready, NotReady, Stale or NoAgent per node, and why.
+            "zerohop fleet".to_owned(),
+        ],
+    })
+}
+
+/// Every object, in the order to apply them.
+pub fn objects(agent: &AgentPlan, platform: Platform) -> Vec<Value> {
+    let ns = agent.namespace.as_str();
+    let mut objects = vec![
+        json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": ns,
+                "labels": {
+                    "app.kubernetes.io/part-of": "zerohop",
+                    // hostPath volumes are outside the baseline level.
+                    "pod-security.kubernetes.io/enforce": "privileged",
+                    "pod-security.kubernetes.io/audit": "privileged",
+                    "pod-security.kubernetes.io/warn": "privileged",
+                },
+            },
+        }),
+        report_crd(),
+        json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": labels() },
+        }),
+        cluster_role(platform),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": { "name": AGENT_NAME, "labels": labels() },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT_NAME },
+            "subjects": [{ "kind": "ServiceAccount", "name": AGENT_NAME, "namespace": ns }],
+        }),
+        // Events about Nodes live in `default`; the agent may write there
+        // and nowhere else.
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": { "name": AGENT_NAME, "namespace": "default", "labels": labels() },
+            "rules": [{
+                "apiGroups": ["events.k8s.io"],
+                "resources": ["events"],
+                "verbs": ["create", "get", "patch"],
+            }],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": { "name": AGENT_NAME, "namespace": "default", "labels": labels() },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AGENT_NAME },
+            "subjects": [{ "kind": "ServiceAccount", "name": AGENT_NAME, "namespace": ns }],
+        }),
+        // For people and CI running `zerohop fleet`: bind it to whom needs it.
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": { "name": "zerohop-fleet-reader", "labels": labels() },
+            "rules": [
+                { "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"] },
+                {
+                    "apiGroups": [GROUP],
+                    "resources": [PLURAL],
+                    "verbs": ["get", "list", "watch"],
+                },
+            ],
+        }),
+        daemon_set(agent, platform),
+    ];
+    if platform == Platform::Openshift {
+        objects.push(security_context_constraints(ns));
+    }
+    if agent.monitors.contains(&Monitor::ServiceMonitor) {
+        objects.push(json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": labels() },
+            "spec": {
+                "clusterIP": "None",
+                "selector": { "app.kubernetes.io/name": AGENT_NAME },
+                "ports": [{ "name": "metrics", "port": AGENT_PORT, "targetPort": "metrics" }],
+            },
+        }));
+        objects.push(json!({
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "ServiceMonitor",
+            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": labels() },
+            "spec": {
+                "selector": { "matchLabels": { "app.kubernetes.io/name": AGENT_NAME } },
+                "endpoints": [{ "port": "metrics", "path": "/metrics", "interval": "30s" }],
+            },
+        }));
+    }
+    if agent.monitors.contains(&Monitor::PodMonitor) {
+        objects.push(json!({
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PodMonitor",
+            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": labels() },
+            "spec": {
+                "selector": { "matchLabels": { "app.kubernetes.io/name": AGENT_NAME } },
+                "podMetricsEndpoints": [{ "port": "metrics", "path": "/metrics", "interval": "30s" }],
+            },
+        }));
+    }
+    objects
+}
+
+/// What the agent may do: read its own Node, patch its status (the
+/// condition), and write the report objects; on OpenShift also `use` its
+/// SCC.
+fn cluster_role(platform: Platform) -> Value {
+    let mut role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": { "name": AGENT_NAME, "labels": labels() },
+        "rules": [
+            // Its own Node: the UID for owner references, and the
+            // condition a previous agent left.
+            { "apiGroups": [""], "resources": ["nodes"], "verbs": ["get"] },
+            // The condition, by server-side apply on the status.
+            { "apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"] },
+            // The report objects (apply creates the first one).
+            {
+                "apiGroups": [GROUP],
+                "resources": [PLURAL],
+                "verbs": ["get", "create", "patch"],
+            },
+        ],
+    });
+    if platform == Platform::Openshift
+        && let Some(rules) = role["rules"].as_array_mut()
+    {
+        rules.push(json!({
+            "apiGroups": ["security.openshift.io"],
+            "resources": ["securitycontextconstraints"],
+            "resourceNames": [AGENT_NAME],
+            "verbs": ["use"],
+        }));
+    }
+    role
+}
+
+/// The SCC that admits the agent's pod and nothing wider: hostPath
+/// volumes, uid 0, `SYS_PTRACE`, `spc_t`, a read-only root file system,
+/// no privileged container, no host namespaces. The fields the
+/// `SecurityContextConstraints` schema requires are all given.
+fn security_context_constraints(namespace: &str) -> Value {
+    json!({
+        "apiVersion": "security.openshift.io/v1",
+        "kind": "SecurityContextConstraints",
+        "metadata": {
+            "name": AGENT_NAME,
+            "labels": labels(),
+            "annotations": {
+                "kubernetes.io/description": format!("admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev and /etc, uid 0 with SYS_PTRACE only"),
+            },
+        },
+        "allowHostDirVolumePlugin": true,
+        "allowHostIPC": false,
+        "allowHostNetwork": false,
+        "allowHostPID": false,
+        "allowHostPorts": false,
+        "allowPrivilegeEscalation": false,
+        "allowPrivilegedContainer": false,
+        "allowedCapabilities": ["SYS_PTRACE"],
+        "defaultAddCapabilities": [],
+        "requiredDropCapabilities": [],
+        "readOnlyRootFilesystem": true,
+        "runAsUser": { "type": "RunAsAny" },
+        "seLinuxContext": { "type": "MustRunAs", "seLinuxOptions": { "type": SELINUX_TYPE } },
+        "fsGroup": { "type": "RunAsAny" },
+        "supplementalGroups": { "type": "RunAsAny" },
+        "seccompProfiles": ["runtime/default"],
+        "volumes": ["hostPath", "projected"],
+        "users": [],
+        "groups": [],
+    })
+}
+
+fn daemon_set(agent: &AgentPlan, platform: Platform) -> Value {
+    let args = [
+        "agent".to_owned(),
+        "--root=/host".to_owned(),
+        format!("--listen=0.0.0.0:{AGENT_PORT}"),
+        format!("--features-dir={FEATURES_DIR}"),
+        "--node-condition".to_owned(),
+        "--report-object".to_owned(),
+    ];
+    let host = |name: &str, path: &str| json!({ "name": name, "hostPath": { "path": path, "type": "Directory" } });
+    let mount =
+        |name: &str, path: &str| json!({ "name": name, "mountPath": path, "readOnly": true });
+    let mut daemon_set = json!({
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": { "name": AGENT_NAME, "namespace": agent.namespace, "labels": labels() },
+        "spec": {
+            "selector": { "matchLabels": { "app.kubernetes.io/name": AGENT_NAME } },
+            // A bad rollout stops at a tenth of the nodes.
+            "updateStrategy": { "type": "RollingUpdate", "rollingUpdate": { "maxUnavailable": "10%" } },
+            "template": {
+                "metadata": {
+                    "labels": labels(),
+                    "annotations": { "cluster-autoscaler.kubernetes.io/safe-to-evict": "true" },
+                },
+                "spec": {
+                    "serviceAccountName": AGENT_NAME,
+                    "priorityClassName": "system-node-critical",
+                    // Every node by default: selecting on a label that is
+                    // never applied would silently run nowhere. Every
+                    // taint is tolerated (GPU taints, NoExecute included).
+                    "tolerations": [{ "operator": "Exists" }],
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [{
+                        "name": "agent",
+                        "image": agent.image,
+                        "args": args,
+                        "env": [{
+                            "name": "NODE_NAME",
+                            "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } },
+                        }],
+                        "ports": [{ "name": "metrics", "containerPort": AGENT_PORT, "protocol": "TCP" }],
+                        // Liveness is the process answering; the node's
+                        // data path never makes the pod unhealthy.
+                        "livenessProbe": {
+                            "httpGet": { "path": "/healthz", "port": "metrics" },
+                            "periodSeconds": 30,
+                            "timeoutSeconds": 5,
+                            "failureThreshold": 3,
+                        },
+                        "readinessProbe": {
+                            "httpGet": { "path": "/readyz", "port": "metrics" },
+                            "periodSeconds": 10,
+                            "timeoutSeconds": 5,
+                        },
+                        "resources": {
+                            "requests": { "cpu": "10m", "memory": "64Mi" },
+                            "limits": { "cpu": "500m", "memory": "256Mi" },
+                        },
+                        "securityContext": {
+                            "runAsUser": 0,
+                            "runAsNonRoot": false,
+                            "readOnlyRootFilesystem": true,
+                            "allowPrivilegeEscalation": false,
+                            "privileged": false,
+                            "capabilities": { "drop": ["ALL"], "add": ["SYS_PTRACE"] },
+                            "seccompProfile": { "type": "RuntimeDefault" },
+                        },
+                        "volumeMounts": [
+                            mount("proc", "/host/proc"),
+                            mount("sys", "/host/sys"),
+                            mount("dev", "/host/dev"),
+                            mount("etc", "/host/etc"),
+                            { "name": "features", "mountPath": FEATURES_DIR },
+                        ],
+                    }],
+                    "volumes": [
+                        host("proc", "/proc"),
+                        host("sys", "/sys"),
+                        host("dev", "/dev"),
+                        host("etc", "/etc"),
+                        { "name": "features", "hostPath": { "path": FEATURES_DIR, "type": "DirectoryOrCreate" } },
+                    ],
+                },
+            },
+        },
+    });
+    if platform == Platform::Openshift {
+        daemon_set["spec"]["template"]["spec"]["securityContext"] =
+            json!({ "seLinuxOptions": { "type": SELINUX_TYPE } });
+    }
+    daemon_set
+}
+
+/// The objects as one multi-document YAML stream, for
+/// `zerohop agent --print-manifests`.
+pub fn render(agent: &AgentPlan, platform: Platform) -> String {
+    format!(
+        "# zerohop agent {}: apply with `kubectl apply -f`; the condition it writes is {CONDITION_TYPE}\n{}",
+        env!("CARGO_PKG_VERSION"),
+        to_yaml(&objects(agent, platform))
+    )
+}
+
+fn labels() -> Value {
+    json!({
+        "app.kubernetes.io/name": AGENT_NAME,
+        "app.kubernetes.io/part-of": "zerohop",
+    })
+}
