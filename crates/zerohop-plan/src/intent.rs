@@ -329,10 +329,14 @@ pub struct Rdma {
     /// IP address management of the rail networks.
     #[serde(default)]
     pub ipam: Ipam,
-    /// Device plugin resource prefix.
-    #[serde(default = "defaults::resource_prefix")]
-    #[schemars(with = "String")]
-    pub resource_prefix: Spanned<String>,
+    /// Resource prefix. In `sriov` mode it is the SR-IOV Network
+    /// Operator's: `openshift.io` on OpenShift (fixed), `nvidia.com` with
+    /// the Network Operator chart on Kubernetes (another value is passed to
+    /// the chart). In `shared` mode the RDMA shared device plugin's,
+    /// `nvidia.com` by default.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub resource_prefix: Option<Spanned<String>>,
 }
 
 impl Default for Rdma {
@@ -340,7 +344,7 @@ impl Default for Rdma {
         Rdma {
             mode: None,
             ipam: Ipam::default(),
-            resource_prefix: defaults::resource_prefix(),
+            resource_prefix: None,
         }
     }
 }
@@ -533,9 +537,6 @@ pub(crate) mod defaults {
     }
     pub(crate) fn hugepage_size() -> HugepageSize {
         HugepageSize::OneGi
-    }
-    pub(crate) fn resource_prefix() -> Spanned<String> {
-        unspanned("nvidia.com".to_owned())
     }
     pub(crate) fn nconnect() -> Spanned<u32> {
         unspanned(16)

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use super::Step;
+use zerohop_known::operators::NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX;
+
+use super::{Step, host};
 use crate::intent::{Platform, RdmaMode};
 use crate::plan::Plan;
 
@@ -29,13 +31,30 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
     );
     let _ = writeln!(out, "## Before step 1\n");
     if plan.platform == Platform::Kubernetes {
+        let units = host::enabled_units(plan);
+        let enable = if units.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = units.iter().map(|u| format!("`{u}`")).collect();
+            format!(" `systemctl enable {}`,", names.join(" "))
+        };
         let _ = writeln!(
             out,
-            "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool, run `update-grub` (or `grub2-mkconfig`), `sysctl --system`, `systemctl daemon-reload`, `systemctl enable --now zerohop-roce-qos.service` and the `.automount` unit, restart the kubelet after removing `/var/lib/kubelet/cpu_manager_state`, and reboot. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`)."
+            "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool, run `update-grub` (or `grub2-mkconfig`), `sysctl --system`, `systemctl daemon-reload`,{enable} restart the kubelet after removing `/var/lib/kubelet/cpu_manager_state`, and reboot. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`)."
         );
+        let prefix = if plan.rdma_mode == RdmaMode::Sriov
+            && plan.resource_prefix != NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX
+        {
+            format!(
+                ", its resource prefix set to the plan's (`sriov-network-operator.operator.resourcePrefix={}`)",
+                plan.resource_prefix
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "2. Install the Network Operator {} in `{}` with Helm, SR-IOV operator enabled (`sriovNetworkOperator.enabled=true`) and its NFD disabled (`nfd.enabled=false`): run exactly one NFD per cluster.",
+            "2. Install the Network Operator {} in `{}` with Helm, SR-IOV operator enabled (`sriovNetworkOperator.enabled=true`){prefix} and its NFD disabled (`nfd.enabled=false`): run exactly one NFD per cluster.",
             plan.network_operator_version, plan.network_operator_namespace
         );
         let _ = writeln!(
@@ -70,9 +89,19 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
         let _ = writeln!(out, "```\n");
     }
     let _ = writeln!(out, "## Afterwards\n");
+    // The agent is named only when this set deploys it.
+    let agent = steps
+        .iter()
+        .flat_map(|step| &step.objects)
+        .any(|object| object["kind"] == "DaemonSet");
     let _ = writeln!(
         out,
-        "Run `zerohop doctor` on a node (or in the agent DaemonSet): it checks every layer above from `/proc` and `/sys`."
+        "Run `zerohop doctor` on a node{}: it checks every layer above from `/proc` and `/sys`. `zerohop validate run` runs the fabric tests under `validate/`.",
+        if agent {
+            " (or read the agent DaemonSet's reports)"
+        } else {
+            ""
+        }
     );
     if plan.gds {
         let _ = writeln!(
