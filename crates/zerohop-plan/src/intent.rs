@@ -318,7 +318,7 @@ pub enum HugepageSize {
 }
 
 /// How pods get RDMA devices.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Rdma {
     /// `sriov` (a VF per pod, RDMA netns `exclusive`) or `shared` (the RDMA
@@ -337,16 +337,6 @@ pub struct Rdma {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub resource_prefix: Option<Spanned<String>>,
-}
-
-impl Default for Rdma {
-    fn default() -> Rdma {
-        Rdma {
-            mode: None,
-            ipam: Ipam::default(),
-            resource_prefix: None,
-        }
-    }
 }
 
 /// How pods get RDMA devices.

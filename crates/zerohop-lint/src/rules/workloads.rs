@@ -679,7 +679,7 @@ const PERFTEST_BINARIES: &[&str] = &[
 
 /// The words of a container's `command` and `args`: what it runs, and the
 /// shell script it may run.
-fn command_words<'a>(container: &'a Node) -> impl Iterator<Item = &'a str> {
+fn command_words(container: &Node) -> impl Iterator<Item = &str> {
     ["command", "args"]
         .into_iter()
         .filter_map(|key| container.get(key))
