@@ -11,6 +11,8 @@ pub mod jsonc;
 pub mod memlock;
 pub mod names;
 pub mod nic;
+pub mod operators;
+pub mod roce;
 pub mod shell;
 pub mod suggest;
 pub mod systemd;

@@ -322,7 +322,7 @@ pub enum HugepageSize {
 }
 
 /// How pods get RDMA devices.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Rdma {
     /// `sriov` (a VF per pod, RDMA netns `exclusive`) or `shared` (the RDMA
@@ -333,20 +333,14 @@ pub struct Rdma {
     /// IP address management of the rail networks.
     #[serde(default)]
     pub ipam: Ipam,
-    /// Device plugin resource prefix.
-    #[serde(default = "defaults::resource_prefix")]
-    #[schemars(with = "String")]
-    pub resource_prefix: Spanned<String>,
-}
-
-impl Default for Rdma {
-    fn default() -> Rdma {
-        Rdma {
-            mode: None,
-            ipam: Ipam::default(),
-            resource_prefix: defaults::resource_prefix(),
-        }
-    }
+    /// Resource prefix. In `sriov` mode it is the SR-IOV Network
+    /// Operator's: `openshift.io` on OpenShift (fixed), `nvidia.com` with
+    /// the Network Operator chart on Kubernetes (another value is passed to
+    /// the chart). In `shared` mode the RDMA shared device plugin's,
+    /// `nvidia.com` by default.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub resource_prefix: Option<Spanned<String>>,
 }
 
 /// How pods get RDMA devices.
@@ -583,9 +577,6 @@ pub(crate) mod defaults {
     }
     pub(crate) fn hugepage_size() -> HugepageSize {
         HugepageSize::OneGi
-    }
-    pub(crate) fn resource_prefix() -> Spanned<String> {
-        unspanned("nvidia.com".to_owned())
     }
     pub(crate) fn nconnect() -> Spanned<u32> {
         unspanned(16)

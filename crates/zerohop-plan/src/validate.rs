@@ -85,13 +85,7 @@ pub(crate) fn validate(
     let platform = platform.unwrap_or(spec.platform);
     let ops = operators(&mut c, spec.operators, platform);
     let rdma_mode = spec.rdma.mode.as_ref().map_or(RdmaMode::Sriov, |m| m.value);
-    let prefix = &spec.rdma.resource_prefix;
-    if prefix.value == "intel.com"
-        || !prefix.value.contains('.')
-        || grammar::dns_subdomain(&prefix.value).is_err()
-    {
-        c.error(&prefix.referenced, format!("resourcePrefix {:?} is not a usable domain", prefix.value), "use a domain you own, e.g. \"nvidia.com\"; \"intel.com\" is the sr-iov device plugin's default, not a choice");
-    }
+    let resource_prefix = resource_prefix(&mut c, spec.rdma.resource_prefix, rdma_mode, platform);
 
     if spec.node_pools.is_empty() {
         c.error(
@@ -136,7 +130,7 @@ pub(crate) fn validate(
         rails,
         rdma_mode,
         ipam: spec.rdma.ipam,
-        resource_prefix: prefix.value.clone(),
+        resource_prefix,
         nfs: storage.nfs,
         nvme_targets: storage.nvme_targets,
         gds: storage.gds,
@@ -144,6 +138,42 @@ pub(crate) fn validate(
         validation,
         agent,
     })
+}
+
+/// The prefix of the rails' resources: the one the component that
+/// advertises them really uses.
+fn resource_prefix(
+    c: &mut Checker,
+    written: Option<Spanned<String>>,
+    mode: RdmaMode,
+    platform: Platform,
+) -> String {
+    use zerohop_known::operators::{
+        NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX, OPENSHIFT_SRIOV_RESOURCE_PREFIX,
+    };
+    let Some(prefix) = written else {
+        return match (mode, platform) {
+            (RdmaMode::Sriov, Platform::Openshift) => OPENSHIFT_SRIOV_RESOURCE_PREFIX,
+            _ => NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX,
+        }
+        .to_owned();
+    };
+    if prefix.value == "intel.com"
+        || !prefix.value.contains('.')
+        || grammar::dns_subdomain(&prefix.value).is_err()
+    {
+        c.error(&prefix.referenced, format!("resourcePrefix {:?} is not a usable domain", prefix.value), "use a domain you own, e.g. \"nvidia.com\"; \"intel.com\" is the sr-iov device plugin's default, not a choice");
+    } else if mode == RdmaMode::Sriov
+        && platform == Platform::Openshift
+        && prefix.value != OPENSHIFT_SRIOV_RESOURCE_PREFIX
+    {
+        c.error(
+            &prefix.referenced,
+            format!("resourcePrefix {:?} cannot be used with sr-iov on openshift", prefix.value),
+            format!("openshift's sr-iov network operator advertises every vf as \"{OPENSHIFT_SRIOV_RESOURCE_PREFIX}/<resourceName>\"; remove resourcePrefix"),
+        );
+    }
+    prefix.value
 }
 
 /// The operator settings, checked.
@@ -215,6 +245,13 @@ fn node_pool(
     }
     let mut node_selector = BTreeMap::new();
     for (key, value) in pool.node_selector.0 {
+        if zerohop_known::operators::is_gpu_feature_discovery_label(&key.value) {
+            c.error(
+                &key.referenced,
+                format!("label {:?} is set by gpu feature discovery, which starts only after the gpu driver, a later step than the network", key.value),
+                format!("select the pool on {}: \"true\" or on a label you set on its nodes", zerohop_known::operators::nfd_pci_vendor_label("10de")),
+            );
+        }
         if let Err(problem) = grammar::label(&key.value, &value.value) {
             c.error(
                 &key.referenced,

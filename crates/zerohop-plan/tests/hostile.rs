@@ -140,19 +140,37 @@ fn nfs_servers_exports_and_nvme_targets_follow_their_grammar() {
 
 #[test]
 fn node_selector_labels_follow_the_kubernetes_grammar() {
-    let text = edited(
-        "cluster.yaml",
-        "nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3",
-        "'bad key': NVIDIA-H100-80GB-HBM3",
-    );
+    const SELECTOR: &str = "feature.node.kubernetes.io/pci-10de.present: \"true\"";
+    let text = edited("cluster.yaml", SELECTOR, "'bad key': \"true\"");
     refused_at(&text, "'bad key'", "label key");
     let text = edited(
         "cluster.yaml",
-        "nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3",
-        "nvidia.com/gpu.product: '$(reboot)'",
+        SELECTOR,
+        "feature.node.kubernetes.io/pci-10de.present: '$(reboot)'",
     );
     // The value's problem is reported at its key, the start of the entry.
-    refused_at(&text, "nvidia.com/gpu.product", "label value");
+    refused_at(
+        &text,
+        "feature.node.kubernetes.io/pci-10de.present",
+        "label value",
+    );
+}
+
+/// GPU Feature Discovery's labels appear only after the GPU driver, long
+/// after the SR-IOV objects that select the pool's nodes (issue #14,
+/// defect 9): a pool selected by one is refused.
+#[test]
+fn a_pool_selected_by_a_gpu_feature_discovery_label_is_refused() {
+    let text = edited(
+        "cluster.yaml",
+        "feature.node.kubernetes.io/pci-10de.present: \"true\"",
+        "nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3",
+    );
+    refused_at(
+        &text,
+        "nvidia.com/gpu.product",
+        "label \"nvidia.com/gpu.product\" is set by gpu feature discovery",
+    );
 }
 
 #[test]
@@ -363,7 +381,7 @@ fn mount_units_keep_one_setting_per_line_and_expand_no_specifier() {
         let mut units: Vec<String> = set
             .files
             .iter()
-            .filter(|f| f.path.ends_with(".mount") || f.path.ends_with(".automount"))
+            .filter(|f| f.path.ends_with(".mount") || f.path.ends_with(".path"))
             .map(|f| f.contents.clone())
             .collect();
         for file in &set.files {
@@ -371,13 +389,19 @@ fn mount_units_keep_one_setting_per_line_and_expand_no_specifier() {
                 let listed = object["spec"]["config"]["systemd"]["units"].as_array();
                 for unit in listed.into_iter().flatten() {
                     let name = unit["name"].as_str().unwrap_or_default();
-                    if name.ends_with("mount") {
+                    if name.ends_with(".mount")
+                        || (name.ends_with(".path") && name != "zerohop-roce-qos.path")
+                    {
                         units.push(unit["contents"].as_str().unwrap_or_default().to_owned());
                     }
                 }
             }
         }
-        assert_eq!(units.len(), 2, "{platform:?}: a .mount and an .automount");
+        let units: Vec<String> = units
+            .into_iter()
+            .filter(|u| !u.contains("RoCE QoS"))
+            .collect();
+        assert_eq!(units.len(), 2, "{platform:?}: a .mount and its .path");
         for unit in &units {
             for line in unit.lines() {
                 let known = line.is_empty()
@@ -391,7 +415,7 @@ fn mount_units_keep_one_setting_per_line_and_expand_no_specifier() {
                         "Type=",
                         "Options=",
                         "TimeoutSec=",
-                        "TimeoutIdleSec=",
+                        "PathExists=",
                         "WantedBy=",
                     ]
                     .iter()

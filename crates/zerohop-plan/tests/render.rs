@@ -307,10 +307,10 @@ fn validate_renders_perftest_pairs_per_rail_and_an_mpijob_per_pool() {
         .as_str()
         .unwrap();
     // DMA-BUF after --use_cuda (perftest refuses the other order), and the
-    // RoCE v2 GID index NCCL uses too.
+    // RoCE v2 GID the script found in sysfs.
     let cuda = script.find("--use_cuda=0").expect("--use_cuda");
     assert!(script[cuda..].contains("--use_cuda_dmabuf"), "{script}");
-    assert!(script.contains("-x 3 "), "{script}");
+    assert!(script.contains("-x \"$gid\" "), "{script}");
     assert!(script.ends_with("\"$PERFTEST_SERVER\""), "{script}");
     let anti = &client["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         [0];
@@ -351,4 +351,319 @@ fn validate_renders_perftest_pairs_per_rail_and_an_mpijob_per_pool() {
         .find(|f| f.path == "kustomization.yaml")
         .unwrap();
     assert!(!kustomization.contents.contains("validate/"));
+}
+
+/// Every rendered set: both examples on both platforms.
+fn all_sets() -> Vec<(String, ManifestSet)> {
+    let mut sets = Vec::new();
+    for name in EXAMPLES {
+        for platform in [Platform::Kubernetes, Platform::Openshift] {
+            sets.push((format!("{name} {platform:?}"), rendered(name, platform)));
+        }
+    }
+    sets
+}
+
+/// Every object of a set, with the file it is in.
+fn objects(set: &ManifestSet) -> impl Iterator<Item = (&str, &Value)> {
+    set.files
+        .iter()
+        .flat_map(|file| file.objects.iter().map(|o| (file.path.as_str(), o)))
+}
+
+/// Every container of every pod and pod template in `object`.
+fn containers(object: &Value) -> Vec<&Value> {
+    let mut found = Vec::new();
+    let specs = [
+        &object["spec"],
+        &object["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"],
+        &object["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"],
+    ];
+    for spec in specs {
+        found.extend(spec["containers"].as_array().into_iter().flatten());
+    }
+    found
+}
+
+/// The value of `name` in a container's `env`.
+fn env<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|var| var["name"] == name)?["value"]
+        .as_str()
+}
+
+/// The contents of a host file (Kubernetes) or a MachineConfig file or
+/// unit (OpenShift) whose path or name ends with `suffix`.
+fn host_texts(set: &ManifestSet, suffix: &str) -> Vec<String> {
+    use base64::Engine;
+    let mut texts = Vec::new();
+    for file in &set.files {
+        if file.path.ends_with(suffix) {
+            texts.push(file.contents.clone());
+        }
+        for object in &file.objects {
+            let config = &object["spec"]["config"];
+            for entry in config["storage"]["files"].as_array().into_iter().flatten() {
+                if entry["path"].as_str().is_some_and(|p| p.ends_with(suffix)) {
+                    let source = entry["contents"]["source"].as_str().unwrap_or_default();
+                    let encoded = source.rsplit(',').next().unwrap_or_default();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(encoded)
+                        .expect("base64");
+                    texts.push(String::from_utf8(bytes).expect("utf-8"));
+                }
+            }
+            for unit in config["systemd"]["units"].as_array().into_iter().flatten() {
+                if unit["name"].as_str().is_some_and(|n| n.ends_with(suffix)) {
+                    texts.push(unit["contents"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+        }
+    }
+    texts
+}
+
+/// Issue #14, defect 1: in exclusive RDMA mode only the `rdma` CNI plugin
+/// moves a VF's RDMA device into the pod; every SR-IOV network chains it,
+/// and none claims an `rdma` capability that sriov-cni does not have.
+#[test]
+fn every_sriov_network_chains_the_rdma_cni_plugin() {
+    for (what, set) in all_sets() {
+        let mut networks = 0;
+        for (path, object) in objects(&set) {
+            if !matches!(
+                object["kind"].as_str(),
+                Some("SriovNetwork" | "SriovIBNetwork")
+            ) {
+                continue;
+            }
+            networks += 1;
+            // The operator writes metaPlugins verbatim into a JSON list.
+            let text = object["spec"]["metaPlugins"].as_str().unwrap_or_default();
+            let plugins: Vec<Value> = serde_json::from_str(&format!("[{text}]"))
+                .unwrap_or_else(|e| panic!("{what} {path}: {e}"));
+            assert!(
+                plugins.iter().any(|p| p["type"] == "rdma"),
+                "{what} {path}: {plugins:?}"
+            );
+            assert!(object["spec"]["capabilities"].is_null(), "{what} {path}");
+        }
+        // cluster.yaml has 9 rails, infiniband.yaml 4, all SR-IOV.
+        assert!(networks >= 4, "{what}: {networks} networks");
+        let readme = &set
+            .files
+            .iter()
+            .find(|f| f.path == "README.md")
+            .unwrap()
+            .contents;
+        assert!(!readme.contains("RDMA device moves into its pod"), "{what}");
+    }
+}
+
+/// The resources of every container that are rails' RDMA devices.
+fn rail_requests(container: &Value) -> Vec<String> {
+    container["resources"]["limits"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, _)| key.clone())
+        .filter(|key| key.contains("/rdma_rail"))
+        .collect()
+}
+
+/// Issue #14, defect 2: pods request the rails under the prefix the SR-IOV
+/// operator advertises: `openshift.io` on OpenShift, the Network Operator
+/// chart's `nvidia.com` on Kubernetes.
+#[test]
+fn pods_request_the_prefix_the_sriov_operator_advertises() {
+    for name in EXAMPLES {
+        for (platform, prefix) in [
+            (Platform::Kubernetes, "nvidia.com/"),
+            (Platform::Openshift, "openshift.io/"),
+        ] {
+            let set = rendered(name, platform);
+            let mut requests = 0;
+            for (path, object) in objects(&set) {
+                for container in containers(object) {
+                    for resource in rail_requests(container) {
+                        requests += 1;
+                        assert!(
+                            resource.starts_with(prefix),
+                            "{name} {platform:?} {path}: {resource}"
+                        );
+                    }
+                }
+            }
+            assert!(requests > 0, "{name} {platform:?}");
+        }
+    }
+}
+
+/// Issue #14, defect 5: RoCE pods put their traffic on the lossless
+/// priority (`NCCL_IB_TC`, perftest `--tclass`), and the host QoS is
+/// applied again after every driver load, without MOFED tools and without
+/// stopping at the first missing path.
+#[test]
+fn roce_pods_use_the_lossless_traffic_class_and_qos_survives_driver_reloads() {
+    use zerohop_known::roce::{LOSSLESS_PRIORITY, priority_of_traffic_class};
+    for (what, set) in all_sets() {
+        let roce = what.starts_with("cluster.yaml");
+        for (path, object) in objects(&set) {
+            for container in containers(object) {
+                let script = container["command"].to_string();
+                let tc = env(container, "NCCL_IB_TC");
+                if script.contains("ib_write_bw") {
+                    // perftest does not read NCCL's variables.
+                    assert_eq!(script.contains("--tclass=106"), roce, "{what} {path}");
+                } else if !rail_requests(container).is_empty() {
+                    if roce {
+                        let tc: u8 = tc
+                            .unwrap_or_else(|| panic!("{what} {path}"))
+                            .parse()
+                            .unwrap();
+                        assert_eq!(
+                            priority_of_traffic_class(tc),
+                            LOSSLESS_PRIORITY,
+                            "{what} {path}"
+                        );
+                    } else {
+                        assert_eq!(tc, None, "{what} {path}: no traffic class on InfiniBand");
+                    }
+                }
+            }
+        }
+        let scripts = host_texts(&set, "zerohop-roce-qos.sh");
+        assert_eq!(scripts.is_empty(), !roce, "{what}");
+        for script in scripts {
+            assert!(!script.contains("set -e"), "{what}");
+            assert!(
+                script.contains("dcb pfc set dev \"$pf\" prio-pfc all:off 3:on"),
+                "{what}"
+            );
+        }
+        for path_unit in host_texts(&set, "zerohop-roce-qos.path") {
+            assert!(
+                path_unit.contains("PathChanged=/run/mellanox/drivers/.driver-ready"),
+                "{what}"
+            );
+        }
+        assert_eq!(
+            host_texts(&set, "zerohop-roce-qos.path").is_empty(),
+            !roce,
+            "{what}"
+        );
+    }
+}
+
+/// Every node selector in `value`: `nodeSelector` maps and `matchLabels`
+/// under one.
+fn selectors(value: &Value, out: &mut Vec<serde_json::Map<String, Value>>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                if key == "nodeSelector" || key == "configDaemonNodeSelector" {
+                    let labels = inner.get("matchLabels").unwrap_or(inner);
+                    if let Some(labels) = labels.as_object() {
+                        out.push(labels.clone());
+                    }
+                }
+                selectors(inner, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| selectors(item, out)),
+        _ => {}
+    }
+}
+
+/// Issue #14, defect 9: nothing selects nodes on a GPU Feature Discovery
+/// label, which appears only after the GPU Operator's step.
+#[test]
+fn no_selector_waits_for_gpu_feature_discovery() {
+    for (what, set) in all_sets() {
+        let mut found = Vec::new();
+        for (_, object) in objects(&set) {
+            selectors(object, &mut found);
+        }
+        assert!(!found.is_empty(), "{what}");
+        for labels in found {
+            for key in labels.keys() {
+                assert!(
+                    !zerohop_known::operators::is_gpu_feature_discovery_label(key),
+                    "{what}: {key}"
+                );
+            }
+        }
+    }
+}
+
+/// Issue #14, defects 6 and 10: no `amd_iommu=on` (not an option) and no
+/// `domain` isolation; no fixed GID index; the README enables only units
+/// the set renders, and names no agent it does not deploy.
+#[test]
+fn kernel_arguments_gid_and_readme_say_only_what_is_true() {
+    for (what, set) in all_sets() {
+        let mut arguments = String::new();
+        for file in &set.files {
+            arguments.push_str(&file.contents);
+        }
+        assert!(!arguments.contains("amd_iommu"), "{what}");
+        assert!(!arguments.contains("isolcpus=managed_irq,domain"), "{what}");
+        assert!(arguments.contains("iommu=pt"), "{what}");
+        assert!(!arguments.contains("NCCL_IB_GID_INDEX"), "{what}");
+        assert!(!arguments.contains("-x 3 "), "{what}");
+        let readme = &set
+            .files
+            .iter()
+            .find(|f| f.path == "README.md")
+            .unwrap()
+            .contents;
+        for unit in readme.split('`').filter(|w| {
+            w.ends_with(".service") || w.ends_with(".path") || w.ends_with(".automount")
+        }) {
+            assert!(
+                set.files
+                    .iter()
+                    .any(|f| f.path.ends_with(&format!("/{unit}")))
+                    || !host_texts(&set, unit).is_empty()
+                    || unit == "nvmf-autoconnect.service",
+                "{what}: README names {unit}, which is not rendered"
+            );
+        }
+        let daemonset = objects(&set).any(|(_, o)| o["kind"] == "DaemonSet");
+        assert_eq!(readme.contains("agent"), daemonset, "{what}");
+    }
+}
+
+/// Issue #14, defect 8: the NFS-over-RDMA mount waits for the DOCA
+/// driver's ready file (no boot-time mount or automount), and the driver
+/// may unload the storage modules it finds loaded.
+#[test]
+fn the_nfs_rdma_mount_waits_for_the_doca_driver() {
+    for platform in [Platform::Kubernetes, Platform::Openshift] {
+        let set = rendered("cluster.yaml", platform);
+        let (_, policy) = objects(&set)
+            .find(|(_, o)| o["kind"] == "NicClusterPolicy")
+            .expect("nic cluster policy");
+        let vars = &policy["spec"]["ofedDriver"]["env"];
+        let value = |name: &str| {
+            vars.as_array()
+                .into_iter()
+                .flatten()
+                .find(|v| v["name"] == name)
+                .map(|v| v["value"].clone())
+        };
+        assert_eq!(value("ENABLE_NFSRDMA"), Some(Value::from("true")));
+        assert_eq!(value("UNLOAD_STORAGE_MODULES"), Some(Value::from("true")));
+        assert!(host_texts(&set, ".automount").is_empty(), "{platform:?}");
+        let path = host_texts(&set, r"mnt-ai\x2ddata.path");
+        assert_eq!(path.len(), 1, "{platform:?}");
+        assert!(path[0].contains("PathExists=/run/mellanox/drivers/.driver-ready"));
+        let mount = host_texts(&set, r"mnt-ai\x2ddata.mount");
+        assert!(
+            !mount[0].contains("[Install]"),
+            "the mount itself is not enabled"
+        );
+    }
 }

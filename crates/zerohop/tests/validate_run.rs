@@ -22,7 +22,7 @@ spec:
   nodePools:
     - name: h100
       nodeSelector:
-        nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+        feature.node.kubernetes.io/pci-10de.present: \"true\"
       cpuVendor: intel
       gpus: 8
       nics:

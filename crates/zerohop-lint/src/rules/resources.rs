@@ -30,8 +30,9 @@ pub(crate) struct Advertised<'a> {
     pub path: Vec<PathStep<'static>>,
     /// What advertises it.
     pub by: Advertiser,
-    /// The prefix; `None` when the deployment decides (SR-IOV operator:
-    /// `openshift.io` upstream, `nvidia.com` with the Network Operator).
+    /// The prefix; `None` when the input does not say which the deployment
+    /// uses (SR-IOV operator: `openshift.io` upstream and on OpenShift,
+    /// `nvidia.com` with the Network Operator).
     pub prefix: Option<String>,
     /// Whether `resourcePrefix` was written (device plugins only).
     pub prefix_written: bool,
@@ -41,6 +42,9 @@ pub(crate) struct Advertised<'a> {
     pub selectors: Option<Json>,
     /// Whether the devices are RDMA-capable.
     pub rdma: bool,
+    /// Whether the devices are RoCE: a SriovNetworkNodePolicy with
+    /// `linkType: eth` and `isRdma`.
+    pub roce: bool,
 }
 
 impl Advertised<'_> {
@@ -94,6 +98,10 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
                 object.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
             {
                 let spec = object.get(&[PathStep::Key("spec")]);
+                let link_eth = spec
+                    .and_then(|s| s.get("linkType"))
+                    .and_then(Node::as_str)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("eth"));
                 let is_rdma = spec
                     .and_then(|s| s.get("isRdma"))
                     .and_then(Node::as_bool)
@@ -106,11 +114,13 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
                     object: *object,
                     path: vec![PathStep::Key("spec"), PathStep::Key("resourceName")],
                     by: Advertiser::SriovOperator,
-                    prefix: None,
+                    prefix: sriov_operator_prefix(workspace, object.namespace_or_default())
+                        .map(str::to_owned),
                     prefix_written: false,
                     name: name.to_owned(),
                     selectors: None,
                     rdma: is_rdma,
+                    roce: is_rdma && link_eth,
                 });
             }
         } else if object.is("mellanox.com", "NicClusterPolicy")
@@ -201,8 +211,45 @@ fn push_plugin_config<'a>(
             name: name.to_owned(),
             selectors,
             rdma,
+            roce: false,
         });
     }
+}
+
+/// The prefix of the resources an SR-IOV Network Operator in `namespace`
+/// advertises, when the input says: the `RESOURCE_PREFIX` of its
+/// Deployment (`helm template` output; the operator builds every resource
+/// name from it, k8snetworkplumbingwg/sriov-network-operator
+/// `api/v1/helper.go`), else `openshift.io` in OpenShift's operator
+/// namespace (`openshift-sriov-network-operator`, where OperatorHub
+/// installs Red Hat's operator with that prefix). `None` elsewhere: the
+/// upstream chart says `openshift.io`, the Network Operator's `nvidia.com`.
+pub(crate) fn sriov_operator_prefix<'a>(
+    workspace: &Workspace<'a>,
+    namespace: &str,
+) -> Option<&'a str> {
+    use zerohop_known::operators::{
+        OPENSHIFT_SRIOV_NAMESPACE, OPENSHIFT_SRIOV_RESOURCE_PREFIX, SRIOV_RESOURCE_PREFIX_ENV,
+    };
+    let deployed = workspace
+        .of_kind("apps", "Deployment")
+        .filter(|d| d.namespace_or_default() == namespace)
+        .filter_map(|d| {
+            d.get(&[
+                PathStep::Key("spec"),
+                PathStep::Key("template"),
+                PathStep::Key("spec"),
+                PathStep::Key("containers"),
+            ])
+        })
+        .flat_map(Node::items)
+        .filter_map(|c| c.get("env"))
+        .flat_map(Node::items)
+        .find(|var| var.get("name").and_then(Node::as_str) == Some(SRIOV_RESOURCE_PREFIX_ENV))
+        .and_then(|var| var.get("value").and_then(Node::as_str));
+    deployed.or_else(|| {
+        (namespace == OPENSHIFT_SRIOV_NAMESPACE).then_some(OPENSHIFT_SRIOV_RESOURCE_PREFIX)
+    })
 }
 
 /// Advertised resources by name, for lookups from pod requests.

@@ -409,3 +409,111 @@ fn pf_names_range_beyond_num_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
         }
     }
 }
+
+declare_rule! {
+    /// An SR-IOV network of RDMA VFs does not chain the `rdma` CNI plugin, so pods get no RDMA device.
+    ///
+    /// ## What it checks
+    /// When a SriovNetworkPoolConfig in the input puts the RDMA subsystem in
+    /// `exclusive` mode: every SriovNetwork and SriovIBNetwork whose
+    /// `resourceName` is advertised by an `isRdma` (or InfiniBand)
+    /// SriovNetworkNodePolicy must list `{"type": "rdma"}` in
+    /// `metaPlugins`. In any mode, `capabilities` must not name `rdma`.
+    ///
+    /// ## Why it matters
+    /// In exclusive mode an RDMA device lives in one network namespace.
+    /// sriov-cni and ib-sriov-cni move the VF's netdev into the pod, not
+    /// its RDMA device: that is the `rdma` CNI plugin's job ("moving the
+    /// associated RDMA interfaces of the provided network interface to the
+    /// container's network namespace path", k8snetworkplumbingwg/rdma-cni
+    /// `README.md`), chained after it (sriov-network-operator
+    /// `doc/rdma-configuration.md`, step 3 "Define network with RDMA CNI
+    /// plugin"). The operator copies `metaPlugins` verbatim into the NAD's
+    /// plugin list (`bindata/manifests/cni-config/sriov/sriov-cni-config.yaml`)
+    /// and adds nothing itself, so without it the pod has the VF's netdev
+    /// and no `mlx5_*` device: `ibv_devinfo` finds nothing and NCCL falls
+    /// back to TCP. A `capabilities: '{"rdma": true}'` changes nothing:
+    /// `capabilities` declares which runtime configuration (`mac`, `ips`)
+    /// Multus passes to the plugin, and no plugin has an `rdma` one.
+    ///
+    /// ## How to fix
+    /// Add the plugin to `metaPlugins` (after any other, comma-separated,
+    /// without brackets), and remove an `rdma` capability.
+    pub(crate) static RDMA_NETWORK_WITHOUT_RDMA_CNI = "ZL047", "rdma-network-without-rdma-cni", Error, rdma_network_without_rdma_cni;
+}
+
+/// Whether a `metaPlugins` text chains the `rdma` plugin. The operator
+/// writes it into a JSON list, so it is read as one; text that does not
+/// parse is judged by its words.
+fn chains_rdma(meta_plugins: &str) -> bool {
+    match serde_json::from_str::<Json>(&format!("[{meta_plugins}]")) {
+        Ok(Json::Array(plugins)) => plugins
+            .iter()
+            .any(|p| p.get("type") == Some(&Json::from("rdma"))),
+        _ => {
+            let compact: String = meta_plugins.split_whitespace().collect();
+            compact.contains(r#""type":"rdma""#)
+        }
+    }
+}
+
+fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let exclusive = workspace
+        .of_kind(GROUP, "SriovNetworkPoolConfig")
+        .any(|pool| {
+            pool.str_at(&[PathStep::Key("spec"), PathStep::Key("rdmaMode")]) == Some("exclusive")
+        });
+    let rdma_resources: HashSet<&str> = advertised(workspace)
+        .iter()
+        .filter(|a| a.by == Advertiser::SriovOperator && a.rdma)
+        .map(|a| a.name.as_str())
+        .collect();
+    let networks = workspace
+        .of_kind(GROUP, "SriovNetwork")
+        .chain(workspace.of_kind(GROUP, "SriovIBNetwork"));
+    for network in networks {
+        let capabilities = [PathStep::Key("spec"), PathStep::Key("capabilities")];
+        if let Some(text) = network.str_at(&capabilities)
+            && serde_json::from_str::<Json>(text)
+                .ok()
+                .is_some_and(|c| c.get("rdma").is_some())
+        {
+            sink.report(
+                network,
+                &capabilities,
+                "`rdma` is not a cni capability: it moves no rdma device into the pod",
+                Remediation::new("remove it; chain the rdma plugin in metaPlugins instead")
+                    .command("metaPlugins: |\n  {\"type\": \"rdma\"}"),
+            );
+        }
+        let Some(resource) =
+            network.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
+        else {
+            continue;
+        };
+        let meta = [PathStep::Key("spec"), PathStep::Key("metaPlugins")];
+        if !exclusive
+            || !rdma_resources.contains(resource)
+            || network.str_at(&meta).is_some_and(chains_rdma)
+        {
+            continue;
+        }
+        let at: &[PathStep<'_>] = if network.get(&meta).is_some() {
+            &meta
+        } else {
+            &[PathStep::Key("spec"), PathStep::Key("resourceName")]
+        };
+        sink.report(
+            network,
+            at,
+            format!(
+                "{} `{}` hands out rdma vfs of `{}` in exclusive rdma mode without the rdma cni plugin: pods get the netdev and no rdma device",
+                network.kind,
+                short(network.name),
+                short(resource)
+            ),
+            Remediation::new("chain the rdma plugin after the others in metaPlugins")
+                .command("metaPlugins: |\n  {\"type\": \"rdma\"}"),
+        );
+    }
+}

@@ -58,7 +58,11 @@ fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
                 spec_str("networkNamespace")
                     .filter(|ns| !ns.is_empty())
                     .unwrap_or(object.namespace_or_default()),
-                spec_str("resourceName").map(|name| (None, name)),
+                spec_str("resourceName").map(|name| {
+                    let prefix =
+                        resources::sriov_operator_prefix(workspace, object.namespace_or_default());
+                    (prefix, name)
+                }),
             ),
             ("mellanox.com", "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => (
                 spec_str("networkNamespace")
@@ -246,10 +250,24 @@ declare_rule! {
     /// ConfigMaps in the input advertise. Runs only when the input
     /// advertises at least one resource.
     ///
+    /// The prefix of a SriovNetworkNodePolicy's resource is the SR-IOV
+    /// Network Operator's `RESOURCE_PREFIX` (k8snetworkplumbingwg/sriov-network-operator
+    /// `api/v1/helper.go`): taken from the operator's Deployment when the
+    /// input has it, `openshift.io` for policies in
+    /// `openshift-sriov-network-operator` (OpenShift's operator; "the
+    /// resource prefix in this case will be `openshift.io`",
+    /// Mellanox/network-operator-docs
+    /// `docs/openshift/deployment-guide-openshift.rst`), and any prefix
+    /// otherwise (the upstream chart uses `openshift.io`, the Network
+    /// Operator's `nvidia.com`).
+    ///
     /// ## Why it matters
     /// The pod stays Pending with "Insufficient <resource>". The usual cause
     /// is a prefix mismatch: an SR-IOV device plugin resource without
-    /// `resourcePrefix` is `intel.com/<name>`, not `nvidia.com/<name>`.
+    /// `resourcePrefix` is `intel.com/<name>`, not `nvidia.com/<name>`; on
+    /// OpenShift the SR-IOV operator's VFs are `openshift.io/<name>`, and
+    /// its network-resources injector adds that request as well, so a pod
+    /// that also asks for `nvidia.com/<name>` can never be scheduled.
     ///
     /// ## How to fix
     /// Request the resource under the name it is advertised with, or
@@ -290,7 +308,7 @@ fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                         join_some(same_name.iter().map(|a| a.full_name()))
                     ),
                     Remediation::new(
-                        "request the advertised name, or set the device plugin's resourcePrefix to match",
+                        "request the advertised name, or set the device plugin's (or the sr-iov operator's) resource prefix to match",
                     ),
                 )
             };
@@ -644,12 +662,107 @@ fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
+/// The perftest binaries (linux-rdma/perftest `README`): a pod that runs
+/// one tests the RDMA path itself and does not use NCCL.
+const PERFTEST_BINARIES: &[&str] = &[
+    "ib_write_bw",
+    "ib_write_lat",
+    "ib_read_bw",
+    "ib_read_lat",
+    "ib_send_bw",
+    "ib_send_lat",
+    "ib_atomic_bw",
+    "ib_atomic_lat",
+    "raw_ethernet_bw",
+    "raw_ethernet_lat",
+];
+
+/// The words of a container's `command` and `args`: what it runs, and the
+/// shell script it may run.
+fn command_words(container: &Node) -> impl Iterator<Item = &str> {
+    ["command", "args"]
+        .into_iter()
+        .filter_map(|key| container.get(key))
+        .flat_map(Node::items)
+        .filter_map(Node::as_str)
+}
+
+/// Whether the container runs a perftest binary.
+fn runs_perftest(container: &Node) -> bool {
+    command_words(container).any(|word| {
+        word.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|token| PERFTEST_BINARIES.contains(&token))
+    })
+}
+
+/// The value a container gives the NCCL variable `name`: in `env`, or
+/// assigned in its `command`/`args` (`export NAME=V`, `NAME=V cmd`, `env
+/// NAME=V`, `mpirun -x NAME=V`), the last one written winning. `Some("")`
+/// when set without a value we can read (`-x NAME` forwards the caller's).
+fn nccl_value<'a>(container: &'a Node, name: &str) -> Option<&'a str> {
+    let from_env = container.get("env").and_then(|env| {
+        env.items()
+            .iter()
+            .rev()
+            .find(|item| item.get("name").and_then(Node::as_str) == Some(name))
+            .map(|item| item.get("value").and_then(Node::as_str).unwrap_or(""))
+    });
+    let mut from_command = None;
+    for word in command_words(container) {
+        let mut rest = word;
+        while let Some(at) = rest.find(name) {
+            let before = rest[..at].chars().next_back();
+            let after = &rest[at + name.len()..];
+            rest = after;
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            if let Some(value) = after.strip_prefix('=') {
+                let end = value
+                    .find(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
+                    .unwrap_or(value.len());
+                from_command = Some(value[..end].trim_matches(['"', '\'']));
+            } else if after.is_empty() || after.starts_with(|c: char| c.is_whitespace() || c == ';')
+            {
+                from_command = from_command.or(Some(""));
+            }
+        }
+    }
+    from_command.or(from_env)
+}
+
+/// Whether the container sets any `NCCL_*` variable, in `env` or in its
+/// `command`/`args`.
+fn sets_any_nccl(container: &Node) -> bool {
+    let in_env = container.get("env").is_some_and(|env| {
+        env.items().iter().any(|item| {
+            item.get("name")
+                .and_then(Node::as_str)
+                .is_some_and(|n| n.starts_with("NCCL_"))
+        })
+    });
+    in_env
+        || command_words(container).any(|word| {
+            word.match_indices("NCCL_").any(|(at, _)| {
+                let after = &word[at..];
+                let name_end = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                name_end > "NCCL_".len() && after[name_end..].starts_with('=')
+                    || word[..at].trim_end().ends_with("-x")
+            })
+        })
+}
+
 declare_rule! {
     /// A GPU pod with RDMA devices sets no NCCL environment.
     ///
     /// ## What it checks
     /// Pods requesting both GPUs and RDMA or SR-IOV resources whose
-    /// containers set no `NCCL_*` variable.
+    /// containers set no `NCCL_*` variable, in `env` or in their `command`
+    /// or `args` (`export NCCL_IB_HCA=…`, `NCCL_IB_HCA=… torchrun`, `mpirun
+    /// -x NCCL_IB_HCA`). Pods that run perftest (`ib_write_bw`, …) do not
+    /// use NCCL and are left alone.
     ///
     /// ## Why it matters
     /// Without `NCCL_IB_HCA`, NCCL may pick the wrong HCA (or one the pod
@@ -677,18 +790,18 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         else {
             continue;
         };
-        if !has_gpu {
+        if !has_gpu
+            || template
+                .containers
+                .iter()
+                .any(|(_, container)| runs_perftest(container))
+        {
             continue;
         }
-        let sets_nccl = template.containers.iter().any(|(_, container)| {
-            container.get("env").is_some_and(|env| {
-                env.items().iter().any(|item| {
-                    item.get("name")
-                        .and_then(Node::as_str)
-                        .is_some_and(|n| n.starts_with("NCCL_"))
-                })
-            })
-        });
+        let sets_nccl = template
+            .containers
+            .iter()
+            .any(|(_, container)| sets_any_nccl(container));
         if !sets_nccl {
             sink.report(
                 &template.object,
@@ -696,6 +809,101 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 format!("pod requests gpus and `{}` but sets no NCCL_* environment", rdma.resource),
                 Remediation::new("set NCCL_IB_HCA to the pod's rdma devices and verify NET/IB with NCCL_DEBUG=INFO")
                     .command("env:\n  - name: NCCL_IB_HCA\n    value: mlx5\n  - name: NCCL_DEBUG\n    value: INFO"),
+            );
+        }
+    }
+}
+
+declare_rule! {
+    /// A RoCE GPU pod leaves NCCL's traffic on traffic class 0, off the lossless priority.
+    ///
+    /// ## What it checks
+    /// Pods that request GPUs and a RoCE RDMA device (a resource of a
+    /// SriovNetworkNodePolicy with `linkType: eth` and `isRdma`, or a pod
+    /// that sets `NCCL_IB_GID_INDEX`, a RoCE setting) and use NCCL (set an
+    /// `NCCL_*` variable): `NCCL_IB_TC`, in `env` or exported in `command`
+    /// or `args`, must be set to a traffic class whose priority is not 0
+    /// (priority = DSCP / 8 = traffic class / 32 under the NIC's default
+    /// DSCP-to-priority table; the usual lossless class is 106, DSCP 26 on
+    /// priority 3).
+    ///
+    /// ## Why it matters
+    /// NCCL sets a traffic class only when `NCCL_IB_TC` is given
+    /// (NVIDIA/nccl `src/transport/net_ib/connect.cc`, `NCCL_PARAM(IbTc,
+    /// "IB_TC", -1)`); verbs traffic otherwise leaves with class 0, DSCP 0,
+    /// priority 0, where no RoCE QoS configuration enables PFC or DCQCN.
+    /// The traffic class the host's QoS tools set on a PF
+    /// (`/sys/class/infiniband/<dev>/tc/1/traffic_class`, `cma_roce_tos`)
+    /// applies to RDMA-CM connections of that device only, never to the VFs
+    /// pods use. Under congestion the packets are dropped instead of paused,
+    /// and NCCL bandwidth collapses with retransmissions.
+    ///
+    /// ## How to fix
+    /// Set `NCCL_IB_TC` to the lossless class of the fabric (DSCP × 4 + 2
+    /// for ECN: 106 for DSCP 26 on priority 3), and the same with perftest
+    /// (`--tclass=106`).
+    pub(crate) static ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS = "ZL065", "roce-without-lossless-traffic-class", Warning, roce_without_lossless_traffic_class;
+}
+
+fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    use zerohop_known::roce::{LOSSLESS_DSCP, priority_of_traffic_class, traffic_class};
+    let all = advertised(workspace);
+    let index = Index::new(all);
+    for template in pod_templates(workspace) {
+        let requests = &template.requests;
+        if !requests
+            .iter()
+            .any(|r| resources::is_gpu_resource(r.resource))
+        {
+            continue;
+        }
+        let roce_request = requests
+            .iter()
+            .find(|r| index.matching(r.resource).any(|a| a.roce));
+        for (index_in_pod, (container_path, container)) in template.containers.iter().enumerate() {
+            if !sets_any_nccl(container) || runs_perftest(container) {
+                continue;
+            }
+            let own_roce = roce_request.filter(|r| r.container == index_in_pod);
+            let gid_index = nccl_value(container, "NCCL_IB_GID_INDEX").is_some();
+            if own_roce.is_none() && !gid_index {
+                continue;
+            }
+            let tc = nccl_value(container, "NCCL_IB_TC");
+            let priority = tc
+                .and_then(|v| v.parse::<u8>().ok())
+                .map(priority_of_traffic_class);
+            if priority.is_some_and(|p| p != 0)
+                || tc == Some("")
+                || sink.counted_only(template.object.file)
+            {
+                continue;
+            }
+            let why = match own_roce {
+                Some(request) => format!("requests roce device `{}`", request.resource),
+                None => "sets NCCL_IB_GID_INDEX (roce)".to_owned(),
+            };
+            let name = container.get("name").and_then(Node::as_str).unwrap_or("?");
+            let message = match tc {
+                None => format!(
+                    "container `{name}` {why} but sets no NCCL_IB_TC: nccl traffic leaves on traffic class 0, priority 0, without pfc"
+                ),
+                Some(value) => format!(
+                    "container `{name}` {why} with NCCL_IB_TC `{value}`, which is not on a lossless priority"
+                ),
+            };
+            let lossless = traffic_class(LOSSLESS_DSCP);
+            let mut path = template.path(container_path);
+            path.push(PathStep::Key("name"));
+            sink.report(
+                &template.object,
+                &path,
+                message,
+                Remediation::new(format!(
+                    "set NCCL_IB_TC to the fabric's lossless traffic class ({lossless} for dscp {LOSSLESS_DSCP} on priority {})",
+                    priority_of_traffic_class(lossless)
+                ))
+                .command(format!("env:\n  - name: NCCL_IB_TC\n    value: \"{lossless}\"")),
             );
         }
     }

@@ -4,6 +4,8 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
+use zerohop_known::operators::DOCA_DRIVER_READY_FILE;
+use zerohop_known::roce::{LOSSLESS_DSCP, LOSSLESS_PRIORITY, traffic_class};
 use zerohop_known::shell::quote;
 use zerohop_known::systemd::{escape_path, mount_unit_name};
 
@@ -13,22 +15,37 @@ use crate::plan::{Plan, PoolPlan};
 
 /// The MachineConfigPool role the rendered MachineConfigs target.
 const ROLE: &str = "worker";
-/// ToS for RoCE traffic: DSCP 26 with ECN capable transport.
-const ROCE_TOS: u32 = 106;
-/// The priority (and DSCP 26 maps to it) that gets PFC.
-const ROCE_PRIORITY: u32 = 3;
 /// Where the RoCE QoS script is installed on the nodes.
 const QOS_SCRIPT: &str = "/usr/local/sbin/zerohop-roce-qos.sh";
+/// The oneshot service that runs [`QOS_SCRIPT`].
+const QOS_SERVICE: &str = "zerohop-roce-qos.service";
+/// The path unit that runs [`QOS_SERVICE`] again after each driver load.
+const QOS_PATH: &str = "zerohop-roce-qos.path";
 
+/// The kernel arguments of a pool.
+///
+/// - IOMMU: `iommu=pt` puts devices the host uses in passthrough, so DMA
+///   (and GPUDirect peer traffic) is not translated. Intel's IOMMU is off
+///   unless `intel_iommu=on`; AMD's is on by default, and `amd_iommu=`
+///   takes `fullflush`, `off`, `force_isolation`, `pgtbl_v1`, `pgtbl_v2`,
+///   `irtcachedis`, `nohugepages`, `v2_pgsizes_only`, never `on`
+///   (linux `Documentation/admin-guide/kernel-parameters.txt`, `amd_iommu=`).
+/// - CPU isolation: `isolcpus=managed_irq,…` keeps managed interrupts off
+///   the workload CPUs, without `domain`: the kubelet's shared pool is every
+///   CPU outside `reservedSystemCPUs`, and CPUs removed from the scheduler
+///   domains get no load balancing, so every process of a burstable pod
+///   would stay on the CPU it started on (linux `kernel-parameters.txt`,
+///   `isolcpus=`: "domain: Isolate from the general SMP balancing and
+///   scheduling algorithms"). OpenShift's own Node Tuning Operator isolates
+///   with `managed_irq` only (openshift/cluster-node-tuning-operator
+///   `assets/performanceprofile/tuned/openshift-node-performance`,
+///   `isolcpus=managed_irq,${isolated_cores}`).
 fn kernel_arguments(pool: &PoolPlan) -> Vec<String> {
-    let mut args = vec![
-        match pool.cpu_vendor {
-            CpuVendor::Intel => "intel_iommu=on",
-            CpuVendor::Amd => "amd_iommu=on",
-        }
-        .to_owned(),
-        "iommu=pt".to_owned(),
-    ];
+    let mut args = Vec::new();
+    if pool.cpu_vendor == CpuVendor::Intel {
+        args.push("intel_iommu=on".to_owned());
+    }
+    args.push("iommu=pt".to_owned());
     if let Some((size, count)) = pool.hugepages {
         let size = match size {
             HugepageSize::OneGi => "1G",
@@ -42,7 +59,7 @@ fn kernel_arguments(pool: &PoolPlan) -> Vec<String> {
     }
     if let Some(cpus) = &pool.isolated_cpus {
         args.extend([
-            format!("isolcpus=managed_irq,domain,{cpus}"),
+            format!("isolcpus=managed_irq,{cpus}"),
             format!("nohz_full={cpus}"),
             format!("rcu_nocbs={cpus}"),
         ]);
@@ -117,9 +134,25 @@ fn data_url(contents: &str) -> String {
     )
 }
 
-/// The `.mount` and `.automount` units of the NFS-over-RDMA mount: their
-/// names and contents. Every value goes through [`unit::value`].
-fn mount_unit(plan: &Plan) -> Option<(String, String, String, String)> {
+/// The units of the NFS-over-RDMA mount: the `.mount` unit and the
+/// `.path` unit of the same name that starts it once the DOCA driver is
+/// ready; their names and contents. Every value goes through
+/// [`unit::value`].
+///
+/// The mount must wait for the containerised DOCA driver: mounted earlier,
+/// it loads the inbox `rpcrdma`, which holds `ib_core` and `mlx5_ib`, and
+/// the driver container cannot replace the modules (it exits with "Storage
+/// modules are loaded for current driver, terminating prior driver reload
+/// failure due to UNLOAD_STORAGE_MODULES not set" unless told to unload
+/// them, and cannot unload a module a mount uses; Mellanox/doca-driver-build
+/// `entrypoint.sh`). Neither a boot-time mount nor an automount (the first
+/// access may come first) waits; `After=openibd.service` means nothing with
+/// the containerised driver, which has no such unit on the host. The
+/// driver's ready file does: a path unit whose `PathExists=` names it
+/// starts the unit of the same name, the mount, when the file appears
+/// (systemd.path(5), `PathExists=`, `Unit=` "defaults to a unit with the
+/// same name as the path unit, except for the suffix").
+fn mount_units(plan: &Plan) -> Option<(String, String, String, String)> {
     let nfs = plan.nfs.as_ref()?;
     let source = unit::value(&format!("{}:{}", nfs.server, nfs.export));
     let point = unit::value(&nfs.mount_point);
@@ -130,21 +163,50 @@ fn mount_unit(plan: &Plan) -> Option<(String, String, String, String)> {
     let mount = format!(
         "[Unit]\nDescription=NFS over RDMA: {source}\nWants=network-online.target\nAfter=network-online.target\n\n[Mount]\nWhat={source}\nWhere={point}\nType=nfs\nOptions={options}\nTimeoutSec=60\n",
     );
-    // The automount waits for first access, by which time the DOCA driver
-    // container has loaded rpcrdma; a boot-time mount would race it.
-    let automount = format!(
-        "[Unit]\nDescription=Automount of {point} over NFS/RDMA\n\n[Automount]\nWhere={point}\nTimeoutIdleSec=0\n\n[Install]\nWantedBy=remote-fs.target\n",
+    let path = format!(
+        "[Unit]\nDescription=Mount {point} over NFS/RDMA once the DOCA driver is ready\n\n[Path]\nPathExists={}\n\n[Install]\nWantedBy=multi-user.target\n",
+        unit::value(DOCA_DRIVER_READY_FILE)
     );
     let name = mount_unit_name(&nfs.mount_point);
-    let auto_name = format!("{}.automount", escape_path(&nfs.mount_point));
-    Some((name, mount, auto_name, automount))
+    let path_name = format!("{}.path", escape_path(&nfs.mount_point));
+    Some((name, mount, path_name, path))
+}
+
+/// The units an administrator enables on a Kubernetes node: those an
+/// OpenShift MachineConfig marks `enabled`.
+pub(crate) fn enabled_units(plan: &Plan) -> Vec<String> {
+    let mut units = Vec::new();
+    if qos_script(plan).is_some() {
+        units.extend([QOS_SERVICE.to_owned(), QOS_PATH.to_owned()]);
+    }
+    if nvme_discovery(plan).is_some() {
+        units.push("nvmf-autoconnect.service".to_owned());
+    }
+    if let Some((_, _, path_name, _)) = mount_units(plan) {
+        units.push(path_name);
+    }
+    units
 }
 
 const SYSCTL: &str = "# Multi-rail RDMA: answer ARP only on the interface that owns the address,\n# so each rail's traffic stays on its own NIC.\nnet.ipv4.conf.all.arp_ignore = 1\nnet.ipv4.conf.all.arp_announce = 2\nnet.ipv4.conf.all.rp_filter = 2\n";
 
-/// The RoCE QoS script, run as root at boot: one `configure PF DEVICE`
-/// line per Ethernet rail PF, each name shell-quoted, and a function that
-/// only ever uses them as quoted parameters.
+/// The RoCE QoS script, run as root: one `configure PF DEVICE` line per
+/// Ethernet rail PF, each name shell-quoted, and a function that only ever
+/// uses them as quoted parameters.
+///
+/// It runs at boot and again each time the DOCA driver container has
+/// (re)loaded `mlx5_core`, which resets trust, PFC and ECN to their
+/// defaults ([`qos_path`]). It needs no MOFED userspace: `mlnx_qos` when
+/// installed, else iproute2's `dcb` (dcb-pfc(8) `prio-pfc`; dcb-app(8)
+/// `dscp-prio`, and mlx5 switches the port to DSCP trust with its first
+/// DSCP entry: linux `drivers/net/ethernet/mellanox/mlx5/core/en_dcbnl.c`,
+/// `mlx5e_dcbnl_ieee_setapp`). The DCQCN and RDMA-CM ToS files exist only
+/// with MOFED-built modules, and are written only where present. A step
+/// that fails is reported and the script goes on with the next one and the
+/// next PF (no `set -e`), exiting non-zero at the end.
+///
+/// Pods set the same traffic class themselves (`NCCL_IB_TC`): the VFs they
+/// use have RDMA devices of their own, which this script does not reach.
 fn qos_script(plan: &Plan) -> Option<String> {
     let mut pfs: Vec<(&str, &str)> = plan
         .pools
@@ -163,20 +225,67 @@ fn qos_script(plan: &Plan) -> Option<String> {
         .map(|(pf, dev)| format!("configure {} {}\n", quote(pf), quote(dev)))
         .collect();
     let mut pfc = ["0"; 8];
-    pfc[ROCE_PRIORITY as usize] = "1";
+    pfc[usize::from(LOSSLESS_PRIORITY)] = "1";
     Some(format!(
-        "#!/bin/sh\n# RoCE v2 QoS: DSCP trust, PFC on priority {prio}, DCQCN, ToS {tos} for RDMA-CM.\nset -eu\n\n# configure PF RDMA_DEVICE\nconfigure() {{\n  pf=$1 dev=$2\n  if [ ! -d \"/sys/class/net/$pf\" ]; then echo \"skip $pf: absent\"; return 0; fi\n  if command -v mlnx_qos >/dev/null; then\n    mlnx_qos -i \"$pf\" --trust dscp --pfc {pfc}\n  else\n    echo \"mlnx_qos not found: set trust dscp and pfc {pfc} on $pf by other means\"\n  fi\n  echo 1 > \"/sys/class/net/$pf/ecn/roce_np/enable/{prio}\"\n  echo 1 > \"/sys/class/net/$pf/ecn/roce_rp/enable/{prio}\"\n  if [ -d \"/sys/class/infiniband/$dev/tc/1\" ]; then echo {tos} > \"/sys/class/infiniband/$dev/tc/1/traffic_class\"; fi\n  if command -v cma_roce_tos >/dev/null; then cma_roce_tos -d \"$dev\" -t {tos}; fi\n}}\n\n{calls}",
-        prio = ROCE_PRIORITY,
-        tos = ROCE_TOS,
+        r#"#!/bin/sh
+# RoCE v2 QoS: DSCP trust, PFC on priority {prio}, DCQCN on it, ToS {tos} for RDMA-CM.
+# Idempotent; run at boot and after every load of the NIC driver.
+set -u
+status=0
+
+fail() {{ echo "$*" >&2; status=1; }}
+
+# write VALUE FILE, when FILE exists (MOFED-built modules only)
+write() {{
+  if [ -e "$2" ]; then echo "$1" > "$2" || fail "cannot write $2"; fi
+}}
+
+# configure PF RDMA_DEVICE
+configure() {{
+  pf=$1 dev=$2
+  if [ ! -d "/sys/class/net/$pf" ]; then echo "skip $pf: absent"; return 0; fi
+  if command -v mlnx_qos >/dev/null 2>&1; then
+    mlnx_qos -i "$pf" --trust dscp --pfc {pfc} >/dev/null || fail "$pf: mlnx_qos failed"
+  elif command -v dcb >/dev/null 2>&1; then
+    dcb app replace dev "$pf" dscp-prio {dscp}:{prio} || fail "$pf: dcb app failed"
+    dcb pfc set dev "$pf" prio-pfc all:off {prio}:on || fail "$pf: dcb pfc failed"
+  else
+    fail "$pf: neither mlnx_qos nor dcb (iproute2) is installed: trust and pfc not set"
+  fi
+  write 1 "/sys/class/net/$pf/ecn/roce_np/enable/{prio}"
+  write 1 "/sys/class/net/$pf/ecn/roce_rp/enable/{prio}"
+  write {tos} "/sys/class/infiniband/$dev/tc/1/traffic_class"
+  if command -v cma_roce_tos >/dev/null 2>&1; then
+    cma_roce_tos -d "$dev" -t {tos} >/dev/null || fail "$dev: cma_roce_tos failed"
+  fi
+}}
+
+{calls}exit $status
+"#,
+        prio = LOSSLESS_PRIORITY,
+        dscp = LOSSLESS_DSCP,
+        tos = traffic_class(LOSSLESS_DSCP),
         pfc = pfc.join(","),
     ))
 }
 
-/// The oneshot service that runs [`QOS_SCRIPT`] at boot.
+/// The oneshot service that runs [`QOS_SCRIPT`], at boot and whenever
+/// [`qos_path`] starts it. Not `RemainAfterExit`, so that it can run again.
 fn qos_service() -> String {
     format!(
-        "[Unit]\nDescription=RoCE QoS and DCQCN for the RDMA rails\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart={}\n\n[Install]\nWantedBy=multi-user.target\n",
+        "[Unit]\nDescription=RoCE QoS and DCQCN for the RDMA rails\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=oneshot\nExecStart={}\n\n[Install]\nWantedBy=multi-user.target\n",
         unit::command_line(&[QOS_SCRIPT])
+    )
+}
+
+/// Runs [`QOS_SERVICE`] each time the DOCA driver's ready file is created
+/// or removed: the driver container removes it before it reloads the
+/// modules and creates it after (Mellanox/doca-driver-build
+/// `entrypoint.sh`); `PathChanged=` fires on both (systemd.path(5)).
+fn qos_path() -> String {
+    format!(
+        "[Unit]\nDescription=RoCE QoS again after each load of the NIC driver\n\n[Path]\nPathChanged={}\nUnit={QOS_SERVICE}\n\n[Install]\nWantedBy=multi-user.target\n",
+        unit::value(DOCA_DRIVER_READY_FILE)
     )
 }
 
@@ -202,17 +311,16 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     let mut units = Vec::new();
     if let Some(script) = qos_script(plan) {
         files.push(json!({"path": QOS_SCRIPT, "mode": 493, "overwrite": true, "contents": {"source": data_url(&script)}}));
-        units.push(
-            json!({"name": "zerohop-roce-qos.service", "enabled": true, "contents": qos_service()}),
-        );
+        units.push(json!({"name": QOS_SERVICE, "enabled": true, "contents": qos_service()}));
+        units.push(json!({"name": QOS_PATH, "enabled": true, "contents": qos_path()}));
     }
     if let Some(discovery) = nvme_discovery(plan) {
         files.push(json!({"path": "/etc/nvme/discovery.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(&discovery)}}));
         units.push(json!({"name": "nvmf-autoconnect.service", "enabled": true}));
     }
-    if let Some((name, mount, auto_name, automount)) = mount_unit(plan) {
+    if let Some((name, mount, path_name, path)) = mount_units(plan) {
         units.push(json!({"name": name, "contents": mount}));
-        units.push(json!({"name": auto_name, "enabled": true, "contents": automount}));
+        units.push(json!({"name": path_name, "enabled": true, "contents": path}));
     }
     let config = machine_config(
         &format!("60-{}-storage-fabric", plan.name),
@@ -230,7 +338,7 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     vec![Step {
         path: "60-machineconfig-storage-fabric.yaml".to_owned(),
         objects: vec![config],
-        title: "Storage and fabric: NFS over RDMA automount, RoCE QoS/DCQCN, sysctls".to_owned(),
+        title: "Storage and fabric: NFS over RDMA once the DOCA driver is ready, RoCE QoS/DCQCN after every driver load, sysctls".to_owned(),
         checks,
     }]
 }
@@ -274,18 +382,22 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
         if let Some(script) = qos_script(plan) {
             files.push(plain(&format!("{dir}{QOS_SCRIPT}"), script));
             files.push(plain(
-                &format!("{dir}/etc/systemd/system/zerohop-roce-qos.service"),
+                &format!("{dir}/etc/systemd/system/{QOS_SERVICE}"),
                 qos_service(),
+            ));
+            files.push(plain(
+                &format!("{dir}/etc/systemd/system/{QOS_PATH}"),
+                qos_path(),
             ));
         }
         if let Some(discovery) = nvme_discovery(plan) {
             files.push(plain(&format!("{dir}/etc/nvme/discovery.conf"), discovery));
         }
-        if let Some((name, mount, auto_name, automount)) = mount_unit(plan) {
+        if let Some((name, mount, path_name, path)) = mount_units(plan) {
             files.push(plain(&format!("{dir}/etc/systemd/system/{name}"), mount));
             files.push(plain(
-                &format!("{dir}/etc/systemd/system/{auto_name}"),
-                automount,
+                &format!("{dir}/etc/systemd/system/{path_name}"),
+                path,
             ));
         }
     }

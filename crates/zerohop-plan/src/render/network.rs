@@ -39,8 +39,16 @@ pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
     });
     if plan.nfs.is_some() {
         // The DOCA driver container loads rpcrdma only with ENABLE_NFSRDMA
-        // (doca-driver-build entrypoint); other spellings are ignored.
-        ofed["env"] = json!([{"name": "ENABLE_NFSRDMA", "value": "true"}]);
+        // (doca-driver-build entrypoint); other spellings are ignored. With
+        // inbox storage modules loaded (rpcrdma pulled in by anything before
+        // the driver) it refuses to reload the stack unless
+        // UNLOAD_STORAGE_MODULES lets it unload them first (entrypoint.sh:
+        // "Storage modules are loaded for current driver, terminating prior
+        // driver reload failure due to UNLOAD_STORAGE_MODULES not set").
+        ofed["env"] = json!([
+            {"name": "ENABLE_NFSRDMA", "value": "true"},
+            {"name": "UNLOAD_STORAGE_MODULES", "value": "true"},
+        ]);
     }
     let mut spec = json!({"ofedDriver": ofed});
     if plan.rdma_mode == RdmaMode::Shared {
@@ -151,7 +159,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
     steps.push(Step {
         path: "31-sriov-network-pool-config.yaml".to_owned(),
         objects: vec![pool_config],
-        title: "RDMA subsystem in exclusive mode, so each VF's RDMA device moves into its pod (reboots the nodes, one at a time)".to_owned(),
+        title: "RDMA subsystem in exclusive mode: a pod sees only the RDMA devices the rdma CNI plugin of its networks moves in (reboots the nodes, one at a time)".to_owned(),
         checks: vec!["# on a node: rdma system   # netns exclusive".to_owned()],
     });
     let mut policies = Vec::new();
@@ -199,10 +207,16 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         objects: networks,
         title: "Rail networks; the SR-IOV operator renders one NetworkAttachmentDefinition each"
             .to_owned(),
-        checks: vec![format!(
-            "kubectl -n {} get network-attachment-definitions",
-            quote(&plan.workload.namespace)
-        )],
+        checks: vec![
+            format!(
+                "kubectl -n {} get network-attachment-definitions",
+                quote(&plan.workload.namespace)
+            ),
+            format!(
+                "kubectl -n {} get network-attachment-definitions -o jsonpath='{{range .items[*]}}{{.metadata.name}} {{.spec.config}}{{\"\\n\"}}{{end}}' | grep -c '\"type\": *\"rdma\"'   # one per rail: the rdma plugin is chained",
+                quote(&plan.workload.namespace)
+            ),
+        ],
     });
     steps
 }
@@ -238,6 +252,35 @@ fn network_name(rail: &RailPlan) -> String {
     format!("rail{}", rail.rail)
 }
 
+/// The `metaPlugins` of a rail network: the CNI plugins chained after
+/// sriov-cni (or ib-sriov-cni), as the operator writes them.
+///
+/// The SR-IOV Network Operator copies `spec.metaPlugins` verbatim after the
+/// main plugin into the NAD's `plugins` list, so several plugins are JSON
+/// objects separated by commas, without brackets
+/// (k8snetworkplumbingwg/sriov-network-operator
+/// `bindata/manifests/cni-config/sriov/sriov-cni-config.yaml`, and
+/// `api/v1/helper.go` `RenderNetAttDef`).
+///
+/// The `rdma` plugin is what moves the VF's RDMA device into the pod's
+/// network namespace: with the RDMA subsystem in `exclusive` mode (the
+/// `SriovNetworkPoolConfig` this plan renders) sriov-cni moves only the
+/// netdev, and without the `rdma` plugin the pod has no `mlx5_*` device
+/// (k8snetworkplumbingwg/rdma-cni `README.md`, "moving the associated RDMA
+/// interfaces of the provided network interface to the container's network
+/// namespace"; sriov-network-operator `doc/rdma-configuration.md`, step 3
+/// "Define network with RDMA CNI plugin"). The SR-IOV config daemon installs
+/// the plugin's binary (`bindata/manifests/daemon/daemonset.yaml`,
+/// init container `rdma-cni`).
+fn meta_plugins(rail: &RailPlan) -> String {
+    let rdma = json!({"type": "rdma"}).to_string();
+    match rail.link_type {
+        // ib-sriov-cni sets the MTU of the IPoIB child itself.
+        LinkType::Ib => rdma,
+        LinkType::Eth => format!("{}, {rdma}", json!({"type": "tuning", "mtu": rail.mtu})),
+    }
+}
+
 fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
     let name = network_name(rail);
     let metadata = json!({"name": name, "namespace": plan.sriov_namespace});
@@ -251,6 +294,7 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
                 "networkNamespace": plan.workload.namespace,
                 "linkState": "auto",
                 "ipam": ipam(plan, rail),
+                "metaPlugins": meta_plugins(rail),
             },
         }),
         LinkType::Eth => {
@@ -261,7 +305,7 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
                 "spoofChk": "off",
                 "trust": "on",
                 "ipam": ipam(plan, rail),
-                "metaPlugins": json!({"type": "tuning", "mtu": rail.mtu}).to_string(),
+                "metaPlugins": meta_plugins(rail),
             });
             if let Some(vlan) = rail.vlan {
                 spec["vlan"] = json!(vlan);

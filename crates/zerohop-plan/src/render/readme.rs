@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use super::Step;
+use zerohop_known::operators::NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX;
+
+use super::{Step, host};
 use crate::intent::{Platform, RdmaMode};
 use crate::plan::Plan;
 
@@ -29,13 +31,30 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
     );
     let _ = writeln!(out, "## Before step 1\n");
     if plan.platform == Platform::Kubernetes {
+        let units = host::enabled_units(plan);
+        let enable = if units.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = units.iter().map(|u| format!("`{u}`")).collect();
+            format!(" `systemctl enable {}`,", names.join(" "))
+        };
         let _ = writeln!(
             out,
-            "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool, run `update-grub` (or `grub2-mkconfig`), `sysctl --system`, `systemctl daemon-reload`, `systemctl enable --now zerohop-roce-qos.service` and the `.automount` unit, restart the kubelet after removing `/var/lib/kubelet/cpu_manager_state`, and reboot. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`)."
+            "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool, run `update-grub` (or `grub2-mkconfig`), `sysctl --system`, `systemctl daemon-reload`,{enable} restart the kubelet after removing `/var/lib/kubelet/cpu_manager_state`, and reboot. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`)."
         );
+        let prefix = if plan.rdma_mode == RdmaMode::Sriov
+            && plan.resource_prefix != NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX
+        {
+            format!(
+                ", its resource prefix set to the plan's (`sriov-network-operator.operator.resourcePrefix={}`)",
+                plan.resource_prefix
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "2. Install the Network Operator {} in `{}` with Helm, SR-IOV operator enabled (`sriovNetworkOperator.enabled=true`) and its NFD disabled (`nfd.enabled=false`): run exactly one NFD per cluster.",
+            "2. Install the Network Operator {} in `{}` with Helm, SR-IOV operator enabled (`sriovNetworkOperator.enabled=true`){prefix} and its NFD disabled (`nfd.enabled=false`): run exactly one NFD per cluster.",
             plan.network_operator_version, plan.network_operator_namespace
         );
         let _ = writeln!(
@@ -73,7 +92,7 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
     if plan.agent.is_some() {
         let _ = writeln!(
             out,
-            "The zerohop agent (`{}`) runs `zerohop doctor` on every node every few minutes and publishes the result as the `{}` node condition, Node Feature Discovery labels, events, a `DataPathReport` object and metrics on port {}. `zerohop fleet` shows every node; `zerohop doctor` on one node explains its findings.",
+            "The zerohop agent (`{}`) runs `zerohop doctor` on every node every few minutes and publishes the result as the `{}` node condition, Node Feature Discovery labels, events, a `DataPathReport` object and metrics on port {}. `zerohop fleet` shows every node; `zerohop doctor` on one node explains its findings. `zerohop validate run` runs the fabric tests under `validate/`.",
             super::agent::FILE,
             zerohop_known::zerohop_api::CONDITION_TYPE,
             zerohop_known::zerohop_api::AGENT_PORT,
@@ -81,7 +100,7 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
     } else {
         let _ = writeln!(
             out,
-            "Run `zerohop doctor` on a node: it checks every layer above from `/proc` and `/sys`. The agent is turned off in the intent (`spec.agent.enabled: false`), so nothing keeps checking the nodes."
+            "Run `zerohop doctor` on a node: it checks every layer above from `/proc` and `/sys`. The agent is turned off in the intent (`spec.agent.enabled: false`), so nothing keeps checking the nodes. `zerohop validate run` runs the fabric tests under `validate/`."
         );
     }
     if plan.gds {

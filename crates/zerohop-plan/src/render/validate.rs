@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use zerohop_known::shell::quote;
 
 use super::workload::{
-    NETWORKS_ANNOTATION, ROCE_V2_GID_INDEX, nccl_env, networks_annotation, rail_resource,
+    NETWORKS_ANNOTATION, ROCE_TRAFFIC_CLASS, nccl_env, networks_annotation, rail_resource,
     shm_mount, shm_volume,
 };
 use super::{ManifestFile, to_yaml};
@@ -196,9 +196,22 @@ fn perftest_service(plan: &Plan, pool: &PoolPlan) -> Value {
     })
 }
 
-/// The perftest options both sides use: the rail's device, its RoCE v2 GID,
-/// GPU memory through DMA-BUF, 1 MiB messages over 4 queue pairs for 10
-/// seconds, reported in Gb/s.
+/// The shell lines that set `gid` to the index of the RoCE v2 GID of
+/// `$dev`'s IPv4 address, read from sysfs
+/// (`ports/1/gid_attrs/types/<index>` is `RoCE v2`, `ports/1/gids/<index>`
+/// an IPv4-mapped address; linux `Documentation/ABI/testing/sysfs-class-infiniband`):
+/// its place in the table depends on the device and its addresses.
+const ROCE_V2_GID: &str = r#"gid=
+for t in /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/*; do
+  [ "$(cat "$t" 2>/dev/null)" = "RoCE v2" ] || continue
+  i=${t##*/}
+  case $(cat "/sys/class/infiniband/$dev/ports/1/gids/$i") in 0000:0000:0000:0000:0000:ffff:*) gid=$i; break ;; esac
+done
+test -n "$gid" || { echo "no RoCE v2 GID of an IPv4 address on $dev" >&2; exit 1; }"#;
+
+/// The perftest options both sides use: the rail's device, on RoCE its
+/// RoCE v2 GID and the lossless traffic class, GPU memory through DMA-BUF,
+/// 1 MiB messages over 4 queue pairs for 10 seconds, reported in Gb/s.
 fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> String {
     let device = match plan.rdma_mode {
         // Exclusive RDMA namespaces: the pod sees only its one VF's device.
@@ -213,8 +226,10 @@ fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -
         }
     };
     let mut args = vec![PERFTEST.to_owned(), "-d \"$dev\"".to_owned()];
-    if rail.link_type == LinkType::Eth {
-        args.push(format!("-x {ROCE_V2_GID_INDEX}"));
+    let roce = rail.link_type == LinkType::Eth;
+    if roce {
+        args.push("-x \"$gid\"".to_owned());
+        args.push(format!("--tclass={ROCE_TRAFFIC_CLASS}"));
     }
     args.extend(
         [
@@ -235,6 +250,9 @@ fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -
         device,
         "test -n \"$dev\" || { echo 'no RDMA device in the pod' >&2; exit 1; }".to_owned(),
     ];
+    if roce {
+        script.push(ROCE_V2_GID.to_owned());
+    }
     if role == Role::PerftestClient {
         args.push("\"$PERFTEST_SERVER\"".to_owned());
         script.push(format!("sleep {CLIENT_GRACE_SECONDS}"));
@@ -250,10 +268,8 @@ fn perftest_pod(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> Va
         "nvidia.com/gpu": "1",
         rail_resource(plan, rail): "1",
     });
-    // The workload's NCCL environment, as on every GPU and RDMA pod of the
-    // plan (`zerohop lint` ZL064): NCCL tools run by `kubectl exec` in a
-    // perftest pod then use the workload's settings on the same devices.
-    let mut env = nccl_env(plan, &[rail]);
+    // perftest does not use NCCL: the pod carries no NCCL environment.
+    let mut env = Vec::new();
     let mut spec = json!({
         "restartPolicy": "Never",
         "nodeSelector": pool.node_selector,
@@ -278,7 +294,9 @@ fn perftest_pod(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> Va
         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
         "resources": {"requests": resources, "limits": resources},
     });
-    container["env"] = json!(env);
+    if !env.is_empty() {
+        container["env"] = json!(env);
+    }
     spec["containers"] = json!([container]);
     json!({
         "apiVersion": "v1",

@@ -15,11 +15,15 @@ use crate::plan::{Plan, RailPlan};
 /// specification, `k8s.v1.cni.cncf.io/networks`).
 pub(crate) const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
-/// The GID index of the RoCE v2 GID of a netdev's IPv4 address, the first
-/// one after the two RoCE v1/v2 link-local GIDs and the v1 GID of the
-/// address: what NCCL (`NCCL_IB_GID_INDEX`) and perftest (`-x`) must use
-/// for routable RoCE.
-pub(crate) const ROCE_V2_GID_INDEX: u32 = 3;
+/// The traffic class RoCE pods put on their packets (`NCCL_IB_TC`, perftest
+/// `--tclass`): the lossless class the plan's QoS gives PFC and DCQCN.
+/// Verbs traffic leaves with class 0 (priority 0: no PFC) unless the
+/// application sets one: NCCL sets none unless `NCCL_IB_TC` is given
+/// (NVIDIA/nccl `src/transport/net_ib/connect.cc`, `NCCL_PARAM(IbTc,
+/// "IB_TC", -1)`), and the PF-wide `traffic_class` file the host's QoS
+/// script writes does not reach the VFs pods use.
+pub(crate) const ROCE_TRAFFIC_CLASS: u8 =
+    zerohop_known::roce::traffic_class(zerohop_known::roce::LOSSLESS_DSCP);
 
 /// Where the pod finds `cufile.json`.
 const CUFILE_DIR: &str = "/etc/cufile";
@@ -197,7 +201,12 @@ pub(crate) fn rail_resource(plan: &Plan, rail: &RailPlan) -> String {
 
 /// The NCCL environment of a pod attached to `rails`: the RDMA devices it
 /// may use, GPUDirect RDMA up to a PCIe switch, the bootstrap interface,
-/// debug output that `zerohop validate` reads, and on RoCE the GID index.
+/// debug output that `zerohop validate` reads, and on RoCE the lossless
+/// traffic class. The GID is left to NCCL, which picks a RoCE v2 GID
+/// itself when `NCCL_IB_GID_INDEX` is unset (`connect.cc`,
+/// `NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)` with
+/// `IB_ROCE_VERSION_NUM` 2; since NCCL 2.21); a fixed index is wrong on any
+/// device whose GID table is ordered otherwise.
 pub(crate) fn nccl_env(plan: &Plan, rails: &[&RailPlan]) -> Vec<Value> {
     let hca = match plan.rdma_mode {
         // The PFs' RDMA devices are visible in the pod in shared mode.
@@ -224,7 +233,7 @@ pub(crate) fn nccl_env(plan: &Plan, rails: &[&RailPlan]) -> Vec<Value> {
         json!({"name": "NCCL_DEBUG", "value": "INFO"}),
     ];
     if rails.iter().any(|r| r.link_type == LinkType::Eth) {
-        env.push(json!({"name": "NCCL_IB_GID_INDEX", "value": ROCE_V2_GID_INDEX.to_string()}));
+        env.push(json!({"name": "NCCL_IB_TC", "value": ROCE_TRAFFIC_CLASS.to_string()}));
     }
     env
 }
