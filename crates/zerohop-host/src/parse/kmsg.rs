@@ -16,6 +16,9 @@
 //!   dot before the fraction (`2025-02-10T16:28:06.502716+00:00 host tag:
 //!   message`). A `kernel:` message that repeats the kernel's own
 //!   `[  123.456789]` loses it: the syslog time is the record's.
+//! - `journalctl -k`: syslog lines by default (also `-o short-iso` and
+//!   `short-precise`), or `[  123.456789] host kernel: message` with `-o
+//!   short-monotonic`.
 //! - anything else: a message without a time, taken to be as old as the
 //!   line before it.
 //!
@@ -278,13 +281,20 @@ fn parse_line(line: &str) -> Option<Record> {
         Some((level, rest)) => (Some(level), rest),
         None => (None, line),
     };
-    if let Some((usec, message)) = boot_stamp(rest) {
+    if let Some((usec, after)) = boot_stamp(rest) {
+        // `journalctl -k -o short-monotonic` writes a syslog header after
+        // the time; only its `kernel` tag is taken for one, since a
+        // kernel message may start with two words like a header.
+        let (origin, message) = match syslog_header(after) {
+            (Some("kernel"), message) => (Some("kernel"), message),
+            _ => (None, after),
+        };
         return Some(record(
             Format::Dmesg,
             Some(Stamp::Boot(usec)),
             level,
             None,
-            None,
+            origin,
             message,
         ));
     }
@@ -702,6 +712,25 @@ mod tests {
         assert_eq!(r[3].origin, None);
         assert_eq!(r[3].message(), "node-1 no tag here");
         assert_eq!(r[1].time.unwrap().to_string(), "Jan  1 00:00:01");
+    }
+
+    #[test]
+    fn journalctl_formats() {
+        let parsed = parse(
+            "[  123.456789] node-1 kernel: nfs: server f OK\n\
+             [  124.000000] mlx5_core 0000:3b:00.0 eth2: Link up\n\
+             2025-02-10T16:28:06+0000 node-1 kernel: nvidia-fs:x\n",
+        );
+        let r = &parsed.records;
+        assert_eq!(r[0].time, Some(Stamp::Boot(123_456_789)));
+        assert_eq!(
+            (r[0].origin.as_deref(), r[0].message()),
+            (Some("kernel"), "nfs: server f OK")
+        );
+        // Two words before a colon that are no `kernel` header stay message.
+        assert_eq!(r[1].message(), "mlx5_core 0000:3b:00.0 eth2: Link up");
+        assert_eq!(r[2].message(), "nvidia-fs:x");
+        assert_eq!(r[2].time.unwrap().to_string(), "2025-02-10T16:28:06");
     }
 
     #[test]
