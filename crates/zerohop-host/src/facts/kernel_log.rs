@@ -235,7 +235,7 @@ pub fn duration_text(duration: Duration) -> String {
     let micros = duration.as_micros();
     let (size, unit) = UNITS
         .into_iter()
-        .find(|(size, _)| micros % size == 0 && micros >= *size)
+        .find(|(size, _)| micros.is_multiple_of(*size) && micros >= *size)
         .unwrap_or((1_000_000, "s"));
     format!("{}{unit}", micros / size)
 }
