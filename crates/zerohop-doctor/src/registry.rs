@@ -30,11 +30,14 @@ pub enum Group {
     Gds,
     /// io_uring for the workloads.
     IoUring,
+    /// Faults only the kernel log shows, across the layers above: judged
+    /// last, since a setting that fails above explains its symptoms here.
+    KernelLog,
 }
 
 impl Group {
     /// Every group in deploy order.
-    pub const ALL: [Group; 11] = [
+    pub const ALL: [Group; 12] = [
         Group::Kernel,
         Group::Pcie,
         Group::Memory,
@@ -46,6 +49,7 @@ impl Group {
         Group::Nvme,
         Group::Gds,
         Group::IoUring,
+        Group::KernelLog,
     ];
 
     /// The kebab-case name used by `--only` and in reports.
@@ -62,6 +66,7 @@ impl Group {
             Group::Nvme => "nvme",
             Group::Gds => "gds",
             Group::IoUring => "io-uring",
+            Group::KernelLog => "kernel-log",
         }
     }
 
@@ -79,10 +84,12 @@ impl Group {
             Group::Nvme => "NVME",
             Group::Gds => "GDS",
             Group::IoUring => "URING",
+            Group::KernelLog => "KLOG",
         }
     }
 
-    /// The group named `name` (`kernel`, `io-uring`, also `io_uring`).
+    /// The group named `name` (`kernel`, `io-uring`, also `io_uring`,
+    /// `kernel-log`).
     pub fn parse(name: &str) -> Option<Group> {
         let name = name.to_ascii_lowercase().replace('_', "-");
         Group::ALL.into_iter().find(|group| group.name() == name)

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use zerohop_core::Status;
 use zerohop_host::parse::{
-    cmdline, cpuset, jsonc, meminfo, modules, mountinfo, mountstats, netaddr, nvidia, rdma,
+    cmdline, cpuset, jsonc, kmsg, meminfo, modules, mountinfo, mountstats, netaddr, nvidia, rdma,
     selected,
 };
 use zerohop_k8s::schema::CrdCatalog;
@@ -108,6 +108,27 @@ pub static TARGETS: &[Target] = &[
             b"[permanent]",
         ],
         run: run_modules,
+    },
+    Target {
+        name: "kmsg",
+        covers: "kernel log text (/dev/kmsg records, dmesg and syslog lines) and the kernel-log signatures",
+        seeds: kmsg_seeds,
+        dictionary: &[
+            b"6,3973,227996636,-;",
+            b"\n SUBSYSTEM=pci\n",
+            b"kern  :err   : ",
+            b"<3>",
+            b"[  227.996636] ",
+            b"[Mon Feb 10 16:28:06 2025] ",
+            b"2025-02-10T16:28:06,502716+00:00 ",
+            b"Aug 17 06:18:01 host systemd-networkd[5398]: ",
+            b"nvidia-peermem nv_get_p2p_free_callback:127 ERROR ",
+            b"mlx5_core 0000:3b:00.0 eth2: Link down",
+            b"nfs: server filer not responding, still trying",
+            b"PCIe Bus Error: severity=Uncorrected (Fatal), ",
+            b"nvidia-fs:",
+        ],
+        run: run_kmsg,
     },
     Target {
         name: "mountinfo",
@@ -440,6 +461,10 @@ fn modules_seeds(sources: &Sources) -> Vec<Vec<u8>> {
     host_files(sources, &["modules"], &[])
 }
 
+fn kmsg_seeds(sources: &Sources) -> Vec<Vec<u8>> {
+    host_files(sources, &["kmsg"], &["dmesg_", "kmsg_", "syslog_"])
+}
+
 fn mountinfo_seeds(sources: &Sources) -> Vec<Vec<u8>> {
     host_files(sources, &["mountinfo", "mounts", "fstab"], &["mountinfo"])
 }
@@ -639,6 +664,30 @@ fn run_meminfo(bytes: &[u8]) -> u64 {
 
 fn run_modules(bytes: &[u8]) -> u64 {
     signature(modules::parse_proc_modules(&text(bytes)).len().min(64))
+}
+
+/// The parser and every signature on each record it reads.
+fn run_kmsg(bytes: &[u8]) -> u64 {
+    use zerohop_known::kernel_log as signatures;
+    let parsed = kmsg::parse(&text(bytes));
+    let mut seen = Vec::new();
+    for record in &parsed.records {
+        let message = record.message();
+        let _ = record.shown();
+        seen.push((
+            format!("{:?}", record.format),
+            record.level,
+            record.time.map(|time| time.to_string().len()),
+            signatures::peermem(message).is_some(),
+            signatures::link_change(message).map(|change| change.up),
+            signatures::nfs_server(message).map(|event| format!("{:?}", event.state)),
+            signatures::nvidia_fs(message).is_some(),
+            signatures::aer(message).map(|error| error.severity),
+        ));
+    }
+    seen.sort_unstable_by_key(|entry| format!("{entry:?}"));
+    seen.dedup();
+    signature((parsed.dropped > 0, format!("{seen:?}")))
 }
 
 fn run_mountinfo(bytes: &[u8]) -> u64 {

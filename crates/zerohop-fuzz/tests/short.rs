@@ -55,6 +55,6 @@ macro_rules! short_runs {
 }
 
 short_runs!(
-    yaml, schema, lint, intent, cufile, cmdline, cpuset, meminfo, modules, mountinfo, mountstats,
-    netaddr, nvidia, rdma, selected, validate, doctor,
+    yaml, schema, lint, intent, cufile, cmdline, cpuset, meminfo, modules, kmsg, mountinfo,
+    mountstats, netaddr, nvidia, rdma, selected, validate, doctor,
 );

@@ -2,12 +2,14 @@
 //!
 //! Every read goes through a [`HostRoot`]: the live `/`, a host mounted at
 //! `/host` in a container, or a directory holding a captured tree. Reads are
-//! bounded in size and in time, and only regular files are read; a missing
-//! file is `None`, never an error. Parsers in [`parse`] are pure functions
+//! bounded in size and in time, and only regular files are read (with one
+//! exception: the running kernel's log, `/dev/kmsg`); a missing file is
+//! `None`, never an error. Parsers in [`parse`] are pure functions
 //! of text, and [`Facts`] is the model the doctor's checks judge.
 
 pub mod facts;
 mod in_root;
+mod kmsg_device;
 pub mod parse;
 pub mod probe;
 mod read_error;
@@ -16,5 +18,6 @@ pub mod root;
 mod tree;
 pub mod watchdog;
 
-pub use facts::{Fact, Facts, Gap};
+pub use facts::{CollectOptions, Fact, Facts, Gap};
+pub use kmsg_device::KmsgRead;
 pub use root::{FileKind, HostRoot, ReadError, RootError};

@@ -5,11 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::kmsg_device::{self, KMSG, KmsgRead};
 use crate::tree::Tree;
 use crate::watchdog::{Lane, Watchdog};
 
 pub use crate::read_error::{FileKind, ReadError};
-pub use crate::tree::MAX_DIR_ENTRIES;
+pub use crate::tree::{MAX_DIR_ENTRIES, Tail};
+
+/// Where a kernel's boot is named: the same text for every process of one
+/// boot, in a container as on its host (`random.c`'s `boot_id` sysctl).
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
 /// The most bytes read from one file unless a caller asks for more. Sysfs
 /// attributes are one page; the largest procfs files the doctor reads
@@ -274,6 +279,49 @@ impl HostRoot {
     /// absent). An error says that it could not be told.
     pub fn exists(&self, path: &str) -> Result<bool, ReadError> {
         self.op(path, Tree::exists)
+    }
+
+    /// The last `cap` bytes of a regular file (all of it when smaller), for
+    /// logs that grow at their end. A missing file is `Ok(None)`.
+    pub fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
+        self.op(path, move |tree, path| tree.read_tail(path, cap))
+    }
+
+    /// Whether this root shows the kernel this process runs on: the live
+    /// `/`, or a directory whose boot id is this process's, such as the
+    /// host's `/` mounted at `/host` in a container. The kernel log is not
+    /// namespaced, so the container's is then the host's.
+    pub fn shows_running_kernel(&self) -> Result<bool, ReadError> {
+        if self.is_live() {
+            return Ok(true);
+        }
+        self.op(BOOT_ID, |tree, path| {
+            let theirs = tree.read_bytes(path, 4096)?;
+            let ours = Tree::live().read_bytes(path, 4096)?;
+            Ok(match (theirs, ours) {
+                (Some(theirs), Some(ours)) => {
+                    let theirs = theirs.trim_ascii();
+                    !theirs.is_empty() && theirs == ours.trim_ascii()
+                }
+                _ => false,
+            })
+        })
+    }
+
+    /// The running kernel's records logged at `since_usec` microseconds
+    /// after boot or later, from `/dev/kmsg`: the one device node zerohop
+    /// opens, read without waiting and within half the read deadline
+    /// (see `kmsg_device`). `Ok(None)` when the root does not show the
+    /// running kernel ([`HostRoot::shows_running_kernel`]) or no
+    /// `/dev/kmsg` exists.
+    pub fn read_kmsg(&self, since_usec: u64) -> Result<Option<KmsgRead>, ReadError> {
+        if !self.shows_running_kernel()? {
+            return Ok(None);
+        }
+        let budget = self.read_timeout() / 2;
+        self.op(KMSG, move |tree, _| {
+            kmsg_device::read(tree, since_usec, budget)
+        })
     }
 }
 

@@ -9,12 +9,14 @@
 //! capture can come from anywhere), what a path names is also looked at
 //! before it is opened, so that no device node is ever opened: opening one
 //! runs its driver. (On the live `/`, `/proc` and `/sys` hold no device
-//! nodes, and what else is read is the host's own configuration.)
+//! nodes, and what else is read is the host's own configuration.) The one
+//! device zerohop reads, the kernel log, is opened elsewhere
+//! (`kmsg_device`), under its own checks.
 //!
 //! [`HostRoot`]: crate::HostRoot
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -90,19 +92,38 @@ impl Tree {
         } else {
             Extent::ToEnd
         };
+        match self.open_regular(path)? {
+            Some(file) => read_file(file, cap, path, extent).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The last `cap` bytes of the regular file at `path` (all of it when
+    /// smaller) and how many bytes before them were left out; `None` when
+    /// it does not exist.
+    pub(crate) fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
+        match self.open_regular(path)? {
+            Some(file) => read_tail(file, cap, path).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The regular file at `path`, open for reading; `None` when it does
+    /// not exist, an error for anything but a regular file.
+    fn open_regular(&self, path: &str) -> Result<Option<File>, ReadError> {
         if let Some(in_root) = &self.in_root {
             return match in_root.regular_file(path, watchdog::current_lane()) {
                 // Its type was looked at through its directory a moment
                 // before and the open did not follow a link: a file swapped
                 // since is still read without waiting, and at most `cap`
                 // bytes of it, so no second `fstat` is paid per file.
-                Ok(Opened::File(file)) => read_file(file, cap, path, extent).map(Some),
+                Ok(Opened::File(file)) => Ok(Some(file)),
                 Ok(Opened::Special(kind)) => Err(not_a_file(path, kind)),
                 Err(err) => missing_or(path, &err),
             };
         }
         let Some(resolver) = &self.resolver else {
-            return read_capped(Path::new(path), cap, path, extent, false);
+            return open_checked(Path::new(path), path, false);
         };
         // Most files are not symlinks: look at the last component without
         // following it, and resolve it only when it is a link.
@@ -125,7 +146,7 @@ impl Tree {
         if let Some(kind) = FileKind::from_mode(meta.mode()) {
             return Err(not_a_file(path, kind));
         }
-        read_capped(&real, cap, path, extent, true)
+        open_checked(&real, path, true)
     }
 
     /// The names in the directory at `path`, unsorted; `None` when it does
@@ -237,23 +258,25 @@ enum Extent {
     ToEnd,
 }
 
-/// Opens `real` and reads at most `cap` bytes of it. With `no_follow`, a
-/// symlink in the last component (one that replaced a resolved file since)
-/// is not followed out of the tree.
-fn read_capped(
-    real: &Path,
-    cap: usize,
-    shown: &str,
-    extent: Extent,
-    no_follow: bool,
-) -> Result<Option<Vec<u8>>, ReadError> {
+/// Opens `real` for reading without waiting, and refuses it unless it is
+/// a regular file. With `no_follow`, a symlink in the last component (one
+/// that replaced a resolved file since) is not followed out of the tree.
+fn open_checked(real: &Path, shown: &str, no_follow: bool) -> Result<Option<File>, ReadError> {
     let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
     if no_follow {
         flags |= libc::O_NOFOLLOW;
     }
     let opened = OpenOptions::new().read(true).custom_flags(flags).open(real);
     match opened {
-        Ok(file) => read_open(file, cap, shown, extent).map(Some),
+        Ok(file) => {
+            let mode = rustix::fs::fstat(&file)
+                .map_err(|err| io_error(shown, &err.into()))?
+                .st_mode;
+            match FileKind::from_mode(mode) {
+                Some(kind) => Err(not_a_file(shown, kind)),
+                None => Ok(Some(file)),
+            }
+        }
         // A socket, or a device node without a driver, cannot be opened at
         // all: say what it is rather than pass on the errno.
         Err(err) if matches!(err.raw_os_error(), Some(libc::ENXIO | libc::ENODEV)) => {
@@ -269,16 +292,30 @@ fn read_capped(
     }
 }
 
-/// Reads an open file: at most `cap` bytes, more is an error. Anything but
-/// a regular file is refused before the first read.
-fn read_open(file: File, cap: usize, shown: &str, extent: Extent) -> Result<Vec<u8>, ReadError> {
-    let mode = rustix::fs::fstat(&file)
-        .map_err(|err| io_error(shown, &err.into()))?
-        .st_mode;
-    if let Some(kind) = FileKind::from_mode(mode) {
-        return Err(not_a_file(shown, kind));
+/// The end of a file: its last bytes and how many came before them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tail {
+    /// The last bytes, at most the cap asked for.
+    pub bytes: Vec<u8>,
+    /// The bytes before them that were not read.
+    pub skipped: u64,
+}
+
+/// Reads the last `cap` bytes of an open regular file. A file that grows
+/// while it is read still yields at most `cap` bytes.
+fn read_tail(mut file: File, cap: usize, shown: &str) -> Result<Tail, ReadError> {
+    let cap64 = u64::try_from(cap).unwrap_or(u64::MAX);
+    let length = file.metadata().map_err(|err| io_error(shown, &err))?.len();
+    let skipped = length.saturating_sub(cap64);
+    if skipped > 0 {
+        file.seek(SeekFrom::Start(skipped))
+            .map_err(|err| io_error(shown, &err))?;
     }
-    read_file(file, cap, shown, extent)
+    let mut bytes = Vec::with_capacity(cap.min(usize::try_from(length).unwrap_or(cap)));
+    file.take(cap64)
+        .read_to_end(&mut bytes)
+        .map_err(|err| io_error(shown, &err))?;
+    Ok(Tail { bytes, skipped })
 }
 
 /// Reads an open file known to be a regular file: at most `cap` bytes, more

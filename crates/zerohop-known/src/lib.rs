@@ -8,6 +8,7 @@
 
 pub mod cufile;
 pub mod jsonc;
+pub mod kernel_log;
 pub mod memlock;
 pub mod names;
 pub mod nic;

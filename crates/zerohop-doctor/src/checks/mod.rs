@@ -5,6 +5,7 @@ pub mod gpu;
 pub mod io_uring;
 pub mod io_uring_probe;
 pub mod kernel;
+pub mod kernel_log;
 pub mod memory;
 pub mod nfs;
 pub mod nvme;
@@ -76,6 +77,11 @@ pub static CHECKS: &[&Check] = &[
     &gds::ODIRECT,
     &io_uring::IO_URING_DISABLED,
     &io_uring_probe::IO_URING_PROBE,
+    &kernel_log::PEERMEM_ERRORS,
+    &kernel_log::LINK_FLAPS,
+    &kernel_log::NFS_NOT_RESPONDING,
+    &kernel_log::NVIDIA_FS_ERRORS,
+    &kernel_log::PCIE_AER_ERRORS,
 ];
 
 /// The value of a fact, or the outcome that ends the check: `unknown` with

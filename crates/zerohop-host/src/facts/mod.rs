@@ -9,6 +9,7 @@
 
 pub mod gds;
 pub mod kernel;
+pub mod kernel_log;
 pub mod memory;
 pub mod modules;
 pub mod mounts;
@@ -20,11 +21,13 @@ pub mod pci;
 pub mod rdma;
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::root::{HostRoot, ReadError};
 
 pub use gds::{CufileJson, GdsFacts, LocalAddress, NetDev};
 pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, Memlock};
+pub use kernel_log::KernelLog;
 pub use memory::{HugepagePool, MemoryFacts};
 pub use modules::{Module, Modules};
 pub use mounts::{MountFacts, MountTable, NfsMount};
@@ -104,6 +107,24 @@ pub struct Facts {
     pub rdma: RdmaFacts,
     /// Network interfaces.
     pub net: NetFacts,
+    /// The kernel log's records of the window (see [`kernel_log`]).
+    pub kernel_log: Result<KernelLog, Gap>,
+}
+
+/// Choices that change what is collected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectOptions {
+    /// How far back the kernel log is read ([`kernel_log::DEFAULT_WINDOW`]
+    /// unless set).
+    pub log_window: Duration,
+}
+
+impl Default for CollectOptions {
+    fn default() -> CollectOptions {
+        CollectOptions {
+            log_window: kernel_log::DEFAULT_WINDOW,
+        }
+    }
 }
 
 impl Facts {
@@ -111,12 +132,17 @@ impl Facts {
     /// becomes a [`Gap`] in the fact that needed it, a read that does not
     /// answer within the root's deadline included.
     pub fn collect(root: &HostRoot) -> Facts {
-        // One guarded run for the whole collection: its reads need no
-        // hand-over each, and a stuck one costs a deadline and a rerun.
-        root.guarded(Facts::gather)
+        Facts::collect_with(root, CollectOptions::default())
     }
 
-    fn gather(root: &HostRoot) -> Facts {
+    /// [`Facts::collect`] with the choices of `options`.
+    pub fn collect_with(root: &HostRoot, options: CollectOptions) -> Facts {
+        // One guarded run for the whole collection: its reads need no
+        // hand-over each, and a stuck one costs a deadline and a rerun.
+        root.guarded(move |root| Facts::gather(root, options))
+    }
+
+    fn gather(root: &HostRoot, options: CollectOptions) -> Facts {
         Facts {
             root: root.display(),
             live: root.is_live(),
@@ -132,6 +158,7 @@ impl Facts {
             nvidia: NvidiaFacts::collect(root),
             rdma: RdmaFacts::collect(root),
             net: NetFacts::collect(root),
+            kernel_log: KernelLog::collect(root, options.log_window),
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod cmdline;
 pub mod cpuset;
 pub mod jsonc;
+pub mod kmsg;
 pub mod meminfo;
 pub mod modules;
 pub mod mountinfo;

@@ -1,9 +1,11 @@
 //! `zerohop doctor`: checks a host, every layer of the data path.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use zerohop_doctor::{Profile, Selection, npd};
-use zerohop_host::Facts;
+use zerohop_host::facts::kernel_log::DEFAULT_WINDOW;
+use zerohop_host::{CollectOptions, Facts};
 
 use crate::commands::host::HostArgs;
 use crate::error::CliError;
@@ -73,6 +75,21 @@ pub(crate) struct Args {
     /// one block, and io_uring set up from this process.
     #[arg(long, value_name = "PATH")]
     probe: Option<PathBuf>,
+    /// How far back the kernel-log checks look (default 24h): before now
+    /// on this host, before the last record of a capture under --root.
+    #[arg(long, value_name = "DURATION", value_parser = parse_window)]
+    log_window: Option<Duration>,
+}
+
+/// A window as `30m`, `24h` or seconds; an empty window holds nothing.
+fn parse_window(text: &str) -> Result<Duration, String> {
+    match zerohop_io::units::parse_duration(text) {
+        Ok(window) if window.is_zero() => {
+            Err("an empty window holds no record: give one such as 30m or 24h".to_owned())
+        }
+        Ok(window) => Ok(window),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// The formats of `zerohop doctor`.
@@ -147,7 +164,10 @@ fn check(args: Args) -> Result<i32, CliError> {
         nvme_iopolicy: args.expect_iopolicy.clone(),
         nvme_transport: args.expect_nvme_transport.clone(),
     };
-    let mut facts = Facts::collect(&root);
+    let options = CollectOptions {
+        log_window: args.log_window.unwrap_or(DEFAULT_WINDOW),
+    };
+    let mut facts = Facts::collect_with(&root, options);
     if let Some(target) = &args.probe {
         // The path is looked up under the probes' deadline: a hung mount
         // comes back as a probe that timed out, not as a hung doctor.

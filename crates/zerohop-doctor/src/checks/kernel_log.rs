@@ -1,0 +1,621 @@
+//! Faults only the kernel log shows: `nvidia-peermem` errors, RDMA link
+//! flaps, NFS servers that stop answering, `nvidia-fs` errors and PCIe AER
+//! errors, each judged over the window of the log and shown with the
+//! lines that say so.
+//!
+//! The log is the live kernel's `/dev/kmsg`, or under `--root DIR` the
+//! capture `DIR/var/log/zerohop/kmsg` (see
+//! [`zerohop_host::facts::kernel_log`]). Without a readable log every check
+//! here is `unknown`: silence from a log that was not read proves nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zerohop_core::Remediation;
+use zerohop_host::facts::KernelLog;
+use zerohop_host::parse::kmsg::Record;
+use zerohop_known::kernel_log::{
+    self as signatures, AerSeverity, LINK_FLAPS_FAIL, NvidiaFs, Peermem, ServerState,
+};
+
+use crate::checks::need;
+use crate::context::{Context, Outcome};
+use crate::declare_check;
+use crate::fix::quote;
+
+/// The most lines shown as evidence of one finding: the first ones and
+/// the last.
+const MAX_LINES: usize = 5;
+
+/// The kernel log, or the `unknown` outcome that ends a check.
+fn log<'a>(ctx: &'a Context<'_>) -> Result<&'a KernelLog, Box<Outcome>> {
+    ctx.facts
+        .kernel_log
+        .as_ref()
+        .map_err(|gap| Box::new(Outcome::gap(gap)))
+}
+
+/// Adds `records` as evidence, at most [`MAX_LINES`] of them (the first
+/// ones and the last), and what the log may lack.
+fn with_lines(mut outcome: Outcome, log: &KernelLog, records: &[&Record]) -> Outcome {
+    let shown: Vec<&Record> = if records.len() > MAX_LINES {
+        let mut shown = records[..MAX_LINES - 1].to_vec();
+        shown.extend(records.last());
+        shown
+    } else {
+        records.to_vec()
+    };
+    for record in &shown {
+        outcome = outcome.evidence(log.locate(record), record.shown());
+    }
+    if records.len() > shown.len() {
+        outcome = outcome.evidence(
+            log.source.clone(),
+            format!(
+                "{} more lines like these between the first and the last",
+                records.len() - shown.len()
+            ),
+        );
+    }
+    with_notes(outcome, log)
+}
+
+/// Adds what the log may lack (a capture read from its end, records cut).
+fn with_notes(mut outcome: Outcome, log: &KernelLog) -> Outcome {
+    for note in &log.notes {
+        outcome = outcome.evidence(log.source.clone(), note.clone());
+    }
+    outcome
+}
+
+/// `1 error`, `7 errors`.
+fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// A pass that says how much of the log was read.
+fn clean(log: &KernelLog, what: &str) -> Outcome {
+    with_notes(
+        Outcome::pass(format!(
+            "no {what} {}; {} in the window",
+            log.span(),
+            count(log.records.len(), "record")
+        ))
+        .evidence(
+            log.source.clone(),
+            format!("{} in the window", count(log.records.len(), "record")),
+        ),
+        log,
+    )
+}
+
+declare_check! {
+    /// The kernel log shows no `nvidia-peermem` errors.
+    ///
+    /// ## What it checks
+    /// Every record of the window written by `nvidia-peermem`'s `peer_err()`
+    /// (`nvidia-peermem <function>:<line> [ERROR ]…`, always at error level
+    /// in `kernel-open/nvidia-peermem/nvidia-peermem.c`), and the module
+    /// loader's refusals of `nvidia_peermem` (`Unknown symbol`, `disagrees
+    /// about version of symbol`). A failure to register with `ib_core`
+    /// (`error while registering … client`, a bad module parameter, a
+    /// symbol refused) fails as such; other errors, such as `detected
+    /// invalid context, skipping further processing` from
+    /// `nv_get_p2p_free_callback`, fail with their count. The lines are the
+    /// evidence.
+    ///
+    /// The log is `/dev/kmsg` on the live host, and under `--root DIR` the
+    /// capture `DIR/var/log/zerohop/kmsg` (any of `cat /dev/kmsg`, `dmesg`,
+    /// `journalctl -k` or a syslog file), or the running kernel's log when
+    /// `DIR` is this host's root mounted elsewhere (`/host`). The window is
+    /// `--log-window` (24h by default) before now, or before a capture's
+    /// last record. Without a readable log the check is `unknown`.
+    ///
+    /// ## Why it matters
+    /// `nvidia-peermem` is what lets the NIC read and write GPU memory when
+    /// DMA-BUF is not used. A module that loaded but did not register
+    /// leaves `lsmod` looking right while every GPUDirect RDMA transfer
+    /// falls back to host memory. Errors in its free callback mean GPU
+    /// memory was released while the NIC still had it registered; node
+    /// health monitors such as Lepton AI's GPUd treat repeated `invalid
+    /// context` errors as a GPU-to-NIC communication fault.
+    ///
+    /// ## How to fix
+    /// A registration failure: `nvidia-peermem` was built against another
+    /// `ib_core` than the one loaded. After a MLNX_OFED/DOCA or kernel
+    /// update, reinstall the NVIDIA driver (or restart the GPU Operator's
+    /// driver pod) so that it is rebuilt, then `modprobe nvidia-peermem`.
+    /// Runtime errors: restart the jobs that use GPUDirect RDMA; if they
+    /// come back, update the NVIDIA driver or move to DMA-BUF (the open
+    /// kernel module on Linux 5.12 or later), which does not use
+    /// `nvidia-peermem`.
+    pub static PEERMEM_ERRORS = {
+        id: "KLOG001",
+        name: "peermem-errors",
+        group: KernelLog,
+        severity: Error,
+        requires: [],
+        run: peermem_errors,
+    };
+}
+
+fn peermem_errors(ctx: &Context<'_>) -> Vec<Outcome> {
+    let log = need!(log(ctx));
+    let matches: Vec<(&Record, Peermem)> = log
+        .records
+        .iter()
+        .filter_map(|record| signatures::peermem(record.message()).map(|kind| (record, kind)))
+        .collect();
+    if matches.is_empty() {
+        return vec![clean(log, "nvidia-peermem errors")];
+    }
+    let records: Vec<&Record> = matches.iter().map(|(record, _)| *record).collect();
+    let registration = matches
+        .iter()
+        .filter(|(_, kind)| *kind == Peermem::Registration)
+        .count();
+    let outcome = if registration > 0 {
+        Outcome::fail(format!(
+            "nvidia-peermem did not register with ib_core {} ({}): gpudirect rdma through it is off",
+            log.span(),
+            count(registration, "failure"),
+        ))
+        .fix(
+            Remediation::new(
+                "rebuild nvidia-peermem against the loaded ib_core (reinstall the nvidia driver, or restart the gpu operator's driver pod, after a mlnx_ofed/doca or kernel update), then load it",
+            )
+            .command("modprobe -r nvidia_peermem; modprobe nvidia_peermem && grep nvidia_peermem /proc/modules"),
+        )
+    } else {
+        Outcome::fail(format!(
+            "{} from nvidia-peermem {}: mapping or freeing gpu memory for the nic failed",
+            count(records.len(), "error"),
+            log.span()
+        ))
+        .fix(
+            Remediation::new(
+                "restart the jobs that use gpudirect rdma; if the errors return, update the nvidia driver or move to dma-buf (open kernel module, linux 5.12 or later), which does not use nvidia-peermem",
+            )
+            .command("cat /proc/driver/nvidia/version /sys/module/nvidia_peermem/version"),
+        )
+    };
+    vec![with_lines(outcome, log, &records)]
+}
+
+declare_check! {
+    /// RDMA interfaces did not lose their link repeatedly.
+    ///
+    /// ## What it checks
+    /// Link changes in the window, per interface: mlx5's `Link down` and
+    /// `Link up` (`mlx5e_update_carrier()`, written `mlx5_core
+    /// 0000:3b:00.0 enp59s0f0np0: Link down`) and systemd-networkd's `Lost
+    /// carrier` and `Gained carrier` (`ib6: lost carrier`) when a syslog
+    /// capture holds them. Counted are mlx5 interfaces, IP over InfiniBand
+    /// interfaces (`ib…`) and the netdevs of the host's RDMA devices. Five
+    /// or more losses fail, the threshold of Azure's node health checks
+    /// (fault `NHC2005`, five in 24 hours); two to four warn; a single one
+    /// (a port brought up at boot, a cable moved) passes.
+    ///
+    /// The log and its window are those of `peermem-errors` (KLOG001).
+    ///
+    /// ## Why it matters
+    /// Every flap tears down the queue pairs on the port: NCCL and RDMA
+    /// jobs see transport errors (`IBV_WC_RETRY_EXC_ERR`) and hang or die,
+    /// and storage over RDMA stalls until the link and the paths come back.
+    /// A port that flaps now and then looks healthy whenever it is looked
+    /// at.
+    ///
+    /// ## How to fix
+    /// Look at the physical path of the interface named: reseat or replace
+    /// the cable or transceiver, move to another switch port, and read the
+    /// port's counters (`mlxlink -d <pci> -c -e`, `link_downed` under
+    /// `/sys/class/infiniband/<dev>/ports/<p>/counters/`). Drain the node
+    /// while it flaps.
+    pub static LINK_FLAPS = {
+        id: "KLOG002",
+        name: "rdma-link-flaps",
+        group: KernelLog,
+        severity: Error,
+        requires: [],
+        run: link_flaps,
+    };
+}
+
+/// One interface's link changes.
+#[derive(Default)]
+struct Flaps<'a> {
+    downs: usize,
+    pci: Option<&'a str>,
+    records: Vec<&'a Record>,
+}
+
+fn link_flaps(ctx: &Context<'_>) -> Vec<Outcome> {
+    let log = need!(log(ctx));
+    let rdma_netdevs: BTreeSet<&str> = ctx
+        .facts
+        .rdma
+        .list()
+        .iter()
+        .flat_map(|device| {
+            device.netdevs.iter().map(String::as_str).chain(
+                device
+                    .port_list()
+                    .iter()
+                    .filter_map(|p| p.netdev.as_deref()),
+            )
+        })
+        .collect();
+    let mut interfaces: BTreeMap<&str, Flaps<'_>> = BTreeMap::new();
+    for record in &log.records {
+        let Some(change) = signatures::link_change(record.message()) else {
+            continue;
+        };
+        let counted = change.pci.is_some()
+            || signatures::is_ipoib_name(change.netdev)
+            || rdma_netdevs.contains(change.netdev);
+        if !counted {
+            continue;
+        }
+        let flaps = interfaces.entry(change.netdev).or_default();
+        flaps.downs += usize::from(!change.up);
+        flaps.pci = flaps.pci.or(change.pci);
+        flaps.records.push(record);
+    }
+    if interfaces.is_empty() {
+        return vec![clean(log, "link changes of rdma interfaces")];
+    }
+    interfaces
+        .into_iter()
+        .map(|(netdev, flaps)| {
+            let lost = format!(
+                "{netdev} lost its link {} {}",
+                times(flaps.downs),
+                log.span()
+            );
+            let outcome = if flaps.downs >= LINK_FLAPS_FAIL {
+                Outcome::fail(format!(
+                    "{lost}: the link flaps ({LINK_FLAPS_FAIL} or more losses fail)"
+                ))
+                .fix(flap_fix(netdev, flaps.pci))
+            } else if flaps.downs >= 2 {
+                Outcome::warn(format!("{lost}: watch it for flapping"))
+                    .fix(flap_fix(netdev, flaps.pci))
+            } else {
+                Outcome::pass(lost)
+            };
+            with_lines(outcome.subject(netdev), log, &flaps.records)
+        })
+        .collect()
+}
+
+/// `once`, `twice`, `6 times`.
+fn times(n: usize) -> String {
+    match n {
+        1 => "once".to_owned(),
+        2 => "twice".to_owned(),
+        n => format!("{n} times"),
+    }
+}
+
+fn flap_fix(netdev: &str, pci: Option<&str>) -> Remediation {
+    let fix = Remediation::new(
+        "check the cable, transceiver and switch port of the interface, and drain the node while its link flaps",
+    )
+    .command(format!("ip -s link show {}", quote(netdev)));
+    match pci {
+        Some(pci) => fix.command(format!("mlxlink -d {} -c -e", quote(pci))),
+        None => fix.command("grep . /sys/class/infiniband/*/ports/*/counters/link_downed"),
+    }
+}
+
+declare_check! {
+    /// No NFS server stopped answering.
+    ///
+    /// ## What it checks
+    /// The RPC client's liveness messages in the window, per server:
+    /// `nfs: server <name> not responding, still trying` (a hard mount
+    /// waiting), `… not responding, timed out` (a soft mount giving up with
+    /// an error) and `nfs: server <name> OK` (`call_timeout()` and
+    /// `call_decode()` in `net/sunrpc/clnt.c`; `lockd` too). A server whose
+    /// last message is `not responding` fails; one that answered again
+    /// after not responding warns.
+    ///
+    /// The log and its window are those of `peermem-errors` (KLOG001).
+    ///
+    /// ## Why it matters
+    /// While a server does not answer, every read and write on its mounts
+    /// blocks (hard mounts) or fails with `EIO` (soft mounts): data loaders
+    /// stall and GPUs idle. A server that stalls now and then costs the
+    /// same at random times, and NFS over RDMA adds the RDMA link and
+    /// connection to what can stall.
+    ///
+    /// ## How to fix
+    /// Check the server and the path to it: that it is up and not
+    /// overloaded, the network or RDMA link between (`rdma-link-flaps`,
+    /// KLOG002), and `nfsstat -m` for the mount's options. Prefer hard
+    /// mounts for training data, so that a stall is a pause, not an error.
+    pub static NFS_NOT_RESPONDING = {
+        id: "KLOG003",
+        name: "nfs-server-not-responding",
+        group: KernelLog,
+        severity: Error,
+        requires: [],
+        run: nfs_not_responding,
+    };
+}
+
+/// One server's liveness messages.
+#[derive(Default)]
+struct Silences<'a> {
+    program: &'a str,
+    stalls: usize,
+    last: Option<ServerState>,
+    records: Vec<&'a Record>,
+}
+
+fn nfs_not_responding(ctx: &Context<'_>) -> Vec<Outcome> {
+    let log = need!(log(ctx));
+    let mut servers: BTreeMap<&str, Silences<'_>> = BTreeMap::new();
+    for record in &log.records {
+        let Some(event) = signatures::nfs_server(record.message()) else {
+            continue;
+        };
+        let server = servers.entry(event.server).or_default();
+        server.program = event.program;
+        server.stalls += usize::from(event.state != ServerState::Ok);
+        server.last = Some(event.state);
+        server.records.push(record);
+    }
+    servers.retain(|_, server| server.stalls > 0);
+    if servers.is_empty() {
+        return vec![clean(log, "nfs server that stopped responding")];
+    }
+    servers
+        .into_iter()
+        .map(|(name, server)| {
+            let fix = Remediation::new(
+                "check that the server is up and not overloaded, and the network or rdma path to it",
+            )
+            .command(format!("ping -c 3 {}", quote(name)))
+            .command("nfsstat -m");
+            let outcome = match server.last {
+                Some(ServerState::Ok) => Outcome::warn(format!(
+                    "{} server {name} stopped responding {} {}, and answered again",
+                    server.program,
+                    times(server.stalls),
+                    log.span()
+                )),
+                Some(ServerState::TimedOut) => Outcome::fail(format!(
+                    "{} server {name} stopped responding {} and has not answered since: i/o on its soft mounts fails with timeouts",
+                    server.program,
+                    log.span()
+                )),
+                _ => Outcome::fail(format!(
+                    "{} server {name} stopped responding {} and has not answered since: i/o on its mounts is blocked",
+                    server.program,
+                    log.span()
+                )),
+            };
+            with_lines(outcome.subject(name).fix(fix), log, &server.records)
+        })
+        .collect()
+}
+
+declare_check! {
+    /// The kernel log shows no `nvidia-fs` errors.
+    ///
+    /// ## What it checks
+    /// Records of the window from the GPUDirect Storage driver: its
+    /// messages, `nvidia-fs:…` (`nvfs_msg()` in NVIDIA/gds-nvidia-fs
+    /// `src/nvfs-core.h`), judged by their level, and its set-up failures
+    /// (`nvidia_fs: failed to register a major number`, `Failed to create
+    /// the device`). Errors fail; warnings warn, and so do messages whose
+    /// level the log does not give (plain `dmesg` and syslog lines), since
+    /// the driver also writes information at the same prefix. Information
+    /// and debug messages are not counted.
+    ///
+    /// The log and its window are those of `peermem-errors` (KLOG001).
+    ///
+    /// ## Why it matters
+    /// cuFile reports little more than an error code when the kernel side
+    /// of a GPUDirect Storage read fails; `nvidia-fs` says why in the
+    /// kernel log: I/O not aligned or not `O_DIRECT`, GPU pages that could
+    /// not be pinned or mapped, requests mixing CPU and GPU pages. A driver
+    /// that failed to set itself up makes every cuFile call fall back to
+    /// compatibility mode (bounce buffers through host memory).
+    ///
+    /// ## How to fix
+    /// Read the lines shown: alignment and `O_DIRECT` errors point at the
+    /// application's I/O; pinning and DMA mapping errors at the driver.
+    /// Install the `nvidia-fs` that matches the CUDA release's GDS, reload
+    /// it, and compare `/proc/driver/nvidia-fs/stats` and `gdscheck -p`.
+    pub static NVIDIA_FS_ERRORS = {
+        id: "KLOG004",
+        name: "nvidia-fs-errors",
+        group: KernelLog,
+        severity: Error,
+        requires: [],
+        run: nvidia_fs_errors,
+    };
+}
+
+/// The syslog level of errors and worse; warnings are one above.
+const ERROR_LEVEL: u8 = 3;
+
+fn nvidia_fs_errors(ctx: &Context<'_>) -> Vec<Outcome> {
+    let log = need!(log(ctx));
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut unleveled = Vec::new();
+    for record in &log.records {
+        match (signatures::nvidia_fs(record.message()), record.level) {
+            (None, _) => {}
+            (Some(NvidiaFs::InitFailure), _) => errors.push(record),
+            (Some(NvidiaFs::Driver), Some(level)) if level <= ERROR_LEVEL => errors.push(record),
+            (Some(NvidiaFs::Driver), Some(level)) if level == ERROR_LEVEL + 1 => {
+                warnings.push(record);
+            }
+            (Some(NvidiaFs::Driver), Some(_)) => {}
+            (Some(NvidiaFs::Driver), None) => unleveled.push(record),
+        }
+    }
+    let fix = Remediation::new(
+        "read the lines for the failing operation: alignment and o_direct errors are the application's, pinning and dma mapping errors the driver's; install the nvidia-fs of your cuda release's gds",
+    )
+    .command("cat /proc/driver/nvidia-fs/stats")
+    .command("/usr/local/cuda/gds/tools/gdscheck -p");
+    let outcome = if !errors.is_empty() {
+        with_lines(
+            Outcome::fail(format!(
+                "{} from nvidia-fs {}",
+                count(errors.len(), "error"),
+                log.span()
+            ))
+            .fix(fix),
+            log,
+            &errors,
+        )
+    } else if !warnings.is_empty() || !unleveled.is_empty() {
+        let mut lines = warnings.clone();
+        lines.extend(&unleveled);
+        lines.sort_by_key(|record| record.line);
+        let mut what = Vec::new();
+        if !warnings.is_empty() {
+            what.push(count(warnings.len(), "warning"));
+        }
+        if !unleveled.is_empty() {
+            what.push(format!(
+                "{} without a level",
+                count(unleveled.len(), "message")
+            ));
+        }
+        let unsure = if unleveled.is_empty() {
+            ""
+        } else {
+            ": the log does not say which are errors"
+        };
+        with_lines(
+            Outcome::warn(format!(
+                "{} from nvidia-fs {}{unsure}",
+                what.join(" and "),
+                log.span()
+            ))
+            .fix(fix),
+            log,
+            &lines,
+        )
+    } else {
+        clean(log, "nvidia-fs errors")
+    };
+    vec![outcome]
+}
+
+declare_check! {
+    /// No PCIe device reported AER errors.
+    ///
+    /// ## What it checks
+    /// PCIe Advanced Error Reporting in the window, per reporting function:
+    /// `PCIe Bus Error: severity=…` (`aer_print_error()` in
+    /// `drivers/pci/pcie/aer.c`, prefixed with the function: `pcieport
+    /// 0000:00:03.0: AER: PCIe Bus Error: …`). Uncorrected errors, fatal or
+    /// not (`Uncorrected`, since 2023 `Uncorrectable`), fail; corrected
+    /// ones (`Corrected`, `Correctable`) warn.
+    ///
+    /// The log and its window are those of `peermem-errors` (KLOG001).
+    ///
+    /// ## Why it matters
+    /// An uncorrected error loses a transaction or resets the link: the GPU
+    /// or NIC behind it drops off the bus (`Xid 79`, `mlx5` health
+    /// recovery) or corrupts a transfer. Corrected errors are retried by
+    /// the link, at a cost in bandwidth; a steady stream of them is a
+    /// marginal link (riser, cable, retimer) on its way to worse, and the
+    /// first place to look when a GPU-NIC path underperforms.
+    ///
+    /// ## How to fix
+    /// Find the device behind the reporting port (`lspci -t`), reseat it
+    /// or its riser, check that the slot trains at its full width and speed
+    /// (PCI001), and update its firmware. Replace hardware that keeps
+    /// reporting uncorrected errors.
+    pub static PCIE_AER_ERRORS = {
+        id: "KLOG005",
+        name: "pcie-aer-errors",
+        group: KernelLog,
+        severity: Error,
+        requires: [],
+        run: pcie_aer_errors,
+    };
+}
+
+/// One function's AER reports.
+struct Reports<'a> {
+    worst: AerSeverity,
+    records: Vec<&'a Record>,
+}
+
+fn pcie_aer_errors(ctx: &Context<'_>) -> Vec<Outcome> {
+    let log = need!(log(ctx));
+    let mut devices: BTreeMap<Option<&str>, Reports<'_>> = BTreeMap::new();
+    for record in &log.records {
+        let Some(error) = signatures::aer(record.message()) else {
+            continue;
+        };
+        let reports = devices.entry(error.device).or_insert(Reports {
+            worst: error.severity,
+            records: Vec::new(),
+        });
+        reports.worst = reports.worst.max(error.severity);
+        reports.records.push(record);
+    }
+    if devices.is_empty() {
+        return vec![clean(log, "pcie aer errors")];
+    }
+    devices
+        .into_iter()
+        .map(|(device, reports)| {
+            let name = device.unwrap_or("a pcie function");
+            let what = match ctx.facts.pci.get(device.unwrap_or("")) {
+                Some(pci) => format!("{name} ({})", pci.label()),
+                None => name.to_owned(),
+            };
+            let inspect = match device {
+                Some(device) => format!(
+                    "lspci -vvv -s {} | grep -i -e lnksta -e uesta -e cesta",
+                    quote(device)
+                ),
+                None => "lspci -tv".to_owned(),
+            };
+            let errors = count(reports.records.len(), "aer error");
+            let outcome = match reports.worst {
+                AerSeverity::Fatal | AerSeverity::NonFatal => Outcome::fail(format!(
+                    "{what} reported {errors} {}, the worst {}",
+                    log.span(),
+                    if reports.worst == AerSeverity::Fatal {
+                        "uncorrected and fatal"
+                    } else {
+                        "uncorrected"
+                    }
+                ))
+                .fix(
+                    Remediation::new(
+                        "reseat the device behind this port or its riser, check its link width and speed, update its firmware, and replace it if uncorrected errors return",
+                    )
+                    .command(inspect),
+                ),
+                AerSeverity::Corrected => Outcome::warn(format!(
+                    "{what} reported {errors} {}, all corrected: a marginal link when they keep coming",
+                    log.span()
+                ))
+                .fix(
+                    Remediation::new(
+                        "watch the rate of corrected errors; reseat the device or its riser when it keeps rising",
+                    )
+                    .command(inspect),
+                ),
+            };
+            with_lines(outcome.subject(device.unwrap_or("")), log, &reports.records)
+        })
+        .collect()
+}
