@@ -18,7 +18,8 @@ pub struct Profile {
     #[serde(default)]
     pub hugepages_1g_per_node: Option<u64>,
     /// RDMA is (or is not) part of the data path. Unset: wanted when the
-    /// host has an RDMA device or a Mellanox/NVIDIA network controller.
+    /// host has an RDMA device, a Mellanox/NVIDIA network controller, an
+    /// NFS mount or NVMe-oF controller over RDMA, or a loaded RDMA module.
     #[serde(default)]
     pub rdma: Option<bool>,
     /// The rate every active RDMA port must reach, in Gb/s (`400`).
@@ -43,7 +44,9 @@ pub struct Profile {
     #[serde(default)]
     pub gdrcopy: Option<bool>,
     /// The data mounts (mount points or paths under them) that carry
-    /// training data. Empty: every NFS mount counts as one.
+    /// training data; each must be a mount of its own. Empty: the NFS
+    /// mounts over RDMA (or asked to be in `/etc/fstab`) count as data
+    /// mounts, and every NFS mount when `nfs-rdma` is true.
     #[serde(default)]
     pub mounts: Vec<String>,
     /// NFS data mounts must (or must not) use RDMA. Unset: must when

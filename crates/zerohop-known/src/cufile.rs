@@ -50,18 +50,40 @@ pub struct Key {
     /// The values allowed for a string, or for each item of a list of
     /// strings; empty when any is.
     pub allowed: &'static [&'static str],
+    /// The smallest and largest value of an integer, or of each item of a
+    /// list of integers: [`COUNT`] unless the key says otherwise.
+    pub range: (i64, i64),
 }
+
+/// The range of an integer key that counts or sizes something (threads,
+/// queue entries, KiB, milliseconds): a negative value is a mistake.
+pub const COUNT: (i64, i64) = (0, i64::MAX);
 
 const fn key(path: &'static str, ty: Type) -> Key {
     Key {
         path,
         ty,
         allowed: &[],
+        range: COUNT,
     }
 }
 
 const fn one_of(path: &'static str, ty: Type, allowed: &'static [&'static str]) -> Key {
-    Key { path, ty, allowed }
+    Key {
+        path,
+        ty,
+        allowed,
+        range: COUNT,
+    }
+}
+
+const fn between(path: &'static str, min: i64, max: i64) -> Key {
+    Key {
+        path,
+        ty: Type::Integer,
+        allowed: &[],
+        range: (min, max),
+    }
 }
 
 use Type::{Bool, Integer, Integers, Section, String as Text, Strings};
@@ -79,7 +101,9 @@ use Type::{Bool, Integer, Integers, Section, String as Text, Strings};
 /// NVIDIA/MagnumIO gds-diag `checks/cufile_config.py`
 /// (`properties.rdma_peer_type`, `properties.prefer_iouring`,
 /// `block.nvmeof.use_pci_p2pdma`). A block named `nvfs` (seen in a widely
-/// copied guide) is not among them.
+/// copied guide) is not among them. The ranges are the guide's comments
+/// (`cufile_stats` "level(0-3)", `max_file_size_mb` "-1 = no limit");
+/// every other integer counts or sizes something and is at least 0.
 pub const KEYS: &[Key] = &[
     key("logging", Section),
     key("logging.dir", Text),
@@ -88,10 +112,12 @@ pub const KEYS: &[Key] = &[
         Text,
         &["NOTICE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"],
     ),
-    key("logging.max_file_size_mb", Integer),
+    // "max log file size in MB (default: 32, -1 = no limit)".
+    between("logging.max_file_size_mb", -1, i64::MAX),
     key("profile", Section),
     key("profile.nvtx", Bool),
-    key("profile.cufile_stats", Integer),
+    // "cufile stats level(0-3)".
+    between("profile.cufile_stats", 0, 3),
     key("execution", Section),
     key("execution.max_io_queue_depth", Integer),
     key("execution.max_io_threads", Integer),
@@ -188,6 +214,21 @@ pub const KEYS: &[Key] = &[
     key("miscellaneous.static_routing_filepath", Text),
 ];
 
+/// Lists that pair up item by item: "slab_count defines the number of
+/// buffers for each corresponding size" (the guide's comment on
+/// `gpu_bounce_buffer_slab_config`; the POSIX pool's lists work the same
+/// way). Lists of different lengths leave sizes without a count.
+pub const PAIRED: &[(&str, &str)] = &[
+    (
+        "properties.gpu_bounce_buffer_slab_config.slab_size_kb",
+        "properties.gpu_bounce_buffer_slab_config.slab_count",
+    ),
+    (
+        "properties.posix_pool_slab_size_kb",
+        "properties.posix_pool_slab_count",
+    ),
+];
+
 /// Keys under an old name: (old dotted path, the key it became).
 ///
 /// `blacklist` is the section's name in configurations written for early
@@ -230,8 +271,8 @@ pub enum Shape<'a> {
     Null,
     /// A boolean.
     Bool,
-    /// A whole number.
-    Integer,
+    /// A whole number (clamped to `i64`).
+    Integer(i64),
     /// A number with a fraction or exponent.
     Float,
     /// A string.
@@ -266,7 +307,8 @@ impl<'a> Tree<'a> for &'a serde_json::Value {
         match self {
             Value::Null => Shape::Null,
             Value::Bool(_) => Shape::Bool,
-            Value::Number(n) if n.is_i64() || n.is_u64() => Shape::Integer,
+            Value::Number(n) if n.is_i64() => Shape::Integer(n.as_i64().unwrap_or_default()),
+            Value::Number(n) if n.is_u64() => Shape::Integer(i64::MAX),
             Value::Number(_) => Shape::Float,
             Value::String(text) => Shape::Text(text),
             Value::Array(_) => Shape::List,
@@ -317,6 +359,52 @@ pub enum Problem {
         /// The values allowed.
         allowed: &'static [&'static str],
     },
+    /// An integer (or a list item) is outside the key's range.
+    OutOfRange {
+        /// The value written.
+        value: i64,
+        /// The key's range.
+        range: (i64, i64),
+    },
+    /// A list that pairs up with another ([`PAIRED`]) has another length.
+    Unpaired {
+        /// The list it pairs with.
+        with: &'static str,
+        /// This list's length.
+        len: usize,
+        /// The other list's length.
+        with_len: usize,
+    },
+}
+
+impl Problem {
+    /// What to do about it, as a lowercase fragment.
+    pub fn remedy(&self) -> String {
+        match self {
+            Problem::Unknown {
+                suggestion: Some(name),
+            }
+            | Problem::Renamed { to: name } => format!("rename it to `{name}`"),
+            Problem::Unknown { suggestion: None } => "remove the key; cufile ignores it".to_owned(),
+            Problem::WrongType { expected } => format!("write {}", expected.describe()),
+            Problem::NotAllowed { allowed, .. } => format!("use one of {}", allowed.join(", ")),
+            Problem::OutOfRange { range, .. } => {
+                format!("write a value {}", describe_range(*range))
+            }
+            Problem::Unpaired { with, .. } => {
+                format!("give it as many items as `{with}`: one per item there")
+            }
+        }
+    }
+}
+
+/// `from 0 to 3`, `of at least 0`.
+fn describe_range((min, max): (i64, i64)) -> String {
+    if max == i64::MAX {
+        format!("of at least {min}")
+    } else {
+        format!("from {min} to {max}")
+    }
 }
 
 /// A problem at one key.
@@ -347,6 +435,16 @@ impl<P> Finding<P> {
             Problem::NotAllowed { value, allowed } => {
                 format!("`{path}` is `{value}`, not one of {}", allowed.join(", "))
             }
+            Problem::OutOfRange { value, range } => {
+                format!("`{path}` is {value}, not {}", describe_range(*range))
+            }
+            Problem::Unpaired {
+                with,
+                len,
+                with_len,
+            } => format!(
+                "`{path}` has {len} items but `{with}` has {with_len}: the lists pair up item by item"
+            ),
         }
     }
 }
@@ -357,7 +455,41 @@ impl<P> Finding<P> {
 pub fn judge<'a, T: Tree<'a>>(root: T) -> Vec<Finding<T::Place>> {
     let mut findings = Vec::new();
     walk(root, &mut Vec::new(), &mut findings);
+    for (first, second) in PAIRED {
+        if let (Some((a, _)), Some((b, place))) = (member_at(root, first), member_at(root, second))
+            && a.shape() == Shape::List
+            && b.shape() == Shape::List
+            && a.items().len() != b.items().len()
+        {
+            findings.push(Finding {
+                path: (*second).to_owned(),
+                place,
+                problem: Problem::Unpaired {
+                    with: first,
+                    len: b.items().len(),
+                    with_len: a.items().len(),
+                },
+            });
+        }
+    }
     findings
+}
+
+/// The value at the dotted `path` below `root`, with where its key is written.
+fn member_at<'a, T: Tree<'a>>(root: T, path: &str) -> Option<(T, T::Place)> {
+    let mut found: Option<(T, T::Place)> = None;
+    let mut current = root;
+    for part in path.split('.') {
+        let (value, place) = current
+            .members()
+            .into_iter()
+            .rev()
+            .find(|(name, ..)| *name == part)
+            .map(|(_, value, place)| (value, place))?;
+        found = Some((value, place));
+        current = value;
+    }
+    found
 }
 
 fn walk<'a, T: Tree<'a>>(value: T, path: &mut Vec<&'a str>, findings: &mut Vec<Finding<T::Place>>) {
@@ -393,11 +525,16 @@ fn value_problem<'a, T: Tree<'a>>(known: &Key, value: T) -> Option<Problem> {
             allowed: known.allowed,
         })
     };
+    let out_of_range = |number: i64| {
+        let (min, max) = known.range;
+        (number < min || number > max).then_some(Problem::OutOfRange {
+            value: number,
+            range: known.range,
+        })
+    };
     match (known.ty, value.shape()) {
-        (_, Shape::Null)
-        | (Type::Bool, Shape::Bool)
-        | (Type::Integer, Shape::Integer)
-        | (Type::Section, Shape::Object) => None,
+        (_, Shape::Null) | (Type::Bool, Shape::Bool) | (Type::Section, Shape::Object) => None,
+        (Type::Integer, Shape::Integer(number)) => out_of_range(number),
         (Type::String, Shape::Text(text)) => not_allowed(text),
         (Type::Strings, Shape::List) => {
             value
@@ -408,11 +545,15 @@ fn value_problem<'a, T: Tree<'a>>(known: &Key, value: T) -> Option<Problem> {
                     _ => wrong(),
                 })
         }
-        (Type::Integers, Shape::List) => value
-            .items()
-            .into_iter()
-            .any(|item| item.shape() != Shape::Integer)
-            .then_some(Problem::WrongType { expected: known.ty }),
+        (Type::Integers, Shape::List) => {
+            value
+                .items()
+                .into_iter()
+                .find_map(|item| match item.shape() {
+                    Shape::Integer(number) => out_of_range(number),
+                    _ => wrong(),
+                })
+        }
         _ => wrong(),
     }
 }
@@ -437,7 +578,7 @@ mod tests {
     #[derive(Debug)]
     enum V {
         Bool,
-        Int,
+        Int(i64),
         Text(&'static str),
         List(Vec<V>),
         Object(Vec<(&'static str, V)>),
@@ -448,7 +589,7 @@ mod tests {
         fn shape(self) -> Shape<'a> {
             match self {
                 V::Bool => Shape::Bool,
-                V::Int => Shape::Integer,
+                V::Int(n) => Shape::Integer(*n),
                 V::Text(text) => Shape::Text(text),
                 V::List(_) => Shape::List,
                 V::Object(_) => Shape::Object,
@@ -504,7 +645,14 @@ mod tests {
                 V::Object(vec![
                     ("allow_compat_mode", V::Bool),
                     ("rdma_dev_addr_list", V::List(vec![V::Text("10.0.0.1")])),
-                    ("posix_pool_slab_count", V::List(vec![V::Int, V::Int])),
+                    (
+                        "posix_pool_slab_size_kb",
+                        V::List(vec![V::Int(4), V::Int(1024)]),
+                    ),
+                    (
+                        "posix_pool_slab_count",
+                        V::List(vec![V::Int(128), V::Int(64)]),
+                    ),
                 ]),
             ),
             (
@@ -550,6 +698,35 @@ mod tests {
                 "`logging.level` is `LOUD`, not one of NOTICE, ERROR, WARN, INFO, DEBUG, TRACE",
             ]
         );
+    }
+
+    #[test]
+    fn values_out_of_range_and_unpaired_lists_are_named() {
+        // The guide's comments: cufile_stats is a level from 0 to 3, and
+        // max_file_size_mb takes -1 for "no limit".
+        let value = serde_json::json!({
+            "logging": {"level": 2, "max_file_size_mb": -1},
+            "profile": {"cufile_stats": 4},
+            "execution": {"max_io_threads": -4},
+            "properties": {
+                "posix_pool_slab_size_kb": [4, 1024, 16384],
+                "posix_pool_slab_count": [128, -64],
+            },
+        });
+        let found: Vec<String> = judge(&value).iter().map(Finding::message).collect();
+        assert_eq!(
+            found,
+            // serde_json's objects are sorted by key.
+            [
+                "`execution.max_io_threads` is -4, not of at least 0",
+                "`logging.level` should be a string",
+                "`profile.cufile_stats` is 4, not from 0 to 3",
+                "`properties.posix_pool_slab_count` is -64, not of at least 0",
+                "`properties.posix_pool_slab_count` has 2 items but `properties.posix_pool_slab_size_kb` has 3: the lists pair up item by item",
+            ]
+        );
+        let remedies: Vec<String> = judge(&value).iter().map(|f| f.problem.remedy()).collect();
+        assert_eq!(remedies[2], "write a value from 0 to 3");
     }
 
     #[test]

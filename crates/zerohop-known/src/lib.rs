@@ -13,6 +13,7 @@ pub mod memlock;
 pub mod names;
 pub mod nic;
 pub mod operators;
+pub mod rdma_counters;
 pub mod roce;
 pub mod shell;
 pub mod suggest;

@@ -8,24 +8,8 @@
 
 use zerohop_host::HostRoot;
 
-/// Where a counter lives under the port directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
-    /// `counters/`: the port counters of the InfiniBand specification.
-    Counters,
-    /// `hw_counters/`: the driver's own counters.
-    HwCounters,
-}
-
-impl Dir {
-    /// The directory name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dir::Counters => "counters",
-            Dir::HwCounters => "hw_counters",
-        }
-    }
-}
+pub use zerohop_known::rdma_counters::Dir;
+use zerohop_known::rdma_counters::{self as known, Counter};
 
 /// One counter file and the metric it becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,326 +27,100 @@ pub struct Spec {
     pub scale: u64,
 }
 
-const fn spec(dir: Dir, file: &'static str, metric: &'static str, help: &'static str) -> Spec {
+/// The metric `metric` of `counter`: the file, its help text and its
+/// scale are the counter's, as `zerohop-known` describes it.
+const fn spec(counter: Counter, metric: &'static str) -> Spec {
     Spec {
-        dir,
-        file,
+        dir: counter.dir,
+        file: counter.file,
         metric,
-        help,
-        scale: 1,
+        help: counter.help,
+        scale: counter.scale,
     }
 }
 
-use Dir::{Counters as C, HwCounters as H};
-
 /// Every counter read, in exposition order.
 pub const SPECS: &[Spec] = &[
-    Spec {
-        scale: 4,
-        ..spec(
-            C,
-            "port_rcv_data",
-            "port_data_received_bytes",
-            "Data octets received on the port",
-        )
-    },
-    Spec {
-        scale: 4,
-        ..spec(
-            C,
-            "port_xmit_data",
-            "port_data_transmitted_bytes",
-            "Data octets transmitted on the port",
-        )
-    },
+    spec(known::PORT_RCV_DATA, "port_data_received_bytes"),
+    spec(known::PORT_XMIT_DATA, "port_data_transmitted_bytes"),
+    spec(known::PORT_RCV_PACKETS, "port_packets_received"),
+    spec(known::PORT_XMIT_PACKETS, "port_packets_transmitted"),
+    spec(known::UNICAST_RCV_PACKETS, "unicast_packets_received"),
+    spec(known::UNICAST_XMIT_PACKETS, "unicast_packets_transmitted"),
+    spec(known::MULTICAST_RCV_PACKETS, "multicast_packets_received"),
     spec(
-        C,
-        "port_rcv_packets",
-        "port_packets_received",
-        "Packets received on the port, errors included",
-    ),
-    spec(
-        C,
-        "port_xmit_packets",
-        "port_packets_transmitted",
-        "Packets transmitted on the port, errors included",
-    ),
-    spec(
-        C,
-        "unicast_rcv_packets",
-        "unicast_packets_received",
-        "Unicast packets received",
-    ),
-    spec(
-        C,
-        "unicast_xmit_packets",
-        "unicast_packets_transmitted",
-        "Unicast packets transmitted",
-    ),
-    spec(
-        C,
-        "multicast_rcv_packets",
-        "multicast_packets_received",
-        "Multicast packets received",
-    ),
-    spec(
-        C,
-        "multicast_xmit_packets",
+        known::MULTICAST_XMIT_PACKETS,
         "multicast_packets_transmitted",
-        "Multicast packets transmitted",
     ),
+    spec(known::PORT_RCV_ERRORS, "port_errors_received"),
+    spec(known::PORT_XMIT_DISCARDS, "port_discards_transmitted"),
     spec(
-        C,
-        "port_rcv_errors",
-        "port_errors_received",
-        "Received packets with an error",
-    ),
-    spec(
-        C,
-        "port_xmit_discards",
-        "port_discards_transmitted",
-        "Outbound packets discarded because the port was down or congested",
-    ),
-    spec(
-        C,
-        "port_rcv_constraint_errors",
+        known::PORT_RCV_CONSTRAINT_ERRORS,
         "port_constraint_errors_received",
-        "Received packets discarded by a constraint",
     ),
     spec(
-        C,
-        "port_xmit_constraint_errors",
+        known::PORT_XMIT_CONSTRAINT_ERRORS,
         "port_constraint_errors_transmitted",
-        "Packets not transmitted because of a constraint",
     ),
+    spec(known::PORT_XMIT_WAIT, "port_transmit_wait"),
+    spec(known::SYMBOL_ERROR, "symbol_error"),
+    spec(known::LINK_ERROR_RECOVERY, "link_error_recovery"),
+    spec(known::LINK_DOWNED, "link_downed"),
     spec(
-        C,
-        "port_xmit_wait",
-        "port_transmit_wait",
-        "Ticks during which the port had data to send but sent none",
-    ),
-    spec(
-        C,
-        "symbol_error",
-        "symbol_error",
-        "Minor link errors on one or more physical lanes",
-    ),
-    spec(
-        C,
-        "link_error_recovery",
-        "link_error_recovery",
-        "Times the link recovered from an error",
-    ),
-    spec(
-        C,
-        "link_downed",
-        "link_downed",
-        "Times the link failed to recover from an error and went down",
-    ),
-    spec(
-        C,
+        known::LOCAL_LINK_INTEGRITY_ERRORS,
         "local_link_integrity_errors",
-        "local_link_integrity_errors",
-        "Times local physical errors exceeded their threshold",
     ),
     spec(
-        C,
+        known::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
         "excessive_buffer_overrun_errors",
-        "excessive_buffer_overrun_errors",
-        "Times consecutive flow control periods each had a buffer overrun",
     ),
     spec(
-        C,
-        "port_rcv_remote_physical_errors",
+        known::PORT_RCV_REMOTE_PHYSICAL_ERRORS,
         "port_receive_remote_physical_errors",
-        "Received packets marked with an End of Bad Packet delimiter",
     ),
     spec(
-        C,
-        "port_rcv_switch_relay_errors",
+        known::PORT_RCV_SWITCH_RELAY_ERRORS,
         "port_receive_switch_relay_errors",
-        "Packets that could not be forwarded",
     ),
+    spec(known::VL15_DROPPED, "vl15_dropped"),
+    spec(known::NP_CNP_SENT, "np_cnp_packets_sent"),
     spec(
-        C,
-        "VL15_dropped",
-        "vl15_dropped",
-        "Incoming VL15 packets dropped for lack of resources",
-    ),
-    spec(
-        H,
-        "np_cnp_sent",
-        "np_cnp_packets_sent",
-        "Congestion notification packets sent by this notification point",
-    ),
-    spec(
-        H,
-        "np_ecn_marked_roce_packets",
+        known::NP_ECN_MARKED_ROCE_PACKETS,
         "np_ecn_marked_roce_packets_received",
-        "RoCEv2 packets received marked for congestion (ECN)",
     ),
+    spec(known::RP_CNP_HANDLED, "rp_cnp_packets_handled"),
+    spec(known::RP_CNP_IGNORED, "rp_cnp_ignored_packets_received"),
+    spec(known::OUT_OF_BUFFER, "out_of_buffer_drops"),
+    spec(known::OUT_OF_SEQUENCE, "out_of_sequence_packets_received"),
+    spec(known::PACKET_SEQ_ERR, "packet_sequence_errors"),
+    spec(known::LOCAL_ACK_TIMEOUT_ERR, "local_ack_timeout_errors"),
+    spec(known::RNR_NAK_RETRY_ERR, "rnr_nak_retry_packets_received"),
+    spec(known::IMPLIED_NAK_SEQ_ERR, "implied_nak_seq_errors"),
+    spec(known::DUPLICATE_REQUEST, "duplicate_requests_packets"),
+    spec(known::ROCE_ADP_RETRANS, "roce_adp_retransmits"),
+    spec(known::ROCE_ADP_RETRANS_TO, "roce_adp_retransmits_timeout"),
+    spec(known::ROCE_SLOW_RESTART, "roce_slow_restart_used"),
+    spec(known::ROCE_SLOW_RESTART_CNPS, "roce_slow_restart_cnps"),
+    spec(known::ROCE_SLOW_RESTART_TRANS, "roce_slow_restart"),
+    spec(known::RX_ICRC_ENCAPSULATED, "rx_icrc_encapsulated_errors"),
+    spec(known::REQ_CQE_ERROR, "req_cqes_errors"),
+    spec(known::REQ_CQE_FLUSH_ERROR, "req_cqes_flush_errors"),
+    spec(known::RESP_CQE_ERROR, "resp_cqes_errors"),
+    spec(known::RESP_CQE_FLUSH_ERROR, "resp_cqes_flush_errors"),
+    spec(known::REQ_REMOTE_ACCESS_ERRORS, "req_remote_access_errors"),
     spec(
-        H,
-        "rp_cnp_handled",
-        "rp_cnp_packets_handled",
-        "Congestion notification packets handled by this reaction point",
-    ),
-    spec(
-        H,
-        "rp_cnp_ignored",
-        "rp_cnp_ignored_packets_received",
-        "Congestion notification packets received and ignored: ECN may be off on the adapter",
-    ),
-    spec(
-        H,
-        "out_of_buffer",
-        "out_of_buffer_drops",
-        "Drops for lack of receive work queue entries",
-    ),
-    spec(
-        H,
-        "out_of_sequence",
-        "out_of_sequence_packets_received",
-        "Out-of-sequence packets received",
-    ),
-    spec(
-        H,
-        "packet_seq_err",
-        "packet_sequence_errors",
-        "NAK sequence error packets received",
-    ),
-    spec(
-        H,
-        "local_ack_timeout_err",
-        "local_ack_timeout_errors",
-        "Times a queue pair's ack timer expired at the sender",
-    ),
-    spec(
-        H,
-        "rnr_nak_retry_err",
-        "rnr_nak_retry_packets_received",
-        "Receiver-not-ready NAK packets received",
-    ),
-    spec(
-        H,
-        "implied_nak_seq_err",
-        "implied_nak_seq_errors",
-        "Implied NAK sequence errors",
-    ),
-    spec(
-        H,
-        "duplicate_request",
-        "duplicate_requests_packets",
-        "Duplicate requests received",
-    ),
-    spec(
-        H,
-        "roce_adp_retrans",
-        "roce_adp_retransmits",
-        "Adaptive retransmissions of RoCE traffic",
-    ),
-    spec(
-        H,
-        "roce_adp_retrans_to",
-        "roce_adp_retransmits_timeout",
-        "Times RoCE traffic reached the adaptive retransmission timeout",
-    ),
-    spec(
-        H,
-        "roce_slow_restart",
-        "roce_slow_restart_used",
-        "Times RoCE slow restart was used",
-    ),
-    spec(
-        H,
-        "roce_slow_restart_cnps",
-        "roce_slow_restart_cnps",
-        "Congestion notification packets generated by RoCE slow restart",
-    ),
-    spec(
-        H,
-        "roce_slow_restart_trans",
-        "roce_slow_restart",
-        "Times RoCE slow restart changed state to slow restart",
-    ),
-    spec(
-        H,
-        "rx_icrc_encapsulated",
-        "rx_icrc_encapsulated_errors",
-        "RoCE packets with an ICRC error",
-    ),
-    spec(
-        H,
-        "req_cqe_error",
-        "req_cqes_errors",
-        "Completions with an error at the requester",
-    ),
-    spec(
-        H,
-        "req_cqe_flush_error",
-        "req_cqes_flush_errors",
-        "Completions flushed with an error at the requester",
-    ),
-    spec(
-        H,
-        "resp_cqe_error",
-        "resp_cqes_errors",
-        "Completions with an error at the responder",
-    ),
-    spec(
-        H,
-        "resp_cqe_flush_error",
-        "resp_cqes_flush_errors",
-        "Completions flushed with an error at the responder",
-    ),
-    spec(
-        H,
-        "req_remote_access_errors",
-        "req_remote_access_errors",
-        "Remote access errors seen by the requester",
-    ),
-    spec(
-        H,
-        "req_remote_invalid_request",
+        known::REQ_REMOTE_INVALID_REQUEST,
         "req_remote_invalid_request_errors",
-        "Remote invalid request errors seen by the requester",
     ),
+    spec(known::RESP_LOCAL_LENGTH_ERROR, "resp_local_length_errors"),
     spec(
-        H,
-        "resp_local_length_error",
-        "resp_local_length_errors",
-        "Local length errors seen by the responder",
-    ),
-    spec(
-        H,
+        known::RESP_REMOTE_ACCESS_ERRORS,
         "resp_remote_access_errors",
-        "resp_remote_access_errors",
-        "Remote access errors seen by the responder",
     ),
-    spec(
-        H,
-        "rx_read_requests",
-        "rx_read_requests",
-        "RDMA read requests received",
-    ),
-    spec(
-        H,
-        "rx_write_requests",
-        "rx_write_requests",
-        "RDMA write requests received",
-    ),
-    spec(
-        H,
-        "rx_atomic_requests",
-        "rx_atomic_requests",
-        "Atomic requests received",
-    ),
-    spec(
-        H,
-        "rx_dct_connect",
-        "rx_dct_connect_requests",
-        "Connection requests received by DC targets",
-    ),
+    spec(known::RX_READ_REQUESTS, "rx_read_requests"),
+    spec(known::RX_WRITE_REQUESTS, "rx_write_requests"),
+    spec(known::RX_ATOMIC_REQUESTS, "rx_atomic_requests"),
+    spec(known::RX_DCT_CONNECT, "rx_dct_connect_requests"),
 ];
 
 /// A port whose counters are sampled.

@@ -122,15 +122,19 @@ fn cufile_invalid(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// `cufile.json` holds only keys libcufile reads, with values of their type.
+    /// `cufile.json` holds only keys libcufile reads, with values of their type and range.
     ///
     /// ## What it checks
     /// Every key of `cufile.json` against the keys NVIDIA documents and
     /// ships (`logging`, `profile`, `execution`, `properties`, `fs`,
     /// `block`, `denylist`, `miscellaneous` and their members): unknown
     /// keys, keys under an old name (`blacklist` for `denylist`), values
-    /// of another type (`"true"` for `true`) and values outside a key's
-    /// list (`logging.level`, `rdma_dynamic_routing_order`) warn. The
+    /// of another type (`"true"` for `true`, `2` for `logging.level`,
+    /// which takes `"ERROR"` and its siblings), values outside a key's list
+    /// (`logging.level`, `rdma_dynamic_routing_order`), integers outside
+    /// their range (`profile.cufile_stats` 0 to 3, `logging.max_file_size_mb`
+    /// -1 or more, every other size and count 0 or more), and slab lists
+    /// whose sizes and counts do not pair up item by item warn. The
     /// contents of an unknown key are not searched. `zerohop lint` judges
     /// a `cufile.json` by the same schema (ZL081).
     ///
@@ -351,33 +355,229 @@ fn rdma_addr_not_local(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// Each data mount's file system supports GPUDirect Storage.
+    /// Each data mount's file system and device support GPUDirect Storage.
     ///
     /// ## What it checks
-    /// For every data mount given with `--mount`, the file system type in
-    /// `/proc/self/mountinfo` against the GDS support matrix: ext4 and XFS
-    /// (on NVMe or NVMe-oF), Lustre, GPFS (IBM Storage Scale) and WekaFS
-    /// pass; BeeGFS warns (partial support); NFS passes only over RDMA;
-    /// anything else (overlay, tmpfs, btrfs, ZFS…) fails when GDS is
-    /// expected and is `info` otherwise.
+    /// For every data mount given with `--mount` (once NFS007 found it
+    /// mounted): its file system in `/proc/self/mountinfo` (else
+    /// `/proc/mounts`) against the support matrix of `nvidia-fs` (NVIDIA
+    /// gds-nvidia-fs README, GDS release notes), and for local file
+    /// systems the device under them:
+    ///
+    /// - ext4 (in `data=ordered` mode, the default) and XFS pass only on an
+    ///   NVMe namespace reached over PCIe or NVMe-oF over RDMA. The mount's
+    ///   `major:minor` (or source) is followed through `/sys/block` (and
+    ///   `/dev/mapper` names) to its disk; an `nvme*` disk's transport is its
+    ///   controller's (`/sys/class/nvme-subsystem/*/nvme<C>/transport`, via
+    ///   the `/sys/block/<disk>` link or the subsystem that lists the
+    ///   namespace). NVMe/TCP and FC, device-mapper (see NVME006), virtio,
+    ///   SCSI/SATA and other disks do not pass; md RAID over NVMe is
+    ///   `unknown` (it depends on the level). A device that cannot be
+    ///   followed is `unknown`, unless `/sys/block` shows the host has no
+    ///   NVMe disk at all.
+    /// - Lustre, GPFS (IBM Storage Scale) and WekaFS pass with their
+    ///   GDS-enabled clients; BeeGFS warns (partial support); NFS passes
+    ///   only over RDMA.
+    /// - Anything else (overlay, tmpfs, btrfs, ZFS…) is not in the matrix.
+    ///
+    /// What does not pass fails when GDS is expected (`--expect-gds true`)
+    /// and is `info` otherwise.
     ///
     /// ## Why it matters
-    /// On other file systems cuFile still works, in compat mode: reads go
-    /// through the page cache and a host bounce buffer, at a fraction of
-    /// the bandwidth, with no error to say so.
+    /// On other file systems and devices cuFile still works, in compat
+    /// mode: reads go through the page cache and a host bounce buffer, at a
+    /// fraction of the bandwidth, with no error to say so. `nvidia-fs`
+    /// does direct I/O only where an NVMe controller (local) or an RDMA NIC
+    /// (remote) can DMA into GPU memory.
     ///
     /// ## How to fix
-    /// Put the data on a supported file system: ext4/XFS on a local or
-    /// NVMe-oF namespace, or a parallel file system with a GDS-enabled
-    /// client; mount NFS with `proto=rdma`.
+    /// Put the data on a supported file system: ext4/XFS on a local NVMe
+    /// namespace or NVMe-oF over RDMA, or a parallel file system with a
+    /// GDS-enabled client; mount NFS with `proto=rdma`.
     pub static GDS_FILESYSTEM = {
         id: "GDS005",
         name: "gds-filesystem-unsupported",
         group: Gds,
         severity: Error,
-        requires: [],
+        requires: [crate::checks::nfs::DATA_MOUNT_MISSING],
         run: gds_filesystem,
     };
+}
+
+/// NVMe transports whose controller can DMA into GPU memory: a local
+/// controller, or an RDMA NIC for NVMe-oF.
+const GDS_NVME_TRANSPORTS: [&str; 2] = ["pcie", "rdma"];
+
+/// What the device under a local file system is, for GDS.
+enum Device {
+    /// An NVMe namespace on these transports (`pcie`, `rdma`, `tcp`…);
+    /// empty when the transport could not be read.
+    Nvme {
+        name: String,
+        transports: Vec<String>,
+        evidence: (String, String),
+    },
+    /// Not NVMe: the disk, why, and the file that shows it.
+    Other {
+        name: String,
+        what: String,
+        evidence: Option<(String, String)>,
+    },
+    /// md RAID whose members are all NVMe.
+    MdOverNvme { name: String, members: Vec<String> },
+    /// Could not be followed.
+    Unknown(String),
+}
+
+/// `nvme0n1` for `nvme0n1p2` or `nvme0n1`; `None` when the name is no
+/// NVMe namespace.
+fn nvme_namespace(name: &str) -> Option<String> {
+    use zerohop_host::facts::nvme::path_namespace;
+    if path_namespace(name).is_some() {
+        return Some(name.to_owned());
+    }
+    let (disk, part) = name.rsplit_once('p')?;
+    (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) && path_namespace(disk).is_some())
+        .then(|| disk.to_owned())
+}
+
+/// The transports of NVMe namespace `namespace`, reached through the disk
+/// link's controller or subsystem, else the subsystem listing it.
+fn nvme_transports(
+    ctx: &Context<'_>,
+    namespace: &str,
+    parent: Option<&str>,
+) -> (Vec<String>, (String, String)) {
+    let nvme = &ctx.facts.nvme;
+    let of_controllers = |subsystem: &zerohop_host::facts::NvmeSubsystem| {
+        let mut names: Vec<String> = subsystem
+            .controllers
+            .iter()
+            .filter_map(|c| c.transport.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    if let Some(parent) = parent {
+        if let Some((_, controller)) = nvme.controller(parent)
+            && let Some(transport) = &controller.transport
+        {
+            return (
+                vec![transport.clone()],
+                (format!("{}/transport", controller.dir), transport.clone()),
+            );
+        }
+        if let Some(subsystem) = nvme.list().iter().find(|s| s.name == parent) {
+            let names = of_controllers(subsystem);
+            return (
+                names.clone(),
+                (format!("{}/*/transport", subsystem.dir()), names.join(" ")),
+            );
+        }
+    }
+    if let Some(subsystem) = nvme.subsystem_of(namespace) {
+        let names = of_controllers(subsystem);
+        return (
+            names.clone(),
+            (format!("{}/*/transport", subsystem.dir()), names.join(" ")),
+        );
+    }
+    let shown = match &nvme.subsystems {
+        Ok(None) => "<missing>".to_owned(),
+        Err(_) => "<unreadable>".to_owned(),
+        Ok(Some(_)) => format!("<no subsystem lists {namespace}>"),
+    };
+    (Vec::new(), ("/sys/class/nvme-subsystem".to_owned(), shown))
+}
+
+/// Follows a mount to the device under it.
+fn device_under(ctx: &Context<'_>, entry: &zerohop_host::parse::mountinfo::MountEntry) -> Device {
+    let nvme = &ctx.facts.nvme;
+    let found = nvme.block_of(entry.device_number.as_deref(), &entry.source);
+    let Some((disk, partition)) = found else {
+        // Without the block device: an NVMe name in the source still
+        // says NVMe; a host whose /sys/block has no NVMe disk at all
+        // cannot have one under this mount.
+        if let Some(namespace) = entry.source.strip_prefix("/dev/").and_then(nvme_namespace) {
+            let (transports, evidence) = nvme_transports(ctx, &namespace, None);
+            return Device::Nvme {
+                name: entry.source.trim_start_matches("/dev/").to_owned(),
+                transports,
+                evidence,
+            };
+        }
+        let disks = nvme.block_list();
+        let real: Vec<&str> = disks
+            .iter()
+            .filter(|d| d.bus() != Some("virtual"))
+            .map(|d| d.name.as_str())
+            .collect();
+        if !disks.is_empty() && !disks.iter().any(|d| d.is_nvme()) {
+            return Device::Other {
+                name: entry.source.clone(),
+                what: "and this host has no nvme disk".to_owned(),
+                evidence: Some((
+                    "/sys/block".to_owned(),
+                    if real.is_empty() {
+                        "only virtual devices".to_owned()
+                    } else {
+                        real.join(" ")
+                    },
+                )),
+            };
+        }
+        return Device::Unknown(format!(
+            "cannot follow {} ({}) to a block device in /sys/block",
+            entry.source,
+            entry.device_number.as_deref().unwrap_or("no major:minor")
+        ));
+    };
+    let shown = partition.unwrap_or(&disk.name).to_owned();
+    let link = disk
+        .link
+        .clone()
+        .map(|link| (format!("/sys/block/{}", disk.name), link));
+    if disk.is_nvme() {
+        let (transports, evidence) = nvme_transports(ctx, &disk.name, disk.nvme_parent());
+        return Device::Nvme {
+            name: shown,
+            transports,
+            evidence,
+        };
+    }
+    if disk.name.starts_with("dm-") {
+        return Device::Other {
+            name: shown,
+            what: "device-mapper: cufile uses compat mode on it (NVME006)".to_owned(),
+            evidence: link,
+        };
+    }
+    if disk.name.starts_with("md") && !disk.slaves.is_empty() {
+        let members: Vec<String> = disk.slaves.clone();
+        if members.iter().all(|m| nvme_namespace(m).is_some()) {
+            return Device::MdOverNvme {
+                name: shown,
+                members,
+            };
+        }
+        return Device::Other {
+            name: shown,
+            what: format!("md raid over {}, not all nvme", members.join(", ")),
+            evidence: Some((
+                format!("/sys/block/{}/slaves", disk.name),
+                members.join(" "),
+            )),
+        };
+    }
+    Device::Other {
+        what: format!(
+            "a {} disk, not an nvme namespace",
+            disk.bus().unwrap_or("non-nvme")
+        ),
+        name: shown,
+        evidence: link,
+    }
 }
 
 fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
@@ -407,18 +607,54 @@ fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
         .mounts
         .iter()
         .map(|path| {
-            let Some(entry) = table.mount_of(path) else {
-                return Outcome::unknown("no mount holds this path").subject(path.clone());
+            let entry = match mounts.place(path) {
+                Some(placement) if placement.is_mounted() => placement.entry(),
+                _ => None,
+            };
+            let Some(entry) = entry else {
+                return Outcome::unknown("not mounted (see NFS007): no file system to judge").subject(path.clone());
             };
             let fs = entry.fstype.as_str();
             let nfs_rdma = entry.options.has("rdma") || entry.options.get("proto") == Some("rdma");
             let unsupported = |message: String| {
                 let outcome = if expected { Outcome::fail(message) } else { Outcome::info(message) };
-                outcome.fix(Remediation::new("put gds data on ext4/xfs over nvme, a gds-enabled parallel file system, or nfs over rdma")
+                outcome.fix(Remediation::new("put gds data on ext4/xfs over nvme (local or nvme-of over rdma), a gds-enabled parallel file system, or nfs over rdma")
                     .command("gdscheck -p   # lists the backends this node supports"))
             };
+            let mut extra: Option<(String, String)> = None;
             let outcome = match fs {
-                "ext4" | "xfs" => Outcome::pass(format!("{fs} on {}: supported over nvme and nvme-of", entry.source)),
+                "ext4" if matches!(entry.options.get("data"), Some("journal" | "writeback")) => unsupported(format!(
+                    "ext4 with data={}: nvidia-fs needs ext4 in ordered mode",
+                    entry.options.get("data").unwrap_or_default()
+                )),
+                "ext4" | "xfs" => match device_under(ctx, entry) {
+                    Device::Nvme { name, transports, evidence } => {
+                        extra = Some(evidence);
+                        if transports.is_empty() {
+                            Outcome::unknown(format!(
+                                "{fs} on nvme namespace {name}, but its controller's transport was not read: pcie and rdma are supported, tcp and fc are not"
+                            ))
+                        } else if transports.iter().all(|t| GDS_NVME_TRANSPORTS.contains(&t.as_str())) {
+                            Outcome::pass(format!("{fs} on nvme {name} over {}", transports.join(", ")))
+                        } else {
+                            unsupported(format!(
+                                "{fs} on nvme {name} over {}: gds reaches nvme-of only over rdma",
+                                transports.join(", ")
+                            ))
+                        }
+                    }
+                    Device::MdOverNvme { name, members } => Outcome::unknown(format!(
+                        "{fs} on md raid {name} over nvme ({}): whether cufile reads it directly depends on the raid level; gdscheck -p shows it",
+                        members.join(", ")
+                    )),
+                    Device::Other { name, what, evidence } => {
+                        extra = evidence;
+                        unsupported(format!(
+                            "{fs} on {name}, {what}: nvidia-fs does direct i/o only on nvme and nvme-of over rdma"
+                        ))
+                    }
+                    Device::Unknown(why) => Outcome::unknown(format!("{fs}: {why}")),
+                },
                 "lustre" | "gpfs" | "wekafs" => Outcome::pass(format!("{fs}: supported with its gds-enabled client")),
                 "beegfs" => Outcome::warn("beegfs: partial gds support (gds-enabled client, reads first)")
                     .fix(Remediation::new("check the beegfs client's gds support").command("gdscheck -p | grep -i beegfs")),
@@ -426,13 +662,103 @@ fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
                 "nfs" | "nfs4" => unsupported(format!("{fs} over {}: gds needs nfs over rdma", entry.options.get("proto").unwrap_or("tcp"))),
                 other => unsupported(format!("{other} is not in the gds support matrix: cufile uses compat mode")),
             };
-            let outcome = outcome.evidence(table.source, entry.line.clone()).subject(path.clone());
+            let mut outcome = outcome.evidence(table.source, entry.line.clone()).subject(path.clone());
+            if let Some((source, value)) = extra {
+                outcome = outcome.evidence(source, value);
+            }
             match &nvidia_fs_version {
                 Some(version) => outcome.evidence(format!("{NVIDIA_FS_PROC}/version"), version.clone()),
                 None => outcome,
             }
         })
         .collect()
+}
+
+declare_check! {
+    /// GPUDirect Storage, when expected, has an NVIDIA GPU to reach.
+    ///
+    /// ## What it checks
+    /// Only when GPUDirect Storage is expected (`--expect-gds true`): an
+    /// NVIDIA GPU on the PCI bus (vendor `10de`, display or 3D class, not a
+    /// VF) or in `/proc/driver/nvidia/gpus`. A PCI bus without one, and no
+    /// driver list, fails; PCI functions that could not be identified, or
+    /// neither file present (a capture without them), are `unknown`.
+    /// Without the expectation it does not apply (GPU004 reports
+    /// `nvidia_fs` loaded without it).
+    ///
+    /// ## Why it matters
+    /// GDS moves data between storage and GPU memory: on a host without a
+    /// GPU the expectation cannot be met, and every other GDS check would
+    /// judge a path that ends nowhere. Run against the wrong node (a
+    /// storage or login node), the doctor must say so rather than exit 0.
+    ///
+    /// ## How to fix
+    /// Run the doctor on the GPU node that is meant to read the data, or
+    /// drop `--expect-gds` for this node. If the node has GPUs, check that
+    /// they are on the bus (`lspci -d 10de:`) and that the driver is loaded
+    /// (GPU001).
+    pub static GDS_WITHOUT_GPU = {
+        id: "GDS007",
+        name: "gds-expected-without-gpu",
+        group: Gds,
+        severity: Error,
+        requires: [],
+        run: gds_without_gpu,
+    };
+}
+
+fn gds_without_gpu(ctx: &Context<'_>) -> Vec<Outcome> {
+    if ctx.profile.gds != Some(true) {
+        return vec![Outcome::not_applicable(
+            "gpudirect storage not expected (--expect-gds)",
+        )];
+    }
+    let facts = ctx.facts;
+    let on_bus: Vec<&str> = facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+        .map(|d| d.address.as_str())
+        .collect();
+    let driver: Vec<&str> = match &facts.nvidia.gpus {
+        Ok(Some(gpus)) => gpus.iter().map(|g| g.address.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    if let Some(first) = on_bus.first().or(driver.first()) {
+        let count = on_bus.len().max(driver.len());
+        return vec![
+            Outcome::pass(format!(
+                "gpudirect storage expected and {count} nvidia gpu(s) present"
+            ))
+            .evidence(format!("/sys/bus/pci/devices/{first}"), "nvidia gpu"),
+        ];
+    }
+    if let Some(gap) = facts.pci.unidentified() {
+        return vec![Outcome::gap(gap)];
+    }
+    let bus = match &facts.pci.devices {
+        Ok(Some(devices)) => format!("{} function(s), no nvidia gpu", devices.len()),
+        Err(gap) => return vec![Outcome::gap(gap)],
+        // Neither the bus nor the driver's list was there to look at: a
+        // capture without them says nothing about the GPUs.
+        Ok(None) => {
+            return vec![
+                Outcome::unknown("gpudirect storage expected, but /sys/bus/pci/devices and /proc/driver/nvidia/gpus are absent: cannot tell whether this host has a gpu")
+                    .evidence("/sys/bus/pci/devices", "<missing>")
+                    .evidence("/proc/driver/nvidia/gpus", "<missing>"),
+            ];
+        }
+    };
+    vec![
+        Outcome::fail("gpudirect storage expected, but this host has no nvidia gpu: the expectation cannot be met")
+            .evidence("/sys/bus/pci/devices", bus)
+            .evidence("/proc/driver/nvidia/gpus", "<missing>")
+            .fix(
+                Remediation::new("run the doctor on the gpu node that reads the data, or drop --expect-gds here")
+                    .command("lspci -d 10de:   # nvidia functions on the bus"),
+            ),
+    ]
 }
 
 declare_check! {

@@ -1,18 +1,28 @@
 //! io_uring for the data-path workloads.
 
 use zerohop_core::Remediation;
+use zerohop_host::facts::kernel::{OSRELEASE, PROC_VERSION};
 
 use crate::context::{Context, Outcome};
+
+/// The release that added `kernel.io_uring_disabled` (commit 76d3ccecfa18,
+/// "io_uring: add a sysctl to disable io_uring system-wide").
+const SYSCTL_SINCE: (u32, u32) = (6, 6);
 use crate::declare_check;
 
 declare_check! {
     /// io_uring is allowed for the workloads.
     ///
     /// ## What it checks
-    /// `/proc/sys/kernel/io_uring_disabled` (Linux 6.6 and later): 0 allows
-    /// everyone; 1 allows only members of `/proc/sys/kernel/io_uring_group`
-    /// (and root); 2 refuses everyone. Absent on older kernels, where
-    /// io_uring is allowed when built in.
+    /// `/proc/sys/kernel/io_uring_disabled` (Linux 6.6 and later, when
+    /// io_uring is built in): 0 allows everyone; 1 allows only members of
+    /// `/proc/sys/kernel/io_uring_group` (and root); 2 refuses everyone.
+    /// When the file is absent, the kernel release decides
+    /// (`/proc/sys/kernel/osrelease`, else the banner in `/proc/version`):
+    /// older than 6.6 has no such switch, so io_uring is allowed when built
+    /// in (`info`); 6.6 or later, or an unknown release, is `unknown`,
+    /// since the file was not captured or the kernel lacks io_uring, and
+    /// the absence of a file does not say which.
     ///
     /// ## Why it matters
     /// Fast storage readers (zerohop bench, fio, KvikIO, cuFile's io_uring
@@ -47,10 +57,7 @@ fn io_uring_disabled(ctx: &Context<'_>) -> Vec<Outcome> {
     };
     let outcome = match &io_uring.disabled {
         Err(gap) => Outcome::gap(gap),
-        Ok(None) => Outcome::info(
-            "kernel predates io_uring_disabled (linux 6.6): io_uring allowed when built in",
-        )
-        .evidence(DISABLED, "<missing>"),
+        Ok(None) => without_sysctl(ctx).evidence(DISABLED, "<missing>"),
         Ok(Some(0)) => Outcome::pass("io_uring allowed").evidence(DISABLED, "0"),
         Ok(Some(1)) => match &io_uring.group {
             Ok(Some(group)) if *group >= 0 => {
@@ -67,4 +74,33 @@ fn io_uring_disabled(ctx: &Context<'_>) -> Vec<Outcome> {
             .fix(fix()),
     };
     vec![outcome]
+}
+
+/// The outcome when `io_uring_disabled` is absent: the kernel release tells
+/// an old kernel (no such switch) from a file that was only not captured.
+fn without_sysctl(ctx: &Context<'_>) -> Outcome {
+    let (major, minor) = SYSCTL_SINCE;
+    match &ctx.facts.kernel.release {
+        Ok(Some(release)) => match release.older_than(major, minor) {
+            Some(true) => Outcome::info(format!(
+                "linux {} predates io_uring_disabled ({major}.{minor}): io_uring allowed when built in",
+                release.text
+            )),
+            Some(false) => Outcome::unknown(format!(
+                "linux {} has io_uring_disabled when built with io_uring, but the file is absent: not captured, or the kernel lacks io_uring",
+                release.text
+            )),
+            None => Outcome::unknown(format!(
+                "io_uring_disabled is absent and release `{}` has no version number to tell whether the kernel predates it ({major}.{minor})",
+                release.text
+            )),
+        }
+        .evidence(release.source, release.text.clone()),
+        Ok(None) => Outcome::unknown(format!(
+            "io_uring_disabled and the kernel release are absent: cannot tell an old kernel ({major}.{minor} added the switch) from a file that was not captured"
+        ))
+        .evidence(OSRELEASE, "<missing>")
+        .evidence(PROC_VERSION, "<missing>"),
+        Err(gap) => Outcome::gap(gap),
+    }
 }

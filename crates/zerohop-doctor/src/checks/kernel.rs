@@ -1,12 +1,13 @@
 //! Boot parameters: IOMMU, 1 GiB hugepages, CPU isolation.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use zerohop_core::Remediation;
 use zerohop_host::facts::CpuVendor;
 use zerohop_host::parse::cmdline::{Cmdline, hugepage_requests};
 use zerohop_host::parse::cpuset::{CpuSet, Isolcpus};
 
+use crate::checks::memory::{gib_pages_to_suggest, memory_gib, memory_of};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -15,32 +16,54 @@ use crate::fix::join;
 const CMDLINE: &str = "/proc/cmdline";
 const GIB_KIB: u64 = 1 << 20;
 
+/// The 1 GiB pages suggested when nothing asks for a number: enough for
+/// the buffers of a GPU node's RDMA and DPDK-style workloads, and never
+/// more than half the host's memory (see [`gib_pages_to_suggest`]).
+const SUGGESTED_1G_PAGES: u64 = 32;
+
 declare_check! {
-    /// The IOMMU is on for this CPU's vendor and in passthrough mode.
+    /// The IOMMU is on, with the host's own DMA in passthrough.
     ///
     /// ## What it checks
-    /// Reads `/proc/cmdline` as whole tokens (the last of a repeated
-    /// parameter wins) and the CPU vendor from `/proc/cpuinfo`. Intel needs
-    /// `intel_iommu=on`; AMD has the IOMMU on unless `amd_iommu=off`; Arm
-    /// SMMUs are on when present; `iommu=off` turns any of them off. Without
-    /// a deciding parameter, a non-empty `/sys/class/iommu` shows the kernel
-    /// enabled one. Passthrough is `iommu=pt` (or `iommu.passthrough=1` on
-    /// Arm, `amd_iommu=pt`).
+    /// The deciding evidence, in order:
+    ///
+    /// 1. `/sys/kernel/iommu_groups/<g>/type` (Linux 5.11 and later): the
+    ///    domain type the kernel gave each group. The groups of the data
+    ///    path (NVIDIA GPUs, network controllers that are not VFs, NVMe
+    ///    controllers, by the PCI functions in each group) are judged; when
+    ///    none of them is known, every group. All `identity` passes; any
+    ///    `DMA` or `DMA-FQ` warns and names the groups; `unmanaged`
+    ///    (owned by VFIO) and `blocked` groups are not the host's DMA and
+    ///    are left out.
+    /// 2. Only without those files, `/proc/cmdline` (whole tokens, the
+    ///    last of a repeated parameter wins) and the CPU from
+    ///    `/proc/cpuinfo`. On: Intel needs `intel_iommu=on` (else a
+    ///    non-empty `/sys/class/iommu` shows the kernel enabled it); AMD
+    ///    is on unless `amd_iommu=off`; Arm SMMUs are on when present;
+    ///    `iommu=off` turns any of them off. Passthrough:
+    ///    `iommu.passthrough=1` (any architecture) or `iommu=pt` (x86
+    ///    only: arm64 kernels ignore it); `iommu.passthrough=0` and
+    ///    `iommu=nopt` ask for translation; the later token wins.
+    ///    `amd_iommu=` has no passthrough option. Without any of them the
+    ///    kernel's build default applies (`CONFIG_IOMMU_DEFAULT_PASSTHROUGH`,
+    ///    off in distribution kernels), which the command line cannot show.
     ///
     /// ## Why it matters
     /// SR-IOV virtual functions need the IOMMU to be isolated from each
     /// other, and VFIO refuses devices without it. With the IOMMU on but not
     /// in passthrough, every DMA of the host's own drivers is translated:
     /// IOTLB misses cost RDMA and GPU peer-to-peer throughput, and some
-    /// peer-to-peer transfers are blocked outright. On and `iommu=pt` gives
-    /// isolation for VFs and untranslated DMA for the host.
+    /// peer-to-peer transfers are blocked outright. On, with passthrough,
+    /// gives isolation for VFs and untranslated DMA for the host.
     ///
     /// ## How to fix
-    /// Add the parameters to the kernel command line and reboot:
-    /// `grubby --update-kernel=ALL --args="intel_iommu=on iommu=pt"` (RHEL),
-    /// or add them to `GRUB_CMDLINE_LINUX` in `/etc/default/grub` and run
-    /// `update-grub` (Debian, Ubuntu). On OpenShift, add them to a
-    /// `MachineConfig`'s `kernelArguments` (`zerohop plan` renders one).
+    /// Add the parameter for this host's architecture to the kernel command
+    /// line and reboot: `iommu.passthrough=1` on Arm (arm64 ignores
+    /// `iommu=pt`), `intel_iommu=on iommu=pt` on Intel, `iommu=pt` on AMD.
+    /// `grubby --update-kernel=ALL --args="…"` (RHEL) replaces a parameter
+    /// already there; on Debian and Ubuntu edit `GRUB_CMDLINE_LINUX` in
+    /// `/etc/default/grub` and run `update-grub`. On OpenShift, add them to
+    /// a `MachineConfig`'s `kernelArguments` (`zerohop plan` renders one).
     pub static IOMMU_MODE = {
         id: "KRN001",
         name: "iommu-misconfigured",
@@ -51,12 +74,21 @@ declare_check! {
     };
 }
 
+/// Where the IOMMU group types live, for evidence.
+const GROUP_TYPES: &str = "/sys/kernel/iommu_groups/*/type";
+
 fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
-    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown(
-        "/proc/cmdline is absent"
-    )));
     let vendor = facts.kernel.cpu_vendor.as_ref().ok().cloned().flatten();
+    let cmdline = facts.kernel.cmdline.as_ref().ok().and_then(Option::as_ref);
+    if let Ok(Some(types)) = &facts.kernel.iommu_group_types
+        && !types.is_empty()
+    {
+        return vec![from_group_types(ctx, types, cmdline, vendor.as_ref())];
+    }
+    let cmdline = need!(require(&facts.kernel.cmdline, || Outcome::unknown(
+        "/proc/cmdline is absent and /sys/kernel/iommu_groups has no type files"
+    )));
     // An absent /sys/class/iommu (a capture that left it out, a kernel
     // without IOMMU support) proves nothing either way.
     let units = match &facts.kernel.iommu_units {
@@ -64,45 +96,162 @@ fn iommu_mode(ctx: &Context<'_>) -> Vec<Outcome> {
         Ok(None) | Err(_) => None,
     };
     let on = iommu_on(cmdline, vendor.as_ref(), units);
-    let passthrough = passthrough(cmdline);
+    let pt = passthrough(cmdline, vendor.as_ref());
     let evidence = |mut outcome: Outcome| {
-        let shown: Vec<String> = ["intel_iommu", "amd_iommu", "iommu", "iommu.passthrough"]
-            .iter()
-            .filter_map(|key| cmdline.show(key))
-            .collect();
-        let shown = if shown.is_empty() {
-            "<no iommu parameters>".to_owned()
-        } else {
-            shown.join(" ")
-        };
-        outcome = outcome.evidence(CMDLINE, shown);
+        outcome = outcome.evidence(CMDLINE, shown_iommu_params(cmdline));
         if let Some(vendor) = &vendor {
             outcome = outcome.evidence("/proc/cpuinfo", vendor.name());
         }
         if let Some(units) = units {
             outcome = outcome.evidence("/sys/class/iommu", format!("{units} iommu units"));
         }
-        outcome
+        outcome.evidence(
+            GROUP_TYPES,
+            match &facts.kernel.iommu_group_types {
+                Ok(None) => "<missing>",
+                Ok(Some(_)) => "<no type files: kernel before 5.11>",
+                Err(_) => "<unreadable>",
+            },
+        )
     };
-    let args = iommu_args(vendor.as_ref());
-    let fix = |summary: &str, args: &str| {
-        Remediation::new(summary)
-            .command(format!("{}   # RHEL, then reboot", join(["grubby", "--update-kernel=ALL", &format!("--args={args}")])))
-            .command(format!("# Debian/Ubuntu: add `{args}` to GRUB_CMDLINE_LINUX in /etc/default/grub, update-grub, reboot"))
+    let ignored_pt = if pt.arm_ignored_pt {
+        " (arm64 kernels ignore iommu=pt)"
+    } else {
+        ""
     };
-    let outcome = match (on, passthrough) {
-        (Some(true), true) => Outcome::pass("iommu on in passthrough mode"),
-        (Some(true), false) => Outcome::warn("iommu on without passthrough: host dma is translated, costing rdma and peer-to-peer throughput")
-            .fix(fix("add iommu=pt to the kernel command line", "iommu=pt")),
+    let outcome = match (on, pt.value) {
+        (Some(true), Some(true)) => Outcome::pass("iommu on in passthrough mode"),
+        (Some(true), Some(false)) => Outcome::warn(format!(
+            "iommu on and {} asks for translation: host dma is translated, costing rdma and peer-to-peer throughput",
+            pt.decided_by.as_deref().unwrap_or("the command line")
+        ))
+        .fix(passthrough_fix(cmdline, vendor.as_ref())),
+        (Some(true), None) => Outcome::warn(format!(
+            "iommu on and no passthrough parameter{ignored_pt}: host dma is translated, unless the kernel defaults to passthrough (CONFIG_IOMMU_DEFAULT_PASSTHROUGH, off in distribution kernels)"
+        ))
+        .fix(passthrough_fix(cmdline, vendor.as_ref())),
         (Some(false), _) if ctx.profile.wants_sriov(facts) => {
             Outcome::fail("iommu off while sr-iov vfs are in use: vfs are not isolated and vfio cannot take them")
-                .fix(fix("turn the iommu on in passthrough mode", &args))
+                .fix(on_fix(cmdline, vendor.as_ref()))
         }
         (Some(false), _) => Outcome::info("iommu off: fine for gpudirect storage, but sr-iov vfs and vfio need it on"),
-        (None, _) => Outcome::unknown("cannot tell whether the iommu is on: no iommu parameter and /sys/class/iommu unreadable"),
+        // Passthrough asked for: whatever iommu there is leaves the host's
+        // dma untranslated; only vfs need to know whether one is on.
+        (None, Some(true)) if !ctx.profile.wants_sriov(facts) => Outcome::pass(format!(
+            "{}: host dma passes untranslated through any iommu (whether one is on could not be read)",
+            pt.decided_by.as_deref().unwrap_or("passthrough")
+        )),
+        (None, _) => Outcome::unknown("cannot tell whether the iommu is on: no deciding iommu parameter, /sys/class/iommu absent and no iommu group types"),
     };
     vec![evidence(outcome)]
 }
+
+/// The IOMMU parameters of the command line, for evidence.
+fn shown_iommu_params(cmdline: &Cmdline) -> String {
+    let shown: Vec<String> = cmdline
+        .params
+        .iter()
+        .filter(|(key, _)| {
+            matches!(
+                key.as_str(),
+                "intel_iommu" | "amd_iommu" | "iommu" | "iommu.passthrough"
+            )
+        })
+        .map(|(key, value)| match value {
+            Some(value) => format!("{key}={value}"),
+            None => key.clone(),
+        })
+        .collect();
+    if shown.is_empty() {
+        "<no iommu parameters>".to_owned()
+    } else {
+        shown.join(" ")
+    }
+}
+
+/// Judges the domain types the kernel gave the IOMMU groups.
+fn from_group_types(
+    ctx: &Context<'_>,
+    types: &BTreeMap<u32, String>,
+    cmdline: Option<&Cmdline>,
+    vendor: Option<&CpuVendor>,
+) -> Outcome {
+    // The groups of the data path's devices, when the PCI functions say
+    // which those are; else every group.
+    let data_groups: BTreeSet<u32> = ctx
+        .facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| d.is_nvidia_gpu() || (d.is_nic() && !d.is_vf()) || d.class == Some(NVME_CLASS))
+        .filter_map(|d| d.iommu_group)
+        .filter(|group| types.contains_key(group))
+        .collect();
+    let judged: Vec<(u32, &str)> = types
+        .iter()
+        .filter(|(group, _)| data_groups.is_empty() || data_groups.contains(group))
+        .map(|(group, kind)| (*group, kind.as_str()))
+        .collect();
+    let which = if data_groups.is_empty() {
+        "iommu groups"
+    } else {
+        "iommu groups of gpus, nics and nvme"
+    };
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, kind) in &judged {
+        *counts.entry(kind).or_default() += 1;
+    }
+    let tally = counts
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let translated: Vec<String> = judged
+        .iter()
+        .filter(|(_, kind)| kind.starts_with("DMA"))
+        .map(|(group, kind)| format!("{group} ({kind})"))
+        .collect();
+    let identity = counts.get("identity").copied().unwrap_or(0);
+    let mut outcome = if !translated.is_empty() {
+        Outcome::warn(format!(
+            "{} of {} {which} translate dma: host dma through them costs rdma and peer-to-peer throughput (groups {})",
+            translated.len(),
+            judged.len(),
+            shorten(&translated)
+        ))
+        .fix(passthrough_fix(cmdline.unwrap_or(&Cmdline::default()), vendor))
+    } else if identity > 0 {
+        Outcome::pass(format!(
+            "iommu on, {identity} {which} in passthrough (identity)"
+        ))
+    } else {
+        Outcome::info(format!(
+            "iommu on; the {which} are owned by vfio or blocked ({tally}): not the host's dma"
+        ))
+    };
+    outcome = outcome.evidence(GROUP_TYPES, tally);
+    if let Some(cmdline) = cmdline {
+        outcome = outcome.evidence(CMDLINE, shown_iommu_params(cmdline));
+    }
+    outcome
+}
+
+/// The first few items of a list, and how many more.
+fn shorten(items: &[String]) -> String {
+    const SHOWN: usize = 8;
+    if items.len() <= SHOWN {
+        items.join(", ")
+    } else {
+        format!(
+            "{} and {} more",
+            items[..SHOWN].join(", "),
+            items.len() - SHOWN
+        )
+    }
+}
+
+/// PCI class of NVMe controllers (mass storage, non-volatile memory).
+const NVME_CLASS: u16 = 0x0108;
 
 fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>) -> Option<bool> {
     if cmdline.value("iommu") == Some("off") {
@@ -128,10 +277,7 @@ fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>)
         // `iommu.passthrough=` is said about them on the command line.
         Some(CpuVendor::Arm) => from_sysfs.or(Some(true)),
         _ => {
-            if cmdline.has("iommu.passthrough") {
-                // Only arm64 kernels take `iommu.passthrough=`.
-                from_sysfs.or(Some(true))
-            } else if cmdline
+            if cmdline
                 .value("intel_iommu")
                 .is_some_and(|v| v.starts_with("on"))
             {
@@ -147,21 +293,92 @@ fn iommu_on(cmdline: &Cmdline, vendor: Option<&CpuVendor>, units: Option<usize>)
     }
 }
 
-fn passthrough(cmdline: &Cmdline) -> bool {
-    cmdline.value("iommu") == Some("pt")
-        || cmdline.value("amd_iommu") == Some("pt")
-        || matches!(
-            cmdline.value("iommu.passthrough"),
-            Some("1" | "on" | "y" | "Y")
-        )
+/// What the command line says of passthrough.
+struct Passthrough {
+    /// `Some(true)` passthrough, `Some(false)` translation, `None` not said.
+    value: Option<bool>,
+    /// The token that decided it.
+    decided_by: Option<String>,
+    /// `iommu=pt` on Arm, where the kernel ignores it.
+    arm_ignored_pt: bool,
 }
 
-fn iommu_args(vendor: Option<&CpuVendor>) -> String {
-    match vendor {
-        Some(CpuVendor::Amd) => "iommu=pt".to_owned(),
-        Some(CpuVendor::Arm) => "iommu.passthrough=1".to_owned(),
-        _ => "intel_iommu=on iommu=pt".to_owned(),
+/// Reads passthrough from the command line in order, the later token
+/// winning: `iommu.passthrough=` (the IOMMU core's, every architecture,
+/// `kstrtobool` values) and x86's `iommu=pt`/`iommu=nopt` (among
+/// comma-separated options). `amd_iommu=` has no passthrough option.
+fn passthrough(cmdline: &Cmdline, vendor: Option<&CpuVendor>) -> Passthrough {
+    let arm = vendor == Some(&CpuVendor::Arm);
+    let mut found = Passthrough {
+        value: None,
+        decided_by: None,
+        arm_ignored_pt: false,
+    };
+    for (key, value) in &cmdline.params {
+        let Some(value) = value.as_deref() else {
+            continue;
+        };
+        let said = match key.as_str() {
+            "iommu.passthrough" => match value {
+                "1" | "y" | "Y" | "on" => Some(true),
+                "0" | "n" | "N" | "off" => Some(false),
+                _ => None,
+            },
+            "iommu" => value.split(',').fold(None, |last, option| match option {
+                "pt" if arm => {
+                    found.arm_ignored_pt = true;
+                    last
+                }
+                "pt" => Some(true),
+                "nopt" if !arm => Some(false),
+                _ => last,
+            }),
+            _ => None,
+        };
+        if let Some(said) = said {
+            found.value = Some(said);
+            found.decided_by = Some(format!("{key}={value}"));
+        }
     }
+    found
+}
+
+/// The passthrough parameter for this host: `iommu.passthrough=1` where
+/// the command line already sets it (so that the new value replaces the
+/// old), on Arm (which ignores `iommu=pt`) and where the architecture is
+/// unknown (the IOMMU core takes it everywhere); `iommu=pt` on x86.
+fn passthrough_arg(cmdline: &Cmdline, vendor: Option<&CpuVendor>) -> &'static str {
+    match vendor {
+        Some(CpuVendor::Intel | CpuVendor::Amd) if !cmdline.has("iommu.passthrough") => "iommu=pt",
+        _ => "iommu.passthrough=1",
+    }
+}
+
+fn passthrough_fix(cmdline: &Cmdline, vendor: Option<&CpuVendor>) -> Remediation {
+    let arg = passthrough_arg(cmdline, vendor);
+    boot_args_fix(&format!("put the host's dma in passthrough: {arg}"), arg)
+}
+
+fn on_fix(cmdline: &Cmdline, vendor: Option<&CpuVendor>) -> Remediation {
+    let pt = passthrough_arg(cmdline, vendor);
+    let args = match vendor {
+        Some(CpuVendor::Intel) => format!("intel_iommu=on {pt}"),
+        _ => pt.to_owned(),
+    };
+    boot_args_fix("turn the iommu on in passthrough mode", &args)
+}
+
+/// Adds `args` to the kernel command line: grubby on RHEL (which replaces
+/// a parameter of the same name), `GRUB_CMDLINE_LINUX` on Debian.
+fn boot_args_fix(summary: &str, args: &str) -> Remediation {
+    Remediation::new(summary)
+        .command(format!(
+            "{}   # RHEL, then reboot",
+            join(["grubby", "--update-kernel=ALL", &format!("--args={args}")])
+        ))
+        .command(format!(
+            "# Debian/Ubuntu: put `{args}` in GRUB_CMDLINE_LINUX in /etc/default/grub (replacing any other value of the same parameter), update-grub, reboot"
+        ))
 }
 
 declare_check! {
@@ -174,6 +391,9 @@ declare_check! {
     /// then `nr_hugepages` of the 1 GiB pool in `/sys/kernel/mm/hugepages`.
     /// Fails when fewer pages are reserved than requested, or when the
     /// profile expects 1 GiB pages that the command line does not request.
+    /// A suggested reservation never exceeds half of the memory
+    /// (`MemTotal` of each `/sys/devices/system/node/node<N>/meminfo`, else
+    /// of `/proc/meminfo`): what the node can hold and still run.
     ///
     /// ## Why it matters
     /// RDMA registration and DPDK-style buffers want large, physically
@@ -223,6 +443,71 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
             ])
         ))
     };
+    // What the host can hold: half its memory in whole 1 GiB pages (see
+    // memory::gib_pages_to_suggest), per node where the nodes are known.
+    let nodes: Vec<u32> = facts.numa_nodes().iter().map(|n| n.id).collect();
+    let fits = || -> Option<(u64, String, String)> {
+        // Per node when every node's memory is known, else for the host.
+        let per_node: Option<Vec<(u32, u64)>> = nodes
+            .iter()
+            .map(|node| {
+                facts
+                    .memory
+                    .node_total_kib(*node)
+                    .map(|total| (*node, total))
+            })
+            .collect();
+        match per_node {
+            Some(per_node) if !per_node.is_empty() => Some((
+                per_node
+                    .iter()
+                    .map(|(_, total)| gib_pages_to_suggest(*total))
+                    .sum(),
+                "/sys/devices/system/node/node*/meminfo".to_owned(),
+                format!(
+                    "MemTotal {}",
+                    per_node
+                        .iter()
+                        .map(|(node, total)| format!("node{node} {}", memory_gib(*total)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+            _ => {
+                let (total, source) = memory_of(facts, None)?;
+                Some((
+                    gib_pages_to_suggest(total),
+                    source,
+                    format!("MemTotal {}", memory_gib(total)),
+                ))
+            }
+        }
+    };
+    let sized_fix = |wanted: u64| -> (Remediation, Option<(String, String)>) {
+        match fits() {
+            Some((0, source, shown)) => (
+                Remediation::new(format!(
+                    "this host's memory ({shown}) is too small for 1 GiB hugepages: keep 2 MiB pages"
+                )),
+                Some((source, shown)),
+            ),
+            Some((fit, source, shown)) => (boot_fix(wanted.min(fit)), Some((source, shown))),
+            None => (
+                Remediation::new(
+                    "reserve 1 GiB hugepages at boot, at most half of each node's memory",
+                )
+                .command(format!(
+                    "{}   # <pages>: half of MemTotal in GiB; then reboot",
+                    join([
+                        "grubby",
+                        "--update-kernel=ALL",
+                        "--args=default_hugepagesz=1G hugepagesz=1G hugepages=<pages>"
+                    ])
+                )),
+                None,
+            ),
+        }
+    };
     let reserved = match pool.map(|p| &p.total) {
         Some(Ok(Some(n))) => Some(*n),
         Some(Err(gap)) => return vec![Outcome::gap(gap)],
@@ -257,15 +542,26 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
         .fix(Remediation::new("use a cpu with pdpe1gb and a kernel with CONFIG_HUGETLB_PAGE")),
         (None, got) => match ctx.profile.hugepages_1g_per_node {
             Some(per_node) => {
-                let nodes = u64::try_from(facts.numa_nodes().len().max(1)).unwrap_or(1);
-                Outcome::fail(format!("profile expects {per_node} 1 GiB hugepages per node but none are requested at boot"))
-                    .fix(boot_fix(per_node * nodes))
+                let count = u64::try_from(nodes.len().max(1)).unwrap_or(1);
+                let (fix, memory) = sized_fix(per_node * count);
+                let outcome = Outcome::fail(format!("profile expects {per_node} 1 GiB hugepages per node but none are requested at boot")).fix(fix);
+                match memory {
+                    Some((source, shown)) => outcome.evidence(source, shown),
+                    None => outcome,
+                }
             }
             None if got.unwrap_or(0) > 0 => Outcome::info(format!(
                 "{} 1 GiB hugepages reserved at run time, not at boot: the pool may not survive a reboot",
                 got.unwrap_or(0)
             )),
-            None => Outcome::info("no 1 GiB hugepages requested").fix(boot_fix(32)),
+            None => {
+                let (fix, memory) = sized_fix(SUGGESTED_1G_PAGES);
+                let outcome = Outcome::info("no 1 GiB hugepages requested").fix(fix);
+                match memory {
+                    Some((source, shown)) => outcome.evidence(source, shown),
+                    None => outcome,
+                }
+            }
         },
     };
     let mut outcome = outcome.evidence(

@@ -15,14 +15,53 @@ const GIB_KIB: u64 = 1 << 20;
 /// The memlock limit under which RDMA registration of large buffers fails.
 const MEMLOCK_MIN: u64 = 16 << 30;
 
+/// How many 1 GiB pages the doctor suggests reserving out of a memory of
+/// `total_kib`: half of it, whole pages. Pages reserved at boot leave
+/// the kernel, the page cache and every process that does not ask for
+/// hugepages for good, so a suggestion keeps the other half for them.
+pub(crate) fn gib_pages_to_suggest(total_kib: u64) -> u64 {
+    total_kib / GIB_KIB / 2
+}
+
+/// A `MemTotal` in KiB as GiB with one decimal: `15.5 GiB`.
+pub(crate) fn memory_gib(total_kib: u64) -> String {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a memory size shown to one decimal of a GiB"
+    )]
+    let gib = total_kib as f64 / GIB_KIB as f64;
+    format!("{gib:.1} GiB")
+}
+
+/// The memory the suggestion for `node` is sized by: the node's own
+/// `MemTotal`, else (for a host without node files) the host's.
+pub(crate) fn memory_of(facts: &zerohop_host::Facts, node: Option<u32>) -> Option<(u64, String)> {
+    if let Some(node) = node
+        && let Some(total) = facts.memory.node_total_kib(node)
+    {
+        return Some((
+            total,
+            format!("/sys/devices/system/node/node{node}/meminfo"),
+        ));
+    }
+    facts
+        .memory
+        .total_kib()
+        .map(|total| (total, "/proc/meminfo".to_owned()))
+}
+
 declare_check! {
     /// Each NUMA node that hosts a GPU or NIC has 1 GiB hugepages.
     ///
     /// ## What it checks
-    /// When the host has a 1 GiB hugepage pool, reads
+    /// When the host has a 1 GiB hugepage pool (or the profile expects
+    /// one), reads
     /// `/sys/devices/system/node/node<N>/hugepages/hugepages-1048576kB/nr_hugepages`
-    /// for every node that a GPU or NIC reports in its `numa_node`, against
-    /// the profile's per-node expectation when given, else against zero.
+    /// for every node that an NVIDIA GPU or a network controller (not a VF)
+    /// reports in its `numa_node` (every node when none reports one),
+    /// against the profile's per-node expectation (fail) or, without one,
+    /// against one page (warn). A fix never asks for more pages than the
+    /// node's `MemTotal` (`node<N>/meminfo`) holds.
     ///
     /// ## Why it matters
     /// Pods pinned to a node by the Topology Manager take hugepages from that
@@ -87,25 +126,35 @@ fn hugepages_on_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
             };
             let need = expected.unwrap_or(1);
             if got >= need {
-                Outcome::pass(format!("{got} 1 GiB hugepages on node {}", node.id))
-            } else {
-                let message = format!(
-                    "{got} 1 GiB hugepages on node {} that hosts gpus or nics, {need} needed",
-                    node.id
-                );
-                let outcome = if expected.is_some() {
-                    Outcome::fail(message)
-                } else {
-                    Outcome::warn(message)
-                };
-                outcome.evidence(&path, got.to_string()).fix(
-                    Remediation::new(
-                        "reserve 1 GiB hugepages on every node that hosts a gpu or nic",
-                    )
-                    .command(write_to(&need.to_string(), &path)),
-                )
+                return Outcome::pass(format!("{got} 1 GiB hugepages on node {}", node.id))
+                    .subject(subject);
             }
-            .subject(subject)
+            let message = format!(
+                "{got} 1 GiB hugepages on node {} that hosts gpus or nics, {need} needed",
+                node.id
+            );
+            let outcome = if expected.is_some() {
+                Outcome::fail(message)
+            } else {
+                Outcome::warn(message)
+            };
+            let outcome = outcome.evidence(&path, got.to_string());
+            // The node's memory bounds what can be reserved on it.
+            let fix = match memory_of(facts, Some(node.id)) {
+                Some((total, source)) if total / GIB_KIB <= need => {
+                    return outcome
+                        .evidence(source, format!("MemTotal {}", memory_gib(total)))
+                        .fix(Remediation::new(format!(
+                            "node {} has {} of memory: {need} 1 GiB pages do not fit; lower the expectation or move the gpus and nics' workloads to a larger node",
+                            node.id,
+                            memory_gib(total)
+                        )))
+                        .subject(subject);
+                }
+                _ => Remediation::new("reserve 1 GiB hugepages on every node that hosts a gpu or nic")
+                    .command(write_to(&need.to_string(), &path)),
+            };
+            outcome.fix(fix).subject(subject)
         })
         .collect()
 }
@@ -229,8 +278,9 @@ declare_check! {
     /// The soft `Max locked memory` of this process in `/proc/self/limits`
     /// and `CAP_IPC_LOCK` in `CapEff` of `/proc/self/status`: unlimited, or
     /// any limit with the capability (which lifts it), passes; less than
-    /// 16 GiB warns where RDMA is present or
-    /// wanted (elsewhere it is information). Only on the live host: in a
+    /// 16 GiB warns where RDMA is on the data path (as RDMA001 decides:
+    /// a device, an RDMA mount or module, or the profile); elsewhere it is
+    /// information. Only on the live host: in a
     /// container it is the container's limit, which is what workloads get.
     ///
     /// ## Why it matters

@@ -12,6 +12,7 @@ pub mod nvme;
 pub mod pcie;
 pub mod qos;
 pub mod rdma;
+pub mod rdma_counters;
 pub mod sriov;
 
 use zerohop_host::Fact;
@@ -43,6 +44,7 @@ pub static CHECKS: &[&Check] = &[
     &rdma::PORT_RATE,
     &rdma::NETDEV_NO_CARRIER,
     &rdma::ROCE_V2_GID,
+    &rdma_counters::PORT_ERRORS_COUNTED,
     &qos::MTU_TOO_SMALL,
     &qos::MTU_INCONSISTENT,
     &qos::DCQCN_DISABLED,
@@ -57,6 +59,7 @@ pub static CHECKS: &[&Check] = &[
     &sriov::VF_NOT_RDMA,
     &sriov::VF_POOL_SMALL,
     &sriov::NETNS_MODE,
+    &nfs::DATA_MOUNT_MISSING,
     &nfs::NFS_NOT_RDMA,
     &nfs::NFS_RDMA_PORT_CHECK,
     &nfs::NFS_NCONNECT,
@@ -69,6 +72,7 @@ pub static CHECKS: &[&Check] = &[
     &nvme::IOPOLICY,
     &nvme::TRANSPORT,
     &nvme::DM_UNDER_GDS,
+    &gds::GDS_WITHOUT_GPU,
     &gds::CUFILE_INVALID,
     &gds::CUFILE_UNKNOWN_KEYS,
     &gds::FORCE_COMPAT,

@@ -2,8 +2,8 @@
 //! hard mounts.
 
 use zerohop_core::Remediation;
-use zerohop_host::facts::NfsMount;
 use zerohop_host::facts::mounts::{FSTAB, MOUNTSTATS, normalize};
+use zerohop_host::facts::{NfsMount, Placement};
 
 use crate::checks::{bytes, need, require};
 use crate::context::{Context, Outcome};
@@ -15,14 +15,48 @@ const NFS_RDMA_PORT: u64 = 20049;
 /// The transfer size below which NFS over RDMA leaves throughput unused.
 const MIN_IO_SIZE: u64 = 1 << 20;
 
-/// An NFS mount judged by the checks, and whether the user declared it.
-struct DataMount {
-    mount: NfsMount,
-    declared: bool,
+/// Why an NFS mount is (or is not) a data mount: the one scope every NFS
+/// check judges by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// It holds a path given with `--mount`.
+    Declared,
+    /// Nothing is declared, and it runs over RDMA or `/etc/fstab` asks for
+    /// RDMA: only the data path does that.
+    Rdma,
+    /// Nothing is declared, and the profile expects every NFS mount over RDMA.
+    Expected,
+    /// Nothing is declared and nothing marks it as the data path (a home
+    /// or tools directory over TCP): NFS001 lists it, the other checks
+    /// leave it alone.
+    NotData,
 }
 
-/// The NFS data mounts: those under the profile's `mounts`, or every NFS
-/// mount when none is declared.
+/// An NFS mount and its scope.
+struct DataMount {
+    mount: NfsMount,
+    scope: Scope,
+}
+
+impl DataMount {
+    fn is_data(&self) -> bool {
+        self.scope != Scope::NotData
+    }
+}
+
+/// Whether the mount runs over RDMA, by its options or its transports.
+fn uses_rdma(mount: &NfsMount) -> bool {
+    mount.is_rdma()
+        || mount
+            .stats
+            .as_ref()
+            .is_some_and(|s| s.transports_of("rdma") > 0)
+}
+
+/// The NFS mounts with their scope. With `--mount`, the NFS mounts that
+/// hold a declared path (a declared path that is not mounted is NFS007's);
+/// without, every NFS mount, as data mount when it uses or asks for RDMA
+/// (or the profile expects RDMA of every one).
 fn data_mounts(ctx: &Context<'_>) -> Result<Vec<DataMount>, Box<Outcome>> {
     let facts = &ctx.facts.mounts;
     if let Err(gap) = &facts.table {
@@ -32,16 +66,26 @@ fn data_mounts(ctx: &Context<'_>) -> Result<Vec<DataMount>, Box<Outcome>> {
     if ctx.profile.mounts.is_empty() {
         return Ok(nfs
             .into_iter()
-            .map(|mount| DataMount {
-                mount,
-                declared: false,
+            .map(|mount| {
+                let scope = if uses_rdma(&mount) || mount.fstab_wants_rdma() {
+                    Scope::Rdma
+                } else if ctx.profile.nfs_rdma == Some(true) {
+                    Scope::Expected
+                } else {
+                    Scope::NotData
+                };
+                DataMount { mount, scope }
             })
             .collect());
     }
     let mut chosen: Vec<DataMount> = Vec::new();
     for path in &ctx.profile.mounts {
-        let holder = match facts.mount_of(path) {
-            Some(entry) => Some(normalize(&entry.mount_point)),
+        let holder = match facts.place(path) {
+            Some(placement) if placement.is_mounted() => {
+                placement.entry().map(|entry| normalize(&entry.mount_point))
+            }
+            // Not mounted: NFS007 says so; no NFS mount holds it.
+            Some(_) => None,
             // Without a mount table (a capture of mountstats alone), the
             // NFS mount with the longest matching mount point holds it.
             None => nfs
@@ -60,7 +104,7 @@ fn data_mounts(ctx: &Context<'_>) -> Result<Vec<DataMount>, Box<Outcome>> {
         {
             chosen.push(DataMount {
                 mount: mount.clone(),
-                declared: true,
+                scope: Scope::Declared,
             });
         }
     }
@@ -87,6 +131,13 @@ fn none_message(ctx: &Context<'_>) -> Outcome {
     }
 }
 
+/// The outcome when NFS mounts exist but none is a data mount.
+fn no_data_message(others: usize) -> Outcome {
+    Outcome::not_applicable(format!(
+        "no nfs data mount: {others} nfs mount(s) neither use nor ask for rdma and none is declared with --mount (see NFS001)"
+    ))
+}
+
 /// Adds the mount line as evidence.
 fn mount_evidence(outcome: Outcome, mount: &NfsMount) -> Outcome {
     outcome
@@ -111,13 +162,16 @@ fn per_mount(
     let mounts = need!(data_mounts(ctx));
     let outcomes: Vec<Outcome> = mounts
         .iter()
+        .filter(|m| m.is_data())
         .filter(|m| which == Mounts::All || m.mount.is_rdma())
         .map(|m| mount_evidence(judge(&m.mount), &m.mount))
         .collect();
     if !outcomes.is_empty() {
         return outcomes;
     }
+    let others = mounts.iter().filter(|m| !m.is_data()).count();
     vec![match which {
+        _ if others > 0 => no_data_message(others),
         Mounts::All => none_message(ctx),
         Mounts::RdmaOnly => Outcome::not_applicable("no nfs data mount over rdma"),
     }]
@@ -181,17 +235,139 @@ fn remount_with(mount: &NfsMount, options: &str) -> String {
 const RDMA_OPTIONS: &str = "proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard";
 
 declare_check! {
+    /// Every declared data mount is mounted.
+    ///
+    /// ## What it checks
+    /// Each path given with `--mount` (the profile's `mounts`), of any file
+    /// system, against the mount table (`/proc/self/mountinfo`, else
+    /// `/proc/mounts`): it passes when the path is a mount point or lies
+    /// below one other than `/`. It fails when `/etc/fstab` mounts the path
+    /// (or a directory above it) and that mount is not in the table, and
+    /// when only the root file system holds the path: a data mount that is
+    /// not mounted reads through to whatever is below it, and judging that
+    /// (ext4 on the boot disk) would pass a data path that does not exist.
+    /// Without a mount table it is `unknown`. The NFS, NVMe device-mapper
+    /// and GPUDirect Storage checks of declared mounts are `blocked` while
+    /// it fails.
+    ///
+    /// ## Why it matters
+    /// A training job pointed at an unmounted data directory reads an empty
+    /// directory, or fills the root disk with checkpoints. A mount that
+    /// failed at boot (an NFS server that was down, `rpcrdma` not loaded
+    /// for `proto=rdma`) leaves no error anywhere but the boot log.
+    ///
+    /// ## How to fix
+    /// `mount <path>` when `/etc/fstab` has it (`journalctl -b` shows why it
+    /// failed at boot; `modprobe rpcrdma` first for NFS over RDMA);
+    /// otherwise mount the data file system there and add it to
+    /// `/etc/fstab`. Declare `/` if the data is meant to live on the root
+    /// file system.
+    pub static DATA_MOUNT_MISSING = {
+        id: "NFS007",
+        name: "data-mount-not-mounted",
+        group: Nfs,
+        severity: Error,
+        requires: [],
+        run: data_mount_missing,
+    };
+}
+
+fn data_mount_missing(ctx: &Context<'_>) -> Vec<Outcome> {
+    if ctx.profile.mounts.is_empty() {
+        return vec![Outcome::not_applicable(
+            "no data mounts declared (--mount PATH)",
+        )];
+    }
+    let facts = &ctx.facts.mounts;
+    let source = match &facts.table {
+        Err(gap) => return vec![Outcome::gap(gap)],
+        Ok(None) => {
+            return vec![Outcome::unknown(
+                "no mount table (/proc/self/mountinfo and /proc/mounts absent): cannot tell whether the data mounts are mounted",
+            )];
+        }
+        Ok(Some(table)) => table.source,
+    };
+    ctx.profile
+        .mounts
+        .iter()
+        .map(|path| {
+            let Some(placement) = facts.place(path) else {
+                return Outcome::unknown("mount table unknown").subject(path.clone());
+            };
+            let outcome = match placement {
+                Placement::MountPoint(entry) => {
+                    Outcome::pass(format!("{} {} mounted here", entry.fstype, entry.source))
+                        .evidence(source, entry.line.clone())
+                }
+                Placement::Under(entry) => Outcome::pass(format!(
+                    "on {} {} mounted at {}",
+                    entry.fstype, entry.source, entry.mount_point
+                ))
+                .evidence(source, entry.line.clone()),
+                Placement::FstabNotMounted { fstab, holder } => {
+                    let rdma = fstab.options.has("rdma") || fstab.options.get("proto") == Some("rdma");
+                    let mut fix = Remediation::new(format!(
+                        "mount {} as /etc/fstab says; the boot log tells why it failed",
+                        fstab.mount_point
+                    ));
+                    if rdma {
+                        fix = fix.command("modprobe rpcrdma   # nfs over rdma needs it before mounting");
+                    }
+                    fix = fix
+                        .command(join(["mount", &fstab.mount_point]))
+                        .command(format!(
+                            "journalctl -b | grep -i -- {}",
+                            quote(&fstab.mount_point)
+                        ));
+                    Outcome::fail(format!(
+                        "/etc/fstab mounts {} {} at {}, but it is not mounted: the path reads {} {} at {} instead",
+                        fstab.fstype, fstab.source, fstab.mount_point, holder.fstype, holder.source, holder.mount_point
+                    ))
+                    .evidence(FSTAB, fstab.line.clone())
+                    .evidence(source, holder.line.clone())
+                    .fix(fix)
+                }
+                Placement::OnRoot(root) => Outcome::fail(format!(
+                    "not a mount point: the path reads the root file system ({} {}), not a data mount",
+                    root.fstype, root.source
+                ))
+                .evidence(source, root.line.clone())
+                .evidence(FSTAB, format!("<no entry for {path}>"))
+                .fix(
+                    Remediation::new(
+                        "mount the data file system at this path and add it to /etc/fstab, or declare / if the data is meant to live on the root file system",
+                    )
+                    .command(join(["findmnt", "--target", path])),
+                ),
+                Placement::Unmounted => Outcome::unknown(format!(
+                    "no mount in {source} holds the path, not even /: a partial mount table"
+                )),
+            };
+            outcome.subject(path.clone())
+        })
+        .collect()
+}
+
+declare_check! {
     /// NFS data mounts run over RDMA.
     ///
     /// ## What it checks
-    /// Every NFS data mount (those given with `--mount`, else every `nfs`
-    /// and `nfs4` mount) in `/proc/self/mountinfo` (or `/proc/mounts`):
-    /// the transport in its options (`proto=rdma` or `rdma`), the
-    /// `xprt:` lines of its `/proc/self/mountstats` block (the transports
-    /// the RPC client really uses), and its `/etc/fstab` entry. It fails
-    /// when a data mount is not on RDMA, and when RDMA was asked for (in
-    /// fstab or the options) but the transports in effect are TCP: the
-    /// silent fallback. Undeclared TCP mounts are reported as `info`.
+    /// Every `nfs` and `nfs4` mount in `/proc/self/mountinfo` (or
+    /// `/proc/mounts`, or `/proc/self/mountstats` alone): the transport in
+    /// its options (`proto=rdma` or `rdma`), the `xprt:` lines of its
+    /// `/proc/self/mountstats` block (the transports the RPC client really
+    /// uses), and its `/etc/fstab` entry.
+    ///
+    /// The data mounts, the one scope of every NFS check: with `--mount`,
+    /// the NFS mounts that hold a declared path; without, the NFS mounts
+    /// that use RDMA (options or transports) or that `/etc/fstab` asks to
+    /// (and every NFS mount when `--expect-nfs-rdma true`). It fails when a
+    /// data mount is not on RDMA as declared or expected, and when RDMA was
+    /// asked for (in fstab or the options) but the transports in effect are
+    /// TCP: the silent fallback. Other NFS mounts (home directories over
+    /// TCP) are listed as `info`, not data mounts, and the other NFS checks
+    /// leave them alone.
     ///
     /// ## Why it matters
     /// Over TCP every byte crosses the host CPU and memory: one core per
@@ -210,7 +386,7 @@ declare_check! {
         name: "nfs-not-rdma",
         group: Nfs,
         severity: Error,
-        requires: [],
+        requires: [DATA_MOUNT_MISSING],
         run: nfs_not_rdma,
     };
 }
@@ -222,7 +398,7 @@ fn nfs_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     mounts
         .iter()
-        .map(|DataMount { mount, declared }| {
+        .map(|DataMount { mount, scope }| {
             let proto = mount.proto().unwrap_or("tcp").to_owned();
             let summary = transports_summary(mount);
             let xprt_rdma = mount.stats.as_ref().map(|s| s.transports_of("rdma"));
@@ -233,7 +409,7 @@ fn nfs_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
             let wanted = ctx
                 .profile
                 .nfs_rdma
-                .unwrap_or(*declared || mount.fstab_wants_rdma());
+                .unwrap_or(*scope == Scope::Declared || mount.fstab_wants_rdma());
             let mut outcome = if mount.is_rdma() && has_xprts && xprt_rdma == Some(0) {
                 Outcome::fail(format!(
                     "options ask for rdma but the transports in effect are {}: silent fallback",
@@ -259,7 +435,7 @@ fn nfs_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
                 .fix(remount(mount, RDMA_OPTIONS))
             } else {
                 Outcome::info(format!(
-                    "nfs over {proto}; declare it with --mount if it carries training data"
+                    "nfs over {proto}, not a data mount: it neither uses nor asks for rdma; declare it with --mount if it carries training data"
                 ))
             };
             outcome = mount_evidence(outcome, mount);
@@ -278,7 +454,7 @@ declare_check! {
     /// NFS over RDMA mounts use port 20049.
     ///
     /// ## What it checks
-    /// The `port=` option of every NFS data mount on RDMA, as the kernel
+    /// The `port=` option of every NFS data mount (NFS001's scope) on RDMA, as the kernel
     /// shows it in `/proc/self/mountinfo`: 20049 passes, another port warns.
     ///
     /// ## Why it matters
@@ -318,7 +494,7 @@ declare_check! {
     /// NFS over RDMA mounts have as many RDMA transports as `nconnect` asks.
     ///
     /// ## What it checks
-    /// For every NFS data mount on RDMA, the `nconnect=` option (1 when
+    /// For every NFS data mount (NFS001's scope) on RDMA, the `nconnect=` option (1 when
     /// absent) against the number of `xprt: rdma` lines in the mount's
     /// `/proc/self/mountstats` block, one per transport (queue pair). Fewer
     /// transports than asked warns; `nconnect` unset is reported as `info`.
@@ -378,7 +554,8 @@ declare_check! {
     /// NFS data mounts transfer at least 1 MiB per read and write.
     ///
     /// ## What it checks
-    /// `rsize=` and `wsize=` of every NFS data mount, as negotiated with
+    /// `rsize=` and `wsize=` of every NFS data mount (NFS001's scope: not
+    /// a home directory over TCP that nothing declares), as negotiated with
     /// the server and shown in `/proc/self/mountinfo`: both at least
     /// 1 MiB (1048576) passes.
     ///
@@ -395,7 +572,7 @@ declare_check! {
         name: "nfs-rsize-small",
         group: Nfs,
         severity: Warning,
-        requires: [],
+        requires: [DATA_MOUNT_MISSING],
         run: nfs_io_size,
     };
 }
@@ -513,7 +690,7 @@ declare_check! {
     /// NFS data mounts are `hard` mounts.
     ///
     /// ## What it checks
-    /// The `soft` and `softerr` options of every NFS data mount in
+    /// The `soft` and `softerr` options of every NFS data mount (NFS001's scope) in
     /// `/proc/self/mountinfo`; `hard` (the default) passes.
     ///
     /// ## Why it matters
@@ -530,7 +707,7 @@ declare_check! {
         name: "nfs-soft-mount",
         group: Nfs,
         severity: Warning,
-        requires: [],
+        requires: [DATA_MOUNT_MISSING],
         run: nfs_soft,
     };
 }

@@ -332,6 +332,9 @@ declare_check! {
     /// global `/sys/module/nvme_core/parameters/iopolicy`) against the
     /// expected value (`--expect-iopolicy`). Without an expectation, `numa`
     /// on a fabric subsystem with several controllers is reported as `info`.
+    /// Neither file present is `unknown`, and the message names both files
+    /// and what `nvme_core`'s `multipath` parameter or the per-path devices
+    /// (`nvme<S>c<C>n<N>`) show of native multipath.
     ///
     /// ## Why it matters
     /// `numa` sends all I/O from one NUMA node down one path; with several
@@ -368,10 +371,11 @@ fn iopolicy(ctx: &Context<'_>) -> Vec<Outcome> {
     relevant
         .into_iter()
         .map(|subsystem| {
+            let own = format!("{}/iopolicy", subsystem.dir());
             let (source, policy) = match (&subsystem.iopolicy, global) {
-                (Some(policy), _) => (format!("{}/iopolicy", subsystem.dir()), Some(policy.as_str())),
+                (Some(policy), _) => (own.clone(), Some(policy.as_str())),
                 (None, Some(policy)) => (IOPOLICY_PARAM.to_owned(), Some(policy)),
-                (None, None) => (format!("{}/iopolicy", subsystem.dir()), None),
+                (None, None) => (own.clone(), None),
             };
             let fix = |want: &str| {
                 Remediation::new(format!("set the {want} i/o policy now and at every connect"))
@@ -382,7 +386,7 @@ fn iopolicy(ctx: &Context<'_>) -> Vec<Outcome> {
                     ))
             };
             let outcome = match (policy, expected) {
-                (None, _) => Outcome::unknown("no iopolicy attribute: kernel without nvme native multipath"),
+                (None, _) => no_iopolicy(ctx.facts, subsystem, &own),
                 (Some(policy), Some(want)) if policy == want => Outcome::pass(format!("iopolicy {policy} as expected")),
                 (Some(policy), Some(want)) => Outcome::warn(format!("iopolicy {policy}, expected {want}")).fix(fix(want)),
                 (Some("numa"), None) if subsystem.is_fabric() && subsystem.controllers.len() > 1 => Outcome::info(format!(
@@ -393,9 +397,43 @@ fn iopolicy(ctx: &Context<'_>) -> Vec<Outcome> {
                 .fix(fix("round-robin")),
                 (Some(policy), None) => Outcome::pass(format!("iopolicy {policy}")),
             };
-            outcome.evidence(source, policy.unwrap_or("<missing>")).subject(subsystem.name.clone())
+            let outcome = if policy.is_none() {
+                outcome.evidence(own, "<missing>").evidence(IOPOLICY_PARAM, "<missing>")
+            } else {
+                outcome.evidence(source, policy.unwrap_or_default())
+            };
+            outcome.subject(subsystem.name.clone())
         })
         .collect()
+}
+
+/// Why a subsystem shows no I/O policy, by what was read: native multipath
+/// off (the parameter says `N`), on (the parameter says `Y`, or per-path
+/// devices exist) so the files were only not captured, or not known.
+fn no_iopolicy(facts: &Facts, subsystem: &NvmeSubsystem, own: &str) -> Outcome {
+    let path_device = subsystem
+        .controllers
+        .iter()
+        .flat_map(|c| &c.paths)
+        .find(|p| p.name.contains('c'));
+    match (nvme_core_param(facts, "multipath"), path_device) {
+        (Some("N" | "n" | "0"), _) => Outcome::unknown(format!(
+            "no iopolicy: native multipath is off ({MULTIPATH_PARAM} = N), so the kernel keeps no policy (see NVME001)"
+        ))
+        .evidence(MULTIPATH_PARAM, "N"),
+        (_, Some(path)) => Outcome::unknown(format!(
+            "{own} and {IOPOLICY_PARAM} are absent although native multipath is on (path device {} exists): not captured",
+            path.name
+        ))
+        .evidence(path.dir.clone(), "present"),
+        (Some(value), None) => Outcome::unknown(format!(
+            "{own} and {IOPOLICY_PARAM} are absent although {MULTIPATH_PARAM} is {value}: not captured"
+        ))
+        .evidence(MULTIPATH_PARAM, value),
+        (None, None) => Outcome::unknown(format!(
+            "{own} and {IOPOLICY_PARAM} are absent, and neither {MULTIPATH_PARAM} nor a path device shows whether native multipath is on"
+        )),
+    }
 }
 
 declare_check! {
@@ -522,7 +560,8 @@ declare_check! {
     /// GPUDirect Storage data paths are not on device-mapper.
     ///
     /// ## What it checks
-    /// For every data mount given with `--mount`: the block device of its
+    /// For every data mount given with `--mount` (once NFS007 found it
+    /// mounted): the block device of its
     /// mount (`/proc/self/mountinfo` major:minor or `/dev/mapper/…` source)
     /// and, when it is a device-mapper device, its chain through
     /// `/sys/block/dm-*/slaves` and `dm/uuid`. dm-multipath (`mpath-`),
@@ -543,7 +582,7 @@ declare_check! {
         name: "dm-multipath-under-gds",
         group: Nvme,
         severity: Warning,
-        requires: [],
+        requires: [crate::checks::nfs::DATA_MOUNT_MISSING],
         run: dm_under_gds,
     };
 }
@@ -570,7 +609,15 @@ fn dm_under_gds(ctx: &Context<'_>) -> Vec<Outcome> {
         .mounts
         .iter()
         .map(|path| {
-            let Some(entry) = facts.mounts.mount_of(path) else {
+            let entry = match facts.mounts.place(path) {
+                Some(placement) if placement.is_mounted() => placement.entry(),
+                Some(_) => {
+                    return Outcome::unknown("not mounted (see NFS007): no device to judge")
+                        .subject(path.clone());
+                }
+                None => None,
+            };
+            let Some(entry) = entry else {
                 return Outcome::unknown("mount table unknown").subject(path.clone());
             };
             let line = (facts.mounts.table.as_ref().ok().and_then(Option::as_ref).map_or("/proc/self/mountinfo", |t| t.source), entry.line.clone());

@@ -16,7 +16,7 @@ use crate::fix::{join, write_to};
 const ROCE_MIN_MTU: u32 = 4200;
 
 /// The priority RoCE traffic commonly uses when the profile does not say.
-const DEFAULT_ROCE_PRIORITY: u8 = 3;
+pub(crate) const DEFAULT_ROCE_PRIORITY: u8 = 3;
 
 /// A RoCE port's netdev as `/sys/class/net` shows it.
 struct RoceNetdev<'a> {

@@ -17,15 +17,80 @@ use crate::declare_check;
 use crate::fix::{join, quote};
 
 /// Whether RDMA is part of the data path: as the profile says, else when
-/// the host has an RDMA device or a Mellanox/NVIDIA network controller.
+/// the host shows it in use or in place ([`rdma_evidence`]).
 pub(crate) fn wants_rdma(ctx: &Context<'_>) -> bool {
     ctx.profile
         .rdma
-        .unwrap_or_else(|| !ctx.facts.rdma.list().is_empty() || needs_mlx5(ctx))
+        .unwrap_or_else(|| rdma_evidence(ctx).is_some())
 }
 
-/// Whether the host has ConnectX-4 or later functions (or `mlx5` RDMA
-/// devices), which need the `mlx5` modules.
+/// Loaded modules that exist only to run RDMA: a verbs provider of an
+/// RDMA NIC, or a consumer of RDMA (NFS and NVMe over RDMA, the user
+/// verbs and RDMA-CM interfaces). `ib_core` alone is not among them:
+/// distributions load it with any NIC driver that can offer RDMA.
+const RDMA_MODULES: [&str; 9] = [
+    "mlx5_ib",
+    "mlx4_ib",
+    "irdma",
+    "bnxt_re",
+    "rpcrdma",
+    "xprtrdma",
+    "nvme_rdma",
+    "ib_uverbs",
+    "rdma_ucm",
+];
+
+/// What shows that this host uses RDMA, as a reason for messages: an RDMA
+/// device, a Mellanox/NVIDIA network controller, an NFS mount over RDMA,
+/// an NVMe-oF controller over RDMA, or a loaded RDMA module
+/// ([`RDMA_MODULES`] or `mlx5_core`, from `/proc/modules`: loaded, not
+/// built in).
+pub(crate) fn rdma_evidence(ctx: &Context<'_>) -> Option<String> {
+    let facts = ctx.facts;
+    if let Some(device) = facts.rdma.list().first() {
+        return Some(format!("rdma device {}", device.name));
+    }
+    if let Some(nic) = facts
+        .pci
+        .list()
+        .iter()
+        .find(|d| d.is_nic() && d.vendor == Some(vendor::MELLANOX))
+    {
+        return Some(format!(
+            "mellanox/nvidia network controller {}",
+            nic.address
+        ));
+    }
+    if let Some(mount) = facts.mounts.nfs_mounts().into_iter().find(|m| {
+        m.is_rdma()
+            || m.stats
+                .as_ref()
+                .is_some_and(|s| s.transports_of("rdma") > 0)
+    }) {
+        return Some(format!("nfs mount {} over rdma", mount.mount_point));
+    }
+    if let Some(controller) = facts
+        .nvme
+        .list()
+        .iter()
+        .flat_map(|s| &s.controllers)
+        .find(|c| c.transport.as_deref() == Some("rdma"))
+    {
+        return Some(format!("nvme-of controller {} over rdma", controller.name));
+    }
+    if let Ok(Some(modules)) = &facts.modules
+        && let Some(name) = RDMA_MODULES
+            .iter()
+            .chain(&["mlx5_core"])
+            .find(|name| modules.get(name).is_some_and(|m| m.loadable))
+    {
+        return Some(format!("module {name} loaded"));
+    }
+    None
+}
+
+/// Whether the host has ConnectX-4 or later functions, `mlx5_*` RDMA
+/// devices or a loaded `mlx5_core`, which need the `mlx5` modules.
 fn needs_mlx5(ctx: &Context<'_>) -> bool {
     ctx.facts
         .rdma
@@ -39,6 +104,7 @@ fn needs_mlx5(ctx: &Context<'_>) -> bool {
                     .device
                     .is_some_and(|id| nic::MLX4_DEVICE_IDS.contains(&id))
         })
+        || matches!(&ctx.facts.modules, Ok(Some(modules)) if modules.get("mlx5_core").is_some_and(|m| m.loadable))
 }
 
 /// Every port of every RDMA device, with its device.
@@ -89,9 +155,15 @@ declare_check! {
     /// Looks up `mlx5_core`, `ib_core`, `mlx5_ib`, `ib_uverbs`, `rdma_cm`
     /// and `rdma_ucm` in `/proc/modules` and `/sys/module` (built-in code
     /// counts as loaded). The `mlx5` pair is required when the host has a
-    /// ConnectX-4 or later function or an `mlx5_*` RDMA device; the core
-    /// modules whenever RDMA is on the data path (an RDMA device or a
-    /// Mellanox/NVIDIA NIC exists, or the profile says so). A missing module
+    /// ConnectX-4 or later function, an `mlx5_*` RDMA device or a loaded
+    /// `mlx5_core`; the core modules whenever RDMA is on the data path: the
+    /// profile says so, or (without the profile saying) the host has an
+    /// RDMA device (`/sys/class/infiniband`), a Mellanox/NVIDIA network
+    /// controller, an NFS mount over RDMA (`proto=rdma`, or `xprt: rdma`
+    /// in `/proc/self/mountstats`), an NVMe-oF controller over RDMA, or a
+    /// loaded RDMA module (`mlx5_ib`, `mlx4_ib`, `irdma`, `bnxt_re`,
+    /// `rpcrdma`, `xprtrdma`, `nvme_rdma`, `ib_uverbs`, `rdma_ucm` in
+    /// `/proc/modules`). The reason RDMA is wanted is shown. A missing module
     /// whose own dependencies are loaded is the root cause and fails; the
     /// modules that cannot load because of it are named in the same finding.
     /// `/sys/module/<m>/version` tells DOCA/MLNX_OFED builds from inbox ones.
@@ -121,14 +193,23 @@ declare_check! {
 }
 
 fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
-    if !wants_rdma(ctx) {
-        return vec![Outcome::not_applicable(
-            "no rdma device or mellanox nic, and rdma not expected",
-        )];
-    }
-    let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
-        "/proc/modules and /sys/module are absent: cannot tell which modules are loaded"
-    )));
+    let reason = match ctx.profile.rdma {
+        Some(true) => "the profile expects rdma".to_owned(),
+        Some(false) => {
+            return vec![Outcome::not_applicable("rdma not expected (profile)")];
+        }
+        None => match rdma_evidence(ctx) {
+            Some(reason) => format!("rdma in use: {reason}"),
+            None => {
+                return vec![Outcome::not_applicable(
+                    "no rdma device, mellanox nic, rdma mount or rdma module, and rdma not expected",
+                )];
+            }
+        },
+    };
+    let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(format!(
+        "{reason}, but /proc/modules and /sys/module are absent: cannot tell which modules are loaded"
+    ))));
     let mlx5 = needs_mlx5(ctx);
     let required: Vec<(&str, &[&str])> = STACK
         .iter()
@@ -143,7 +224,7 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
     if missing.is_empty() {
         let loaded: Vec<String> = required.iter().map(|(n, _)| describe(modules, n)).collect();
         return vec![
-            Outcome::pass(format!("{} loaded", loaded.join(", ")))
+            Outcome::pass(format!("{} loaded ({reason})", loaded.join(", ")))
                 .evidence("/proc/modules", loaded.join(" ")),
         ];
     }
@@ -157,9 +238,9 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|root| {
             let blocked: Vec<&str> = missing.iter().copied().filter(|m| *m != root && depends_on(m, root)).collect();
             let message = if blocked.is_empty() {
-                format!("{root} is not loaded")
+                format!("{root} is not loaded ({reason})")
             } else {
-                format!("{root} is not loaded, so {} cannot load either", blocked.join(", "))
+                format!("{root} is not loaded, so {} cannot load either ({reason})", blocked.join(", "))
             };
             let load = join(["modprobe", "-a", root].into_iter().chain(blocked.iter().copied()));
             Outcome::fail(message)
@@ -352,7 +433,9 @@ declare_check! {
     /// `/sys/class/infiniband/<dev>/ports/<p>`: `4: ACTIVE` and `5: LinkUp`
     /// pass. A port without a `state` file, or a state whose number and name
     /// disagree, is `unknown`. When the profile expects RDMA and no device
-    /// exists, it fails.
+    /// exists, it fails. It reads the state of every port of every device
+    /// (VFs included) at one instant: a link that flaps between two runs
+    /// reads ACTIVE; RDMA008 judges what the port's counters saw.
     ///
     /// ## Why it matters
     /// A port in `1: DOWN`/`2: Polling` has no cable or no peer; `2: INIT`

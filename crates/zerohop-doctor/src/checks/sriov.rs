@@ -229,7 +229,7 @@ declare_check! {
     /// ## What it checks
     /// For every VF of an RDMA NIC, its `driver` link and whether an RDMA
     /// device in `/sys/class/infiniband` points at it. When RDMA is on the
-    /// data path, `vfio-pci` or no driver fails (the VF is handed to a VM or
+    /// data path (as RDMA001 decides), `vfio-pci` or no driver fails (the VF is handed to a VM or
     /// to nothing); a VF on `mlx5_core` without an RDMA device fails.
     /// Findings are grouped per physical function and reason.
     ///

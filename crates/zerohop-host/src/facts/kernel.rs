@@ -1,9 +1,46 @@
-//! Boot parameters, CPU vendor, CPU isolation, io_uring policy, memlock.
+//! Boot parameters, CPU vendor, kernel release and uptime, IOMMU domain
+//! types, CPU isolation, io_uring policy, memlock.
 
-use crate::facts::{Fact, Gap, read_parsed};
+use std::collections::BTreeMap;
+
+use crate::facts::{Fact, Gap, clip, read_parsed};
 use crate::parse::cmdline::Cmdline;
 use crate::parse::cpuset::CpuSet;
+use crate::parse::nvidia::kernel_version;
 use crate::root::HostRoot;
+
+/// The running kernel's release, as `uname -r` prints it.
+pub const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+/// The kernel's banner (`Linux version 6.17.0-1014-nvidia (buildd@…) …`),
+/// read for the release when `/proc/sys` was not captured.
+pub const PROC_VERSION: &str = "/proc/version";
+/// Seconds since boot, then idle seconds.
+pub const UPTIME: &str = "/proc/uptime";
+/// The IOMMU groups; each has a `type` file (Linux 5.11 and later).
+pub const IOMMU_GROUPS: &str = "/sys/kernel/iommu_groups";
+
+/// The most IOMMU groups whose `type` is read: real hosts have a few
+/// hundred, one per isolated function.
+const MAX_IOMMU_GROUPS: usize = 4096;
+
+/// The running kernel's release and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRelease {
+    /// `6.8.0-45-generic`.
+    pub text: String,
+    /// [`OSRELEASE`] or [`PROC_VERSION`].
+    pub source: &'static str,
+    /// Major and minor (`(6, 8)`), when the release starts with them.
+    pub version: Option<(u32, u32)>,
+}
+
+impl KernelRelease {
+    /// Whether the release is known to be older than `major.minor`;
+    /// `None` when its numbers could not be read.
+    pub fn older_than(&self, major: u32, minor: u32) -> Option<bool> {
+        self.version.map(|version| version < (major, minor))
+    }
+}
 
 /// The CPU vendor, which decides the IOMMU parameter names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +109,17 @@ pub struct KernelFacts {
     pub iommu_units: Fact<Vec<String>>,
     /// The memlock limit of this process; `None` unless the root is live.
     pub memlock: Option<Fact<Memlock>>,
+    /// The running kernel's release, from [`OSRELEASE`] or [`PROC_VERSION`].
+    pub release: Fact<KernelRelease>,
+    /// Whole seconds since boot, from [`UPTIME`].
+    pub uptime_seconds: Fact<u64>,
+    /// The default domain type of each IOMMU group
+    /// (`/sys/kernel/iommu_groups/<g>/type`): `identity` (DMA passes
+    /// through untranslated), `DMA` or `DMA-FQ` (translated), `unmanaged`
+    /// (owned by VFIO or another user), `blocked`. `Ok(None)` when the
+    /// directory is absent; groups without a `type` file (kernels before
+    /// 5.11) are left out.
+    pub iommu_group_types: Fact<BTreeMap<u32, String>>,
 }
 
 impl KernelFacts {
@@ -104,8 +152,73 @@ impl KernelFacts {
             },
             iommu_units: root.list("/sys/class/iommu").map_err(Gap::from),
             memlock: root.is_live().then(|| memlock(root)),
+            release: release(root),
+            uptime_seconds: read_parsed(root, UPTIME, parse_uptime),
+            iommu_group_types: iommu_group_types(root),
         }
     }
+}
+
+fn release(root: &HostRoot) -> Fact<KernelRelease> {
+    if let Some(text) = root.read_value(OSRELEASE)?.filter(|t| !t.is_empty()) {
+        return Ok(Some(KernelRelease {
+            version: kernel_version(&text),
+            text,
+            source: OSRELEASE,
+        }));
+    }
+    let Some(banner) = root.read_value(PROC_VERSION)? else {
+        return Ok(None);
+    };
+    let text = release_of_banner(&banner).ok_or_else(|| {
+        Gap::malformed(
+            PROC_VERSION,
+            format!("no `Linux version <release>` in `{}`", clip(&banner)),
+        )
+    })?;
+    Ok(Some(KernelRelease {
+        version: kernel_version(text),
+        text: text.to_owned(),
+        source: PROC_VERSION,
+    }))
+}
+
+/// The release in the kernel's banner: the word after `Linux version`.
+pub fn release_of_banner(banner: &str) -> Option<&str> {
+    banner
+        .trim_start()
+        .strip_prefix("Linux version ")?
+        .split_whitespace()
+        .next()
+}
+
+/// The whole seconds of `/proc/uptime`'s first field (`350735.47 234388.90`).
+pub fn parse_uptime(text: &str) -> Result<u64, String> {
+    let first = text.split_whitespace().next().unwrap_or("");
+    let whole = first.split('.').next().unwrap_or("");
+    whole
+        .parse::<u64>()
+        .map_err(|_| "expected seconds since boot".to_owned())
+}
+
+fn iommu_group_types(root: &HostRoot) -> Fact<BTreeMap<u32, String>> {
+    let Some(names) = root.list(IOMMU_GROUPS)? else {
+        return Ok(None);
+    };
+    let mut types = BTreeMap::new();
+    for (group, name) in names
+        .iter()
+        .filter_map(|name| name.parse::<u32>().ok().map(|group| (group, name)))
+        .take(MAX_IOMMU_GROUPS)
+    {
+        if let Some(kind) = root
+            .read_value(&format!("{IOMMU_GROUPS}/{name}/type"))?
+            .filter(|kind| !kind.is_empty())
+        {
+            types.insert(group, kind);
+        }
+    }
+    Ok(Some(types))
 }
 
 /// An empty `isolated` file means "nothing isolated", which reads the same
@@ -167,4 +280,32 @@ pub fn memlock(root: &HostRoot) -> Fact<Memlock> {
         hard_bytes,
         cap_ipc_lock: zerohop_known::memlock::has_cap_ipc_lock(&status),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_banner_or_uptime_parses_without_panic(text in "(?s).{0,80}") {
+            let _ = release_of_banner(&text);
+            let _ = parse_uptime(&text);
+        }
+    }
+
+    #[test]
+    fn banners_and_uptimes() {
+        assert_eq!(
+            release_of_banner(
+                "Linux version 6.17.0-1014-nvidia (buildd@bos03-arm64-009) (gcc 13.3.0) #14-Ubuntu SMP"
+            ),
+            Some("6.17.0-1014-nvidia")
+        );
+        assert_eq!(release_of_banner("Darwin 23.0"), None);
+        assert_eq!(parse_uptime("350735.47 234388.90\n"), Ok(350_735));
+        assert!(parse_uptime("soon").is_err());
+    }
 }

@@ -1,4 +1,7 @@
-//! Meminfo, hugepage pools and transparent hugepages.
+//! Meminfo (host-wide and per NUMA node), hugepage pools and transparent
+//! hugepages.
+
+use std::collections::BTreeMap;
 
 use crate::facts::{Fact, Gap, read_parsed};
 use crate::parse::meminfo::Meminfo;
@@ -39,6 +42,10 @@ pub struct MemoryFacts {
     pub thp_enabled: Fact<String>,
     /// `/sys/kernel/mm/transparent_hugepage/defrag`, the option in effect.
     pub thp_defrag: Fact<String>,
+    /// `MemTotal` of each NUMA node in KiB, from
+    /// `/sys/devices/system/node/node<N>/meminfo`; nodes without the
+    /// field are left out. `Ok(None)` when the node directory is absent.
+    pub node_memtotal_kib: Fact<BTreeMap<u32, u64>>,
 }
 
 impl MemoryFacts {
@@ -52,6 +59,23 @@ impl MemoryFacts {
             hugepages: pools(root, "/sys/kernel/mm/hugepages"),
             thp_enabled: choice(root, "/sys/kernel/mm/transparent_hugepage/enabled"),
             thp_defrag: choice(root, "/sys/kernel/mm/transparent_hugepage/defrag"),
+            node_memtotal_kib: node_memtotal(root),
+        }
+    }
+
+    /// `MemTotal` of `/proc/meminfo` in KiB, when read.
+    pub fn total_kib(&self) -> Option<u64> {
+        match &self.meminfo {
+            Ok(Some(meminfo)) => meminfo.get("MemTotal"),
+            _ => None,
+        }
+    }
+
+    /// `MemTotal` of NUMA node `node` in KiB, when read.
+    pub fn node_total_kib(&self, node: u32) -> Option<u64> {
+        match &self.node_memtotal_kib {
+            Ok(Some(nodes)) => nodes.get(&node).copied(),
+            _ => None,
         }
     }
 
@@ -62,6 +86,25 @@ impl MemoryFacts {
             _ => None,
         }
     }
+}
+
+fn node_memtotal(root: &HostRoot) -> Fact<BTreeMap<u32, u64>> {
+    const DIR: &str = "/sys/devices/system/node";
+    let Some(names) = root.list(DIR)? else {
+        return Ok(None);
+    };
+    let mut totals = BTreeMap::new();
+    for (node, name) in names
+        .iter()
+        .filter_map(|name| Some((name.strip_prefix("node")?.parse::<u32>().ok()?, name)))
+    {
+        if let Some(text) = root.read(&format!("{DIR}/{name}/meminfo"))?
+            && let Some(total) = Meminfo::parse(&text).get("MemTotal")
+        {
+            totals.insert(node, total);
+        }
+    }
+    Ok(Some(totals))
 }
 
 /// Reads the `hugepages-<size>kB` pools under `dir`.

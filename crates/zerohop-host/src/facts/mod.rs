@@ -26,17 +26,17 @@ use std::time::Duration;
 use crate::root::{HostRoot, ReadError};
 
 pub use gds::{CufileJson, GdsFacts, LocalAddress, NetDev};
-pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, Memlock};
+pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, KernelRelease, Memlock};
 pub use kernel_log::KernelLog;
 pub use memory::{HugepagePool, MemoryFacts};
 pub use modules::{Module, Modules};
-pub use mounts::{MountFacts, MountTable, NfsMount};
+pub use mounts::{MountFacts, MountTable, NfsMount, Placement};
 pub use net::{NetDevice, NetFacts};
 pub use numa::NumaNode;
 pub use nvidia::NvidiaFacts;
-pub use nvme::{DmDevice, NvmeController, NvmeFacts, NvmePath, NvmeSubsystem};
+pub use nvme::{BlockDevice, DmDevice, NvmeController, NvmeFacts, NvmePath, NvmeSubsystem};
 pub use pci::{PciDevice, PciFacts, PciLink, Sriov};
-pub use rdma::{RdmaDevice, RdmaFacts, RdmaPort};
+pub use rdma::{PortCounters, RdmaDevice, RdmaFacts, RdmaPort};
 
 /// A fact that is present, absent, or present but unusable.
 pub type Fact<T> = Result<Option<T>, Gap>;

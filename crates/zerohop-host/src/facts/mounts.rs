@@ -9,6 +9,9 @@ use crate::root::HostRoot;
 pub const MOUNTINFO: &str = "/proc/self/mountinfo";
 /// The fallback mount table (no device numbers, no per-mount options).
 pub const PROC_MOUNTS: &str = "/proc/mounts";
+/// The same table as this process sees it; `/proc/mounts` links to it on
+/// a live host, and some captures keep only this one.
+pub const SELF_MOUNTS: &str = "/proc/self/mounts";
 /// Per-mount statistics with NFS transports.
 pub const MOUNTSTATS: &str = "/proc/self/mountstats";
 /// The mounts the administrator asked for.
@@ -17,7 +20,7 @@ pub const FSTAB: &str = "/etc/fstab";
 /// The mount table and the file it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountTable {
-    /// [`MOUNTINFO`] or [`PROC_MOUNTS`].
+    /// [`MOUNTINFO`], [`PROC_MOUNTS`] or [`SELF_MOUNTS`].
     pub source: &'static str,
     /// Entries in the kernel's order; a later entry on the same mount
     /// point is mounted over an earlier one.
@@ -35,6 +38,47 @@ impl MountTable {
             .filter(|(_, entry)| contains(&normalize(&entry.mount_point), &path))
             .max_by_key(|(index, entry)| (normalize(&entry.mount_point).len(), *index))
             .map(|(_, entry)| entry)
+    }
+}
+
+/// Where a path the user declared as a data mount is mounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement<'a> {
+    /// The path is a mount point: this (the top one when stacked).
+    MountPoint(&'a MountEntry),
+    /// The path lies below this mount point, which is not `/`.
+    Under(&'a MountEntry),
+    /// `/etc/fstab` mounts `fstab` at the path or above it, below the
+    /// mount that holds the path now, and that mount is not mounted: the
+    /// path falls back to `holder`.
+    FstabNotMounted {
+        /// The `/etc/fstab` entry that is not mounted.
+        fstab: &'a MountEntry,
+        /// The mount that holds the path instead.
+        holder: &'a MountEntry,
+    },
+    /// Only the root file system holds the path: it is no mount of its own.
+    OnRoot(&'a MountEntry),
+    /// No mount in the table holds the path (the table has no `/`).
+    Unmounted,
+}
+
+impl<'a> Placement<'a> {
+    /// The mount the path is on, whatever was meant to be there.
+    pub fn entry(self) -> Option<&'a MountEntry> {
+        match self {
+            Placement::MountPoint(entry) | Placement::Under(entry) | Placement::OnRoot(entry) => {
+                Some(entry)
+            }
+            Placement::FstabNotMounted { holder, .. } => Some(holder),
+            Placement::Unmounted => None,
+        }
+    }
+
+    /// Whether the path is on a mount of its own (a mount point, or below
+    /// one other than `/`), as a data mount must be.
+    pub fn is_mounted(self) -> bool {
+        matches!(self, Placement::MountPoint(_) | Placement::Under(_))
     }
 }
 
@@ -122,6 +166,49 @@ impl MountFacts {
         }
     }
 
+    /// Where the declared data path `path` is mounted, when the mount
+    /// table is known. A path that is no mount point and lies under `/`
+    /// alone is not a data mount: a declared mount that is not mounted
+    /// reads through to the root file system, and must not be judged as
+    /// that file system.
+    pub fn place(&self, path: &str) -> Option<Placement<'_>> {
+        let Ok(Some(table)) = &self.table else {
+            return None;
+        };
+        let wanted = normalize(path);
+        let Some(holder) = table.mount_of(&wanted) else {
+            return Some(Placement::Unmounted);
+        };
+        let holder_point = normalize(&holder.mount_point);
+        if holder_point == wanted {
+            return Some(Placement::MountPoint(holder));
+        }
+        // An fstab mount between the path and its holder that the table
+        // lacks is the mount that was meant to be there.
+        let fstab = match &self.fstab {
+            Ok(Some(entries)) => entries.as_slice(),
+            _ => &[],
+        };
+        let missing = fstab
+            .iter()
+            .filter(|entry| {
+                let point = normalize(&entry.mount_point);
+                point != "/"
+                    && point.len() > holder_point.len()
+                    && contains(&point, &wanted)
+                    && !table
+                        .entries
+                        .iter()
+                        .any(|mounted| normalize(&mounted.mount_point) == point)
+            })
+            .max_by_key(|entry| normalize(&entry.mount_point).len());
+        Some(match missing {
+            Some(fstab) => Placement::FstabNotMounted { fstab, holder },
+            None if holder_point == "/" => Placement::OnRoot(holder),
+            None => Placement::Under(holder),
+        })
+    }
+
     /// Every NFS mount: the table's NFS entries joined with their
     /// mountstats blocks (the n-th entry on a mount point with the n-th
     /// block on it), plus NFS blocks the table lacks (a capture of
@@ -204,10 +291,15 @@ fn table(root: &HostRoot) -> Fact<MountTable> {
             entries: parse_mountinfo(&text),
         }));
     }
-    Ok(root.read(PROC_MOUNTS)?.map(|text| MountTable {
-        source: PROC_MOUNTS,
-        entries: parse_fstab(&text),
-    }))
+    for source in [PROC_MOUNTS, SELF_MOUNTS] {
+        if let Some(text) = root.read(source)? {
+            return Ok(Some(MountTable {
+                source,
+                entries: parse_fstab(&text),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// `path` without trailing slashes (but `/` stays `/`).
@@ -270,6 +362,34 @@ mod tests {
         assert_eq!(nfs[1].evidence.0, MOUNTSTATS);
         assert_eq!(facts.mount_of("/mnt/data/x/y").unwrap().fstype, "nfs");
         assert_eq!(facts.mount_of("/mnt/database").unwrap().fstype, "ext4");
+    }
+
+    #[test]
+    fn declared_paths_are_placed_on_their_own_mounts_or_not() {
+        let (_dir, host) = root(&[
+            (
+                MOUNTINFO,
+                "21 0 252:1 / / rw - ext4 /dev/vda1 rw\n40 21 0:50 / /mnt/data rw - nfs srv:/d rw,proto=rdma\n",
+            ),
+            (FSTAB, "srv:/w /mnt/weights nfs proto=rdma 0 0\n"),
+        ]);
+        let facts = MountFacts::collect(&host);
+        let point = |path| facts.place(path).unwrap();
+        assert!(matches!(point("/mnt/data/"), Placement::MountPoint(e) if e.fstype == "nfs"));
+        assert!(
+            matches!(point("/mnt/data/shard"), Placement::Under(e) if e.mount_point == "/mnt/data")
+        );
+        // Not mounted: the path reads through to the root file system.
+        assert!(
+            matches!(point("/does/not/exist"), Placement::OnRoot(e) if e.source == "/dev/vda1")
+        );
+        assert!(!point("/does/not/exist").is_mounted());
+        // fstab names the mount that is missing.
+        assert!(matches!(
+            point("/mnt/weights/llama"),
+            Placement::FstabNotMounted { fstab, holder } if fstab.mount_point == "/mnt/weights" && holder.mount_point == "/"
+        ));
+        assert!(matches!(point("/"), Placement::MountPoint(_)));
     }
 
     #[test]

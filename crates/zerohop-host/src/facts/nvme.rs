@@ -1,6 +1,7 @@
 //! NVMe subsystems, controllers and multipath paths from
-//! `/sys/class/nvme-subsystem` and `/sys/class/nvme`, and device-mapper
-//! devices from `/sys/block/dm-*`.
+//! `/sys/class/nvme-subsystem` and `/sys/class/nvme`, the block devices of
+//! `/sys/block` with their partitions, and device-mapper devices from
+//! `/sys/block/dm-*`.
 //!
 //! With native multipath (`nvme_core.multipath=Y`) each namespace has one
 //! block device per subsystem (`nvme1n1`, the "head") and one hidden path
@@ -146,6 +147,62 @@ impl DmDevice {
     }
 }
 
+/// A whole block device of `/sys/block` (`nvme0n1`, `sda`, `vda`, `md0`, `dm-0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockDevice {
+    /// The kernel's name.
+    pub name: String,
+    /// `dev`: `major:minor`.
+    pub dev: Option<String>,
+    /// Its partitions: (name, `major:minor`).
+    pub partitions: Vec<(String, Option<String>)>,
+    /// `slaves/*`: the devices underneath (md and device-mapper).
+    pub slaves: Vec<String>,
+    /// Where `/sys/block/<name>` links to, as written
+    /// (`../devices/pci0000:00/0000:00:06.0/0000:04:00.0/nvme/nvme0/nvme0n1`):
+    /// the bus the device hangs on.
+    pub link: Option<String>,
+}
+
+impl BlockDevice {
+    /// Whether the name is an NVMe namespace (`nvme0n1`, or a multipath
+    /// head), which only the NVMe driver gives.
+    pub fn is_nvme(&self) -> bool {
+        path_namespace(&self.name).is_some()
+    }
+
+    /// The NVMe controller (`nvme0`) or subsystem (`nvme-subsys0`, for a
+    /// native multipath head) that the link names, when it names one.
+    pub fn nvme_parent(&self) -> Option<&str> {
+        let link = self.link.as_deref()?;
+        let mut parts = link.split('/').rev().skip(1);
+        let parent = parts.next()?;
+        let class = parts.next()?;
+        matches!(class, "nvme" | "nvme-subsystem").then_some(parent)
+    }
+
+    /// The bus the link shows: `nvme` (a native multipath head too),
+    /// `virtual` (loop, ram, md and device-mapper devices), `virtio`,
+    /// `usb` or `scsi`; `None` when unknown.
+    pub fn bus(&self) -> Option<&'static str> {
+        let link = self.link.as_deref()?;
+        let has = |part: &str| link.split('/').any(|p| p == part || p.starts_with(part));
+        Some(if has("nvme") {
+            "nvme"
+        } else if link.contains("/virtual/") {
+            "virtual"
+        } else if has("virtio") {
+            "virtio"
+        } else if has("usb") {
+            "usb"
+        } else if has("target") || has("host") {
+            "scsi"
+        } else {
+            return None;
+        })
+    }
+}
+
 /// NVMe and block-layer facts.
 #[derive(Debug, Clone)]
 pub struct NvmeFacts {
@@ -153,6 +210,8 @@ pub struct NvmeFacts {
     pub subsystems: Fact<Vec<NvmeSubsystem>>,
     /// Device-mapper devices in `/sys/block`.
     pub device_mapper: Fact<Vec<DmDevice>>,
+    /// Every block device in `/sys/block`; `Ok(None)` when it is absent.
+    pub block: Fact<Vec<BlockDevice>>,
 }
 
 impl NvmeFacts {
@@ -161,7 +220,66 @@ impl NvmeFacts {
         NvmeFacts {
             subsystems: subsystems(root),
             device_mapper: device_mapper(root),
+            block: block_devices(root),
         }
+    }
+
+    /// The block devices, or none when unknown.
+    pub fn block_list(&self) -> &[BlockDevice] {
+        match &self.block {
+            Ok(Some(list)) => list,
+            _ => &[],
+        }
+    }
+
+    /// The block device a mount's source stands on, with the partition
+    /// when it is one: found by the mount's `major:minor` (mountinfo), or
+    /// by its source (`/dev/nvme0n1p2`, `/dev/mapper/<name>`, `/dev/dm-0`).
+    pub fn block_of(
+        &self,
+        dev: Option<&str>,
+        source: &str,
+    ) -> Option<(&BlockDevice, Option<&str>)> {
+        let name = match source.strip_prefix("/dev/mapper/") {
+            Some(mapped) => match &self.device_mapper {
+                Ok(Some(dms)) => dms
+                    .iter()
+                    .find(|dm| dm.dm_name.as_deref() == Some(mapped))
+                    .map(|dm| dm.name.as_str()),
+                _ => None,
+            },
+            None => source.strip_prefix("/dev/"),
+        };
+        self.block_list().iter().find_map(|block| {
+            if dev.is_some() && block.dev.as_deref() == dev || name == Some(block.name.as_str()) {
+                return Some((block, None));
+            }
+            block
+                .partitions
+                .iter()
+                .find(|(part, part_dev)| {
+                    dev.is_some() && part_dev.as_deref() == dev || name == Some(part.as_str())
+                })
+                .map(|(part, _)| (block, Some(part.as_str())))
+        })
+    }
+
+    /// The subsystem whose namespaces include `namespace` (`nvme1n1`).
+    pub fn subsystem_of(&self, namespace: &str) -> Option<&NvmeSubsystem> {
+        self.list()
+            .iter()
+            .find(|s| s.all_namespaces().iter().any(|n| n == namespace))
+    }
+
+    /// The controller named `name` (`nvme0`), with its subsystem.
+    pub fn controller(&self, name: &str) -> Option<(&NvmeSubsystem, &NvmeController)> {
+        self.list().iter().find_map(|subsystem| {
+            subsystem
+                .controllers
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| (subsystem, c))
+        })
     }
 
     /// The subsystems, or none when unknown.
@@ -329,6 +447,47 @@ fn device_mapper(root: &HostRoot) -> Fact<Vec<DmDevice>> {
     ))
 }
 
+/// The most block devices read: hosts with thousands of LUNs exist, and
+/// only the few that hold data mounts are looked up.
+const MAX_BLOCK_DEVICES: usize = 4096;
+
+fn block_devices(root: &HostRoot) -> Fact<Vec<BlockDevice>> {
+    let Some(names) = root.list("/sys/block").map_err(Gap::from)? else {
+        return Ok(None);
+    };
+    let mut devices = Vec::new();
+    for name in names.into_iter().take(MAX_BLOCK_DEVICES) {
+        let dir = format!("/sys/block/{name}");
+        let entries = root.list(&dir).ok().flatten().unwrap_or_default();
+        // A partition is a subdirectory named after the disk (`nvme0n1p2`,
+        // `sda1`) that has its own `dev`.
+        let partitions = entries
+            .iter()
+            .filter(|entry| entry.starts_with(name.as_str()) && **entry != name)
+            .filter_map(|entry| {
+                let dev = value(root, &format!("{dir}/{entry}/dev"));
+                let is_partition = dev.is_some()
+                    || root
+                        .exists(&format!("{dir}/{entry}/partition"))
+                        .unwrap_or(false);
+                is_partition.then(|| (entry.clone(), dev))
+            })
+            .collect();
+        devices.push(BlockDevice {
+            dev: value(root, &format!("{dir}/dev")),
+            slaves: root
+                .list(&format!("{dir}/slaves"))
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+            link: root.read_link(&dir).ok().flatten(),
+            partitions,
+            name,
+        });
+    }
+    Ok(Some(devices))
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -351,6 +510,44 @@ mod tests {
         assert!(is_controller_name("nvme12"));
         assert!(!is_controller_name("nvme"));
         assert!(!is_controller_name("nvme1n1"));
+    }
+
+    #[test]
+    fn block_links_name_their_bus_and_nvme_parent() {
+        let block = |name: &str, link: &str| BlockDevice {
+            name: name.into(),
+            dev: None,
+            partitions: vec![],
+            slaves: vec![],
+            link: Some(link.into()),
+        };
+        // Links as the ghw snapshots in ../shared/corpus hold them.
+        let nvme = block(
+            "nvme0n1",
+            "../devices/pci0000:00/0000:00:06.0/0000:04:00.0/nvme/nvme0/nvme0n1",
+        );
+        assert_eq!(
+            (nvme.bus(), nvme.nvme_parent()),
+            (Some("nvme"), Some("nvme0"))
+        );
+        let head = block(
+            "nvme1n1",
+            "../devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1",
+        );
+        assert_eq!(
+            (head.bus(), head.nvme_parent()),
+            (Some("nvme"), Some("nvme-subsys1"))
+        );
+        let sda = block(
+            "sda",
+            "../devices/pci0000:00/0000:00:01.1/0000:02:00.0/virtio6/host0/target0:0:0/0:0:0:1/block/sda",
+        );
+        assert_eq!(
+            (sda.bus(), sda.nvme_parent(), sda.is_nvme()),
+            (Some("virtio"), None, false)
+        );
+        let dm = block("dm-0", "../devices/virtual/block/dm-0");
+        assert_eq!(dm.bus(), Some("virtual"));
     }
 
     #[test]

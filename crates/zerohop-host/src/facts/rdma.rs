@@ -2,6 +2,10 @@
 //! function and netdev behind each, plus the user/kernel ABI files, the
 //! device nodes in `/dev/infiniband` and RDMA-CM's configfs defaults.
 
+use std::collections::BTreeMap;
+
+use zerohop_known::rdma_counters::{self, Counter, Dir};
+
 use crate::facts::pci::is_address;
 use crate::facts::{Fact, Gap, clip, parallel_map, read_parsed};
 use crate::parse::rdma::{Gid, GidType, LinkLayer, PhysState, PortState, Rate};
@@ -53,6 +57,30 @@ pub struct GidEntry {
     pub ndev: Option<String>,
 }
 
+/// The error and congestion counters of a port that the doctor judges
+/// ([`rdma_counters::JUDGED`]), as read from `counters/` and `hw_counters/`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Each counter that was present and held a number, by file name.
+    /// A file that reads `N/A (no PMA)` (a driver without a performance
+    /// management agent) or anything else that is not a number is left out
+    /// and named in [`PortCounters::unreadable`].
+    pub values: BTreeMap<&'static str, u64>,
+    /// Counters whose file exists but did not hold a number.
+    pub unreadable: Vec<&'static str>,
+    /// Whether the port has a `counters/` directory.
+    pub has_counters: bool,
+    /// Whether the port has a `hw_counters/` directory.
+    pub has_hw_counters: bool,
+}
+
+impl PortCounters {
+    /// The value of `counter`, when it was read.
+    pub fn get(&self, counter: &Counter) -> Option<u64> {
+        self.values.get(counter.file).copied()
+    }
+}
+
 /// One port of an RDMA device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RdmaPort {
@@ -74,6 +102,9 @@ pub struct RdmaPort {
     pub gids: Fact<GidTable>,
     /// RDMA-CM's `default_roce_mode` in configfs; `Ok(None)` when absent.
     pub roce_mode: Fact<GidType>,
+    /// The error and congestion counters; `Ok(None)` when the port has
+    /// neither `counters/` nor `hw_counters/`.
+    pub counters: Fact<PortCounters>,
 }
 
 impl RdmaPort {
@@ -319,6 +350,47 @@ fn port(
         netdev,
         gids,
         roce_mode,
+        counters: counters(root, &dir),
+    }
+}
+
+/// Reads the judged counters of the port at `port_dir`: one listing per
+/// directory, then only the files that exist.
+fn counters(root: &HostRoot, port_dir: &str) -> Fact<PortCounters> {
+    let mut found = PortCounters::default();
+    for dir in [Dir::Counters, Dir::HwCounters] {
+        let Some(names) = root.list(&format!("{port_dir}/{}", dir.name()))? else {
+            continue;
+        };
+        match dir {
+            Dir::Counters => found.has_counters = true,
+            Dir::HwCounters => found.has_hw_counters = true,
+        }
+        for counter in rdma_counters::JUDGED
+            .iter()
+            .filter(|c| c.dir == dir && names.iter().any(|n| n == c.file))
+        {
+            // Newer kernels fail the read of a PortCounters file when the
+            // device has no performance management agent; older ones print
+            // `N/A (no PMA)`. Either way that counter is unknown, not the
+            // port's others. A read that did not answer in time is.
+            match root.read_value(&counter.path_in(port_dir)) {
+                Ok(Some(text)) => match text.trim().parse::<u64>() {
+                    Ok(value) => {
+                        found.values.insert(counter.file, value);
+                    }
+                    Err(_) => found.unreadable.push(counter.file),
+                },
+                Ok(None) => {}
+                Err(err) if err.is_timeout() => return Err(Gap::from(err)),
+                Err(_) => found.unreadable.push(counter.file),
+            }
+        }
+    }
+    if found.has_counters || found.has_hw_counters {
+        Ok(Some(found))
+    } else {
+        Ok(None)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep, Span, Value};
-use zerohop_known::cufile::{self, Problem, Shape};
+use zerohop_known::cufile::{self, Shape};
 
 use crate::model::Workspace;
 use crate::registry::declare_rule;
@@ -88,7 +88,7 @@ impl<'a> cufile::Tree<'a> for YamlTree<'a> {
         match &self.0.value {
             Value::Null => Shape::Null,
             Value::Bool(_) => Shape::Bool,
-            Value::Int(_) => Shape::Integer,
+            Value::Int(number) => Shape::Integer(*number),
             Value::Float(_) => Shape::Float,
             Value::String(text) => Shape::Text(text),
             Value::Sequence(_) => Shape::List,
@@ -118,8 +118,8 @@ declare_rule! {
     /// `execution`, `properties`, `fs`, `block`, `denylist`,
     /// `miscellaneous` and their members), by the schema `zerohop doctor`
     /// uses for GDS002. Unknown keys, keys under an old name (`blacklist`
-    /// for `denylist`), values of another type and values outside a key's
-    /// list are reported. `//` and `/* */` comments are allowed, as cuFile
+    /// for `denylist`), values of another type, values outside a key's
+    /// list or range, and slab lists that do not pair up are reported. `//` and `/* */` comments are allowed, as cuFile
     /// allows them.
     ///
     /// ## Why it matters
@@ -137,23 +137,7 @@ declare_rule! {
 fn unknown_cufile_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for (file, root) in &workspace.cufiles {
         for finding in cufile::judge(YamlTree(root)) {
-            let remediation = match &finding.problem {
-                Problem::Unknown {
-                    suggestion: Some(name),
-                }
-                | Problem::Renamed { to: name } => {
-                    Remediation::new(format!("rename it to `{name}`"))
-                }
-                Problem::Unknown { suggestion: None } => {
-                    Remediation::new("remove the key; cufile ignores it")
-                }
-                Problem::WrongType { expected } => {
-                    Remediation::new(format!("write {}", expected.describe()))
-                }
-                Problem::NotAllowed { allowed, .. } => {
-                    Remediation::new(format!("use one of {}", allowed.join(", ")))
-                }
-            };
+            let remediation = Remediation::new(finding.problem.remedy());
             sink.report_in_file(
                 file,
                 None,

@@ -58,7 +58,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "BOOL")]
     expect_gdrcopy: Option<bool>,
     /// A data mount (or a path under one) that carries training data;
-    /// repeatable. Default for the NFS checks: every NFS mount.
+    /// repeatable; it must be mounted. Default for the NFS checks: the
+    /// NFS mounts over RDMA.
     #[arg(long = "mount", value_name = "PATH")]
     mounts: Vec<String>,
     /// Expect NFS data mounts over RDMA (default: when declared with
