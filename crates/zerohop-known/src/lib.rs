@@ -11,6 +11,7 @@ pub mod jsonc;
 pub mod memlock;
 pub mod names;
 pub mod nic;
+pub mod pci;
 pub mod shell;
 pub mod suggest;
 pub mod systemd;
