@@ -10,6 +10,7 @@ pub mod cufile;
 pub mod jsonc;
 pub mod memlock;
 pub mod names;
+pub mod nccl;
 pub mod nic;
 pub mod pci;
 pub mod shell;

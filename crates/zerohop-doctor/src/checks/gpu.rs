@@ -5,6 +5,7 @@ use zerohop_core::Remediation;
 use zerohop_host::facts::nvidia::{GPUS_DIR, OSRELEASE, VERSION_FILE};
 use zerohop_host::facts::{Modules, PciDevice};
 use zerohop_host::parse::nvidia::{ModuleFlavour, kernel_version};
+use zerohop_known::nccl;
 
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
@@ -621,27 +622,38 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// Each GPU has an RDMA NIC near it on the PCIe tree.
+    /// Each GPU has an RDMA NIC near enough for GPUDirect RDMA.
     ///
     /// ## What it checks
-    /// For every NVIDIA GPU, the nearest physical function backing an RDMA
-    /// device, from the bridges in their real sysfs paths and their
-    /// `numa_node`: `PIX` (same switch) and `PXB` (switches only) pass,
-    /// `PHB` (through the host bridge) and `NODE` (another host bridge of the
-    /// same NUMA node) are information, `SYS` (across sockets) warns. The
-    /// classes are those of `nvidia-smi topo -m`; `zerohop topo` prints the
-    /// pairing and the matching `NCCL_IB_HCA`.
+    /// For every NVIDIA GPU, the NIC `zerohop topo` pairs it with: the
+    /// nearest physical function backing an RDMA device in
+    /// `/sys/class/infiniband`, from the bridges in their real sysfs paths
+    /// and their `numa_node` (ties go to an `ACTIVE` port, then the faster
+    /// one; see `docs/topology.md`). The classes are those of
+    /// `nvidia-smi topo -m`. `PIX` (same switch) and `PXB` (switches only)
+    /// pass. `PHB` (through the host bridge) and `NODE` (another host
+    /// bridge of the same NUMA node) warn: they are beyond NCCL's default
+    /// `NCCL_NET_GDR_LEVEL` of `PXB` (`ncclTopoCheckGdr` in NCCL's
+    /// `src/graph/paths.cc`), so NCCL turns GPUDirect RDMA off for that GPU.
+    /// `SYS` (across sockets) warns too, and an undecidable class (different
+    /// host bridges, `numa_node` -1 on a multi-node host) is `unknown`.
     ///
     /// ## Why it matters
-    /// GPUDirect RDMA traffic between a GPU and a NIC on different sockets
-    /// crosses the inter-socket link, which is slower than PCIe and often
-    /// not allowed for peer-to-peer at all: NCCL then disables GPUDirect for
-    /// that pair (`NCCL_NET_GDR_LEVEL`) and stages through host memory.
+    /// Where GPUDirect RDMA is off, NCCL stages every network transfer
+    /// through host memory: an extra copy per message, CPU memory bandwidth
+    /// taken from the job, lower bus bandwidth and higher latency, and only
+    /// `NCCL_DEBUG=INFO` says so ("GPU Direct RDMA Disabled"). On hosts where
+    /// every GPU–NIC pair is `NODE` this is every GPU. Across sockets the
+    /// inter-socket link is slower than PCIe and often refuses peer-to-peer.
     ///
     /// ## How to fix
-    /// Pin each GPU's traffic to its nearest NIC (`NCCL_IB_HCA` from
-    /// `zerohop topo`, or the Topology Manager with `single-numa-node`); move
-    /// cards so every GPU has a NIC under its switch or socket.
+    /// Move cards so every GPU has a NIC under its own switch. Otherwise
+    /// raise `NCCL_NET_GDR_LEVEL` to the class shown (`PHB` for `PHB` and
+    /// `NODE`, `SYS` across sockets) so NCCL uses GPUDirect RDMA through the
+    /// CPU's root complex; that costs peer-to-peer traffic through the root
+    /// complex, which some CPUs forward more slowly than host memory copies,
+    /// so compare `all_reduce_perf` bus bandwidth with and without it. Pin
+    /// each GPU's traffic to its NIC with `NCCL_IB_HCA` from `zerohop topo`.
     pub static GPU_NIC_DISTANCE = {
         id: "GPU005",
         name: "gpu-nic-cross-socket",
@@ -666,6 +678,7 @@ fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
             Ok(_) => Outcome::not_applicable("no rdma device backed by a pci physical function"),
         }];
     }
+    let default = nccl::NET_GDR_LEVEL_DEFAULT;
     topology
         .pairings
         .iter()
@@ -673,15 +686,33 @@ fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
             let nic = pairing.nic.as_deref().unwrap_or("<none>");
             let node = |n: Option<i32>| n.map_or_else(|| "-1".to_owned(), |n| n.to_string());
             let nic_node = topology.nics.iter().find(|n| n.name == nic).and_then(|n| n.numa_node);
+            let raise = |d: Distance| {
+                let placement = if d == Distance::Sys {
+                    "give this gpu a nic on its own socket"
+                } else {
+                    "put a nic under this gpu's pcie switch"
+                };
+                Remediation::new(format!(
+                    "{placement}, or set {}={} so nccl uses gpudirect rdma through the cpu (measure: it can be slower than staging)",
+                    nccl::NET_GDR_LEVEL,
+                    d.nccl_level()
+                ))
+                .command(format!("export {}={}", nccl::NET_GDR_LEVEL, d.nccl_level()))
+                .command("all_reduce_perf -b 8 -e 8G -f 2 -g 1   # compare busbw with and without it")
+                .command("zerohop topo   # the pairing and NCCL_IB_HCA")
+            };
             let outcome = match pairing.distance {
-                Some(d @ (Distance::Pix | Distance::Pxb)) => Outcome::pass(format!("nearest rdma nic {nic} at {d}")),
-                Some(d @ (Distance::Phb | Distance::Node)) => {
-                    Outcome::info(format!("nearest rdma nic {nic} at {d}: traffic crosses the cpu's pcie host bridge"))
-                }
-                Some(Distance::Sys) => Outcome::warn(format!("nearest rdma nic {nic} is on another socket (SYS)")).fix(
-                    Remediation::new("give this gpu a nic on its own socket, or keep its traffic off gpudirect rdma")
-                        .command("zerohop topo   # the pairing and NCCL_IB_HCA"),
-                ),
+                Some(d) if d.gdr_by_default() => Outcome::pass(format!("nearest rdma nic {nic} at {d}")),
+                Some(d @ (Distance::Phb | Distance::Node)) => Outcome::warn(format!(
+                    "nearest rdma nic {nic} at {d}, beyond nccl's default {}={default}: nccl turns gpudirect rdma off for this gpu and stages through host memory",
+                    nccl::NET_GDR_LEVEL
+                ))
+                .fix(raise(d)),
+                Some(d) => Outcome::warn(format!(
+                    "nearest rdma nic {nic} is on another socket ({d}), beyond nccl's default {}={default}: nccl stages through host memory",
+                    nccl::NET_GDR_LEVEL
+                ))
+                .fix(raise(d)),
                 None => Outcome::unknown(format!("distance to {nic} unknown: different host bridges and numa_node -1")),
             };
             outcome
