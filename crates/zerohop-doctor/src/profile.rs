@@ -2,7 +2,9 @@
 //!
 //! Every field is optional: a check with no expectation judges what the
 //! host shows (SR-IOV is wanted when VFs are enabled, say) and reports
-//! `info` rather than `fail` where only an expectation could decide.
+//! `info` rather than `fail` where only an expectation could decide. An
+//! expectation that is given is always judged, never dropped because the
+//! host seems not to need it.
 
 use serde::Deserialize;
 
@@ -34,7 +36,9 @@ pub struct Profile {
     /// The number of VFs each RDMA physical function must have enabled.
     #[serde(default)]
     pub vfs_per_pf: Option<u32>,
-    /// How GPUDirect RDMA reaches GPU memory. Unset: either path will do.
+    /// How GPUDirect RDMA reaches GPU memory. Unset: either path will do,
+    /// judged when RDMA is part of the data path. Set to a path, it is
+    /// judged on every host with an NVIDIA GPU, RDMA devices or not.
     #[serde(default)]
     pub gpudirect: Option<GpuDirect>,
     /// GPUDirect Storage is (or is not) wanted: `nvidia_fs` must be loaded.

@@ -11,13 +11,19 @@
 //! | `PHB` | through a PCIe host bridge | no common bridge, same host bridge (root ports on one bus) |
 //! | `NODE` | between host bridges of one NUMA node | different host bridges, same `numa_node` |
 //! | `SYS` | across the inter-socket link | different `numa_node` |
+//!
+//! NCCL uses GPUDirect RDMA for a GPU–NIC pair only up to
+//! `NCCL_NET_GDR_LEVEL`, `PXB` by default ([`nccl::NET_GDR_LEVEL_DEFAULT`]):
+//! beyond it every transfer is staged through host memory.
 
 use std::fmt;
 
 use serde::Serialize;
 use zerohop_core::SCHEMA_VERSION;
-use zerohop_host::facts::PciDevice;
+use zerohop_host::facts::{PciDevice, RdmaDevice, RdmaPort};
+use zerohop_host::parse::rdma::LinkLayer;
 use zerohop_host::{Facts, Gap};
+use zerohop_known::nccl;
 
 /// How far apart two PCI functions are, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -46,6 +52,31 @@ impl Distance {
             Distance::Sys => "SYS",
         }
     }
+
+    /// The class NCCL gives this path, the value of `NCCL_NET_GDR_LEVEL`
+    /// that admits it: NCCL has no `NODE`, a path between host bridges of
+    /// one CPU goes through the CPU node and is `PHB` to it.
+    pub fn nccl_level(self) -> &'static str {
+        match self {
+            Distance::Node => Distance::Phb.as_str(),
+            other => other.as_str(),
+        }
+    }
+
+    /// Whether NCCL uses GPUDirect RDMA at this distance when
+    /// `NCCL_NET_GDR_LEVEL` is unset ([`nccl::NET_GDR_LEVEL_DEFAULT`]).
+    pub fn gdr_by_default(self) -> bool {
+        [
+            Distance::Pix,
+            Distance::Pxb,
+            Distance::Phb,
+            Distance::Node,
+            Distance::Sys,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == nccl::NET_GDR_LEVEL_DEFAULT)
+        .is_some_and(|level| self <= level)
+    }
 }
 
 impl fmt::Display for Distance {
@@ -62,7 +93,7 @@ pub struct Nic {
     pub name: String,
     /// Its PCI function.
     pub pci: String,
-    /// The port NCCL should use: the first `ACTIVE` one, else the first.
+    /// The port NCCL should use: the fastest `ACTIVE` one, else the first.
     pub port: u32,
     /// Its NUMA node, when known.
     pub numa_node: Option<i32>,
@@ -124,6 +155,8 @@ pub struct TopologyDocument<'a> {
     /// The topology.
     #[serde(flatten)]
     pub topology: &'a Topology,
+    /// [`Topology::nccl_net_gdr_level`].
+    pub nccl_net_gdr_level: Option<&'static str>,
 }
 
 impl Topology {
@@ -133,7 +166,25 @@ impl Topology {
             schema_version: SCHEMA_VERSION,
             root,
             topology: self,
+            nccl_net_gdr_level: self.nccl_net_gdr_level(),
         }
+    }
+
+    /// The GPUs whose paired NIC is beyond NCCL's default
+    /// `NCCL_NET_GDR_LEVEL`: NCCL stages their traffic through host memory.
+    pub fn beyond_default_gdr(&self) -> impl Iterator<Item = &Pairing> {
+        self.pairings
+            .iter()
+            .filter(|p| p.distance.is_some_and(|d| !d.gdr_by_default()))
+    }
+
+    /// The `NCCL_NET_GDR_LEVEL` that lets NCCL use GPUDirect RDMA for every
+    /// pairing (`PHB` or `SYS`); `None` when the default already does.
+    pub fn nccl_net_gdr_level(&self) -> Option<&'static str> {
+        self.beyond_default_gdr()
+            .filter_map(|p| p.distance)
+            .max()
+            .map(Distance::nccl_level)
     }
 
     /// Computes the pairing from the facts. GPUs are NVIDIA display or 3D
@@ -141,31 +192,18 @@ impl Topology {
     pub fn of(facts: &Facts) -> Topology {
         let pci = &facts.pci;
         let multi_node = facts.numa_nodes().len() > 1;
-        let mut nics: Vec<(Nic, &PciDevice)> = Vec::new();
+        let mut nics: Vec<Candidate> = Vec::new();
         for device in facts.rdma.list() {
             let Some(function) = device.pci.as_deref().and_then(|a| pci.get(a)) else {
                 continue;
             };
-            if function.is_vf() || nics.iter().any(|(n, _)| n.pci == function.address) {
+            if function.is_vf() || nics.iter().any(|c| c.nic.pci == function.address) {
                 continue;
             }
-            let port = device
-                .port_list()
-                .iter()
-                .find(|p| p.is_active())
-                .or_else(|| device.port_list().first())
-                .map_or(1, |p| p.number);
-            nics.push((
-                Nic {
-                    name: device.name.clone(),
-                    pci: function.address.clone(),
-                    port,
-                    numa_node: known_node(function),
-                },
-                function,
-            ));
+            nics.push(Candidate::new(device, function));
         }
-        nics.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        nics.sort_by(|a, b| a.nic.name.cmp(&b.nic.name));
+        let fabric = compute_fabric(&nics);
         let mut load = vec![0usize; nics.len()];
         let mut pairings = Vec::new();
         for gpu in pci
@@ -175,24 +213,36 @@ impl Topology {
         {
             let all: Vec<Option<Distance>> = nics
                 .iter()
-                .map(|(_, nic)| distance(gpu, nic, multi_node))
+                .map(|c| distance(gpu, c.function, multi_node))
                 .collect();
-            // Nearest first; among equals the NIC with the fewest GPUs so
-            // far, so eight GPUs spread over eight equidistant NICs.
-            let best = (0..nics.len())
-                .min_by_key(|&i| (all[i].is_none(), all[i], load[i], nics[i].0.name.clone()));
+            // Nearest first. Among equals: an ACTIVE port, then the fastest,
+            // then the compute fabric's link layer, then the NIC with the
+            // fewest GPUs so far (eight GPUs spread over eight equal NICs),
+            // then the name.
+            let best = (0..nics.len()).min_by_key(|&i| {
+                let nic = &nics[i];
+                (
+                    all[i].is_none(),
+                    all[i],
+                    !nic.active,
+                    std::cmp::Reverse(nic.rate_mbps),
+                    fabric.is_some() && nic.link_layer != fabric,
+                    load[i],
+                    nic.nic.name.clone(),
+                )
+            });
             if let Some(index) = best {
                 load[index] += 1;
             }
             pairings.push(Pairing {
                 gpu: gpu.address.clone(),
                 gpu_numa_node: known_node(gpu),
-                nic: best.map(|i| nics[i].0.name.clone()),
+                nic: best.map(|i| nics[i].nic.name.clone()),
                 distance: best.and_then(|i| all[i]),
                 all,
             });
         }
-        let nics: Vec<Nic> = nics.into_iter().map(|(nic, _)| nic).collect();
+        let nics: Vec<Nic> = nics.into_iter().map(|c| c.nic).collect();
         let nccl_ib_hca = nccl_ib_hca(&nics, &pairings);
         let unreadable = |gap: &Gap| Unreadable {
             path: gap.path.clone(),
@@ -205,6 +255,83 @@ impl Topology {
             pci_unreadable: pci.unidentified().map(unreadable),
             rdma_unreadable: facts.rdma.devices.as_ref().err().map(unreadable),
         }
+    }
+}
+
+/// A NIC while the pairing is computed: what ranks it among NICs at the
+/// same distance, from the port NCCL would use.
+struct Candidate<'a> {
+    nic: Nic,
+    function: &'a PciDevice,
+    /// The port is `4: ACTIVE`.
+    active: bool,
+    /// The port's rate in Mb/s, 0 when unknown.
+    rate_mbps: u64,
+    /// The port's link layer, when known.
+    link_layer: Option<LinkLayer>,
+}
+
+impl<'a> Candidate<'a> {
+    fn new(device: &RdmaDevice, function: &'a PciDevice) -> Candidate<'a> {
+        // The port NCCL should use: the fastest ACTIVE one, else the one
+        // with the lowest number.
+        let port = device.port_list().iter().min_by_key(|p| {
+            let active = p.is_active();
+            let rate = if active { rate_mbps(p) } else { 0 };
+            (!active, std::cmp::Reverse(rate), p.number)
+        });
+        Candidate {
+            nic: Nic {
+                name: device.name.clone(),
+                pci: function.address.clone(),
+                port: port.map_or(1, |p| p.number),
+                numa_node: known_node(function),
+            },
+            function,
+            active: port.is_some_and(RdmaPort::is_active),
+            rate_mbps: port.map_or(0, rate_mbps),
+            link_layer: port.and_then(|p| p.link_layer.clone().ok().flatten()),
+        }
+    }
+}
+
+/// A port's rate in Mb/s (`2.5 Gb/sec` is 2500), 0 when unknown.
+fn rate_mbps(port: &RdmaPort) -> u64 {
+    match &port.rate {
+        // Rates are at most a few Tb/s: the product fits and rounding
+        // to whole Mb/s keeps 2.5 and 14.0625 apart.
+        Ok(Some(rate)) if rate.gbps.is_finite() && rate.gbps > 0.0 => {
+            (rate.gbps * 1000.0).round().min(u64::MAX as f64) as u64
+        }
+        _ => 0,
+    }
+}
+
+/// The compute fabric's link layer: the one most of the fastest ACTIVE
+/// ports use (a host's 400 Gb/s InfiniBand rails, not its 100 GbE
+/// storage ports); `None` when no port is active or the fastest split evenly.
+fn compute_fabric(nics: &[Candidate<'_>]) -> Option<LinkLayer> {
+    let fastest = nics
+        .iter()
+        .filter(|c| c.active)
+        .map(|c| c.rate_mbps)
+        .max()?;
+    let layers: Vec<&LinkLayer> = nics
+        .iter()
+        .filter(|c| c.active && c.rate_mbps == fastest)
+        .filter_map(|c| c.link_layer.as_ref())
+        .collect();
+    let count = |layer: &LinkLayer| layers.iter().filter(|l| **l == layer).count();
+    let most = layers.iter().map(|l| count(l)).max()?;
+    let mut leaders: Vec<&LinkLayer> = layers
+        .iter()
+        .copied()
+        .filter(|l| count(l) == most)
+        .collect();
+    leaders.dedup();
+    match leaders.as_slice() {
+        [layer] => Some((*layer).clone()),
+        _ => None,
     }
 }
 
@@ -329,6 +456,18 @@ mod tests {
         let unknown = function("/sys/devices/pci0000:9a/0000:9a:01.0/0000:9b:00.0", -1);
         assert_eq!(distance(&gpu, &unknown, true), None);
         assert_eq!(distance(&gpu, &unknown, false), Some(Distance::Node));
+    }
+
+    #[test]
+    fn nccl_admits_gpudirect_up_to_pxb_and_has_no_node() {
+        // NCCL_NET_GDR_LEVEL defaults to PXB (src/graph/paths.cc).
+        assert!(Distance::Pix.gdr_by_default());
+        assert!(Distance::Pxb.gdr_by_default());
+        assert!(!Distance::Phb.gdr_by_default());
+        assert!(!Distance::Node.gdr_by_default());
+        assert!(!Distance::Sys.gdr_by_default());
+        assert_eq!(Distance::Node.nccl_level(), "PHB");
+        assert_eq!(Distance::Sys.nccl_level(), "SYS");
     }
 
     #[test]

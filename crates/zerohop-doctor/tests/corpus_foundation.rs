@@ -183,6 +183,9 @@ fn hwloc_four_node_host_has_nics_without_locality() {
     // Four nodes have cpus (0,4,8…; 1,5,9…; 2,6,…; 3,7,…). The Broadcom NIC
     // functions 02:00.0/.1 and 03:00.0/.1 (class 0x020000) report
     // numa_node -1; the QLogic HCA 43:00.0 (class 0x0c0600) reports node 2.
+    // The Broadcom functions back no RDMA device (only qib0, on 43:00.0, is
+    // in sys/class/infiniband): off the data path, their unknown locality
+    // is information (tests/truth_pci_gpu.rs has the whole case).
     for nic in [
         "0000:02:00.0",
         "0000:02:00.1",
@@ -193,7 +196,7 @@ fn hwloc_four_node_host_has_nics_without_locality() {
             .iter()
             .find(|f| f.subject == nic)
             .unwrap_or_else(|| panic!("{nic} missing"));
-        assert_eq!(finding.status, Status::Warn, "{nic}");
+        assert_eq!(finding.status, Status::Info, "{nic}");
     }
     let hca = pci002.iter().find(|f| f.subject == "0000:43:00.0").unwrap();
     assert_eq!(hca.status, Status::Pass);

@@ -4,7 +4,8 @@
 use zerohop_core::Remediation;
 use zerohop_host::facts::nvidia::{GPUS_DIR, OSRELEASE, VERSION_FILE};
 use zerohop_host::facts::{Modules, PciDevice};
-use zerohop_host::parse::nvidia::kernel_version;
+use zerohop_host::parse::nvidia::{ModuleFlavour, kernel_version};
+use zerohop_known::nccl;
 
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
@@ -15,6 +16,7 @@ use crate::profile::GpuDirect;
 use crate::topology::{Distance, Topology};
 
 const TAINT: &str = "/sys/module/nvidia/taint";
+const MODULE_DIR: &str = "/sys/module/nvidia";
 
 /// The NVIDIA GPUs on the PCI bus (physical functions).
 fn gpus<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
@@ -44,11 +46,20 @@ declare_check! {
     /// The NVIDIA driver is loaded and drives every NVIDIA GPU.
     ///
     /// ## What it checks
-    /// The driver is loaded when `/proc/driver/nvidia/version`,
-    /// `/proc/driver/nvidia/gpus` or the `nvidia` module exists. Then each
-    /// NVIDIA GPU on the PCI bus must be bound to `nvidia` (its `driver`
-    /// link), or be listed in `/proc/driver/nvidia/gpus` when the link is
-    /// not there.
+    /// Every NVIDIA GPU (vendor `0x10de`, class `0x0300`/`0x0302`) on the PCI
+    /// bus, by its `driver` link under `/sys/bus/pci/devices`:
+    ///
+    /// - bound to `nvidia`: pass. A bound driver proves the module is loaded,
+    ///   whatever else the host (or a capture of it) shows.
+    /// - listed in `/proc/driver/nvidia/gpus` without a link: pass.
+    /// - bound to another driver (`vfio-pci`, `nouveau`): fail.
+    /// - bound to nothing: fail when the driver is loaded (its
+    ///   `/proc/driver/nvidia` files, the `nvidia` module, or another GPU
+    ///   bound to it) or when `/proc/modules` or `/sys/module` exists
+    ///   without `nvidia`; the whole host fails once, "not loaded", in the
+    ///   latter case. Without any of these files (a partial capture)
+    ///   nothing shows whether the driver is loaded, and the GPU is
+    ///   `unknown`.
     ///
     /// ## Why it matters
     /// Nothing of the GPU data path works without the driver: no CUDA, no
@@ -69,37 +80,72 @@ declare_check! {
     };
 }
 
+/// Whether the NVIDIA driver is loaded: `Some(true)` when anything shows
+/// it, `Some(false)` when the module lists show it is not, `None` when
+/// nothing tells (no module list, no driver files, no GPU bound to it).
+fn driver_loaded(ctx: &Context<'_>) -> Option<bool> {
+    let nvidia = &ctx.facts.nvidia;
+    let bound = gpus(ctx)
+        .iter()
+        .any(|gpu| gpu.driver.as_deref() == Some("nvidia"));
+    let module = match &ctx.facts.modules {
+        Ok(Some(modules)) => Some(modules.present("nvidia")),
+        _ => None,
+    };
+    if bound
+        || module == Some(true)
+        || matches!(nvidia.version, Ok(Some(_)))
+        || matches!(nvidia.gpus, Ok(Some(_)))
+    {
+        Some(true)
+    } else {
+        module
+    }
+}
+
+/// The driver version: the version file's, else the module's.
+fn driver_version(ctx: &Context<'_>) -> String {
+    let from_file = match &ctx.facts.nvidia.version {
+        Ok(Some(version)) => version.version.clone(),
+        _ => None,
+    };
+    let from_module = match &ctx.facts.modules {
+        Ok(Some(modules)) => modules.get("nvidia").and_then(|m| m.version.clone()),
+        _ => None,
+    };
+    from_file
+        .or(from_module)
+        .unwrap_or_else(|| "of unknown version".to_owned())
+}
+
 fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
     if let Some(outcome) = no_gpu(ctx) {
         return vec![outcome];
     }
     let nvidia = &ctx.facts.nvidia;
-    if let Err(gap) = &nvidia.version {
-        return vec![Outcome::gap(gap)];
-    }
-    let module = matches!(&ctx.facts.modules, Ok(Some(m)) if m.present("nvidia"));
-    let listed: Vec<&str> = match &nvidia.gpus {
-        Ok(Some(list)) => list.iter().map(|g| g.address.as_str()).collect(),
-        _ => Vec::new(),
-    };
-    let loaded =
-        matches!(nvidia.version, Ok(Some(_))) || matches!(nvidia.gpus, Ok(Some(_))) || module;
-    let version = match &nvidia.version {
-        Ok(Some(v)) => v
-            .version
-            .clone()
-            .unwrap_or_else(|| "of unknown version".to_owned()),
-        _ => "of unknown version".to_owned(),
-    };
-    if !loaded {
-        return vec![Outcome::fail(format!("nvidia driver not loaded, {} nvidia gpu(s) on the bus", gpus(ctx).len()))
+    let loaded = driver_loaded(ctx);
+    let on_bus = gpus(ctx);
+    if loaded == Some(false) {
+        let modules_file = if ctx.facts.modules.as_ref().is_ok_and(|m| {
+            m.as_ref()
+                .is_some_and(|m| m.0.values().any(|module| module.loadable))
+        }) {
+            ("/proc/modules", "<no nvidia line>")
+        } else {
+            (MODULE_DIR, "<missing>")
+        };
+        return vec![Outcome::fail(format!("nvidia driver not loaded, {} nvidia gpu(s) on the bus", on_bus.len()))
             .evidence(VERSION_FILE, "<missing>")
-            .evidence("/sys/module/nvidia", "<missing>")
+            .evidence(modules_file.0, modules_file.1)
             .fix(Remediation::new("install and load the nvidia driver (gpu operator driver container or packages)")
                 .command("modprobe nvidia && cat /proc/driver/nvidia/version")
                 .command("dmesg | grep -i nvrm | tail"))];
     }
-    let on_bus = gpus(ctx);
+    let listed: Vec<&str> = match &nvidia.gpus {
+        Ok(Some(list)) => list.iter().map(|g| g.address.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let version = driver_version(ctx);
     if on_bus.is_empty() {
         return vec![
             Outcome::pass(format!("driver {version} lists {} gpu(s)", listed.len()))
@@ -111,12 +157,20 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|gpu| {
             let link = format!("{}/driver", gpu.sysfs());
             let in_list = listed.contains(&gpu.address.as_str());
-            match gpu.driver.as_deref() {
-                Some("nvidia") => Outcome::pass(format!("bound to nvidia, driver {version}"))
+            match (gpu.driver.as_deref(), loaded) {
+                (Some("nvidia"), _) => Outcome::pass(format!("bound to nvidia, driver {version}"))
                     .evidence(link, "nvidia"),
-                None if in_list => Outcome::pass(format!("listed by driver {version}"))
+                (None, _) if in_list => Outcome::pass(format!("listed by driver {version}"))
                     .evidence(format!("{GPUS_DIR}/{}", gpu.address), "<present>"),
-                other => {
+                (None, None) => match &nvidia.version {
+                    Err(gap) => Outcome::gap(gap),
+                    _ => Outcome::unknown(
+                        "no driver bound, and nothing shows whether the nvidia driver is loaded: /proc/modules, /sys/module and /proc/driver/nvidia are absent",
+                    )
+                    .evidence(link, "<none>")
+                    .evidence("/proc/modules", "<missing>"),
+                },
+                (other, _) => {
                     let bound = other.unwrap_or("<none>");
                     Outcome::fail(format!("gpu bound to {bound}, not nvidia"))
                         .evidence(link, bound)
@@ -141,20 +195,13 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
         .collect()
 }
 
-/// The kernel module flavour as the taint flags and the version line tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavour {
-    Open,
-    Proprietary,
-}
-
 /// The flavour and what showed it; `None` when nothing tells.
-fn flavour(ctx: &Context<'_>) -> Option<(Flavour, Vec<(String, String)>)> {
+fn flavour(ctx: &Context<'_>) -> Option<(ModuleFlavour, Vec<(String, String)>)> {
     let taint = match &ctx.facts.modules {
         Ok(Some(modules)) => modules.get("nvidia").and_then(|m| m.taint.clone()),
         _ => None,
     };
-    let open_line = match &ctx.facts.nvidia.version {
+    let line = match &ctx.facts.nvidia.version {
         Ok(Some(version)) => Some(version),
         _ => None,
     };
@@ -162,17 +209,17 @@ fn flavour(ctx: &Context<'_>) -> Option<(Flavour, Vec<(String, String)>)> {
     if let Some(taint) = &taint {
         evidence.push((TAINT.to_owned(), taint.clone()));
     }
-    if let Some(line) = open_line {
+    if let Some(line) = line {
         evidence.push((VERSION_FILE.to_owned(), line.line.clone()));
     }
     // The taint flag is set by the kernel from the module's licence, so it
-    // decides; the version line is built at driver build time and only
-    // corroborates.
-    let decided = match (&taint, open_line) {
-        (Some(taint), _) if taint.contains('P') => Flavour::Proprietary,
-        (Some(_), _) => Flavour::Open,
-        (None, Some(line)) if line.open => Flavour::Open,
-        _ => return None,
+    // decides; the version line is built at driver build time and decides
+    // only without it.
+    let decided = match (&taint, line.and_then(|l| l.flavour)) {
+        (Some(taint), _) if taint.contains('P') => ModuleFlavour::Proprietary,
+        (Some(_), _) => ModuleFlavour::Open,
+        (None, Some(said)) => said,
+        (None, None) => return None,
     };
     Some((decided, evidence))
 }
@@ -181,12 +228,16 @@ declare_check! {
     /// The NVIDIA kernel module is the open one.
     ///
     /// ## What it checks
-    /// `/sys/module/nvidia/taint`: `P` means the proprietary module (its
-    /// licence taints the kernel); no `P` means the open, MIT/GPL module.
-    /// `/proc/driver/nvidia/version` naming the "Open Kernel Module"
-    /// corroborates it, or decides when the taint file is absent. The
-    /// proprietary module fails when the profile wants DMA-BUF, warns when
-    /// it says nothing, and is information when it wants `nvidia_peermem`.
+    /// The flavour of the loaded `nvidia` module, on hosts with an NVIDIA
+    /// GPU. `/sys/module/nvidia/taint` decides: `P` means the proprietary
+    /// module (its licence taints the kernel), no `P` the open, MIT/GPL
+    /// one. Without the taint file the `NVRM version:` line of
+    /// `/proc/driver/nvidia/version` decides: the open module's names the
+    /// "Open Kernel Module", and a line that names a "Kernel Module" and a
+    /// version without "Open" is the proprietary one. With neither file it
+    /// is `unknown`. The proprietary module fails when the profile wants
+    /// DMA-BUF, warns when it says nothing, and is information when it
+    /// wants `nvidia_peermem` or no GPUDirect RDMA.
     ///
     /// ## Why it matters
     /// GPUDirect RDMA over DMA-BUF and GPUDirect Storage's P2P mode need the
@@ -214,13 +265,22 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
         return vec![outcome];
     }
     let Some((flavour, evidence)) = flavour(ctx) else {
-        return vec![Outcome::unknown(
-            "cannot tell open from proprietary: /sys/module/nvidia/taint is absent and the version line does not name the open module",
-        )
-        .evidence(TAINT, "<missing>")];
+        return vec![match &ctx.facts.nvidia.version {
+            Err(gap) => Outcome::gap(gap),
+            Ok(Some(line)) => Outcome::unknown(
+                "cannot tell open from proprietary: /sys/module/nvidia/taint is absent and the version line names no kernel module",
+            )
+            .evidence(TAINT, "<missing>")
+            .evidence(VERSION_FILE, line.line.clone()),
+            Ok(None) => Outcome::unknown(
+                "cannot tell open from proprietary: /sys/module/nvidia/taint and /proc/driver/nvidia/version are absent",
+            )
+            .evidence(TAINT, "<missing>")
+            .evidence(VERSION_FILE, "<missing>"),
+        }];
     };
     let corroborated = match &ctx.facts.nvidia.version {
-        Ok(Some(line)) if line.open != (flavour == Flavour::Open) => {
+        Ok(Some(line)) if line.flavour.is_some_and(|said| said != flavour) => {
             " (the version line says otherwise; the taint flag decides)"
         }
         _ => "",
@@ -231,14 +291,14 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
             .command("apt install nvidia-driver-<version>-open   # or: dnf module install nvidia-driver:open-dkms")
     };
     let outcome = match (flavour, ctx.profile.gpudirect) {
-        (Flavour::Open, _) => Outcome::pass(format!("open kernel module{corroborated}")),
-        (Flavour::Proprietary, Some(GpuDirect::DmaBuf)) => {
+        (ModuleFlavour::Open, _) => Outcome::pass(format!("open kernel module{corroborated}")),
+        (ModuleFlavour::Proprietary, Some(GpuDirect::DmaBuf)) => {
             Outcome::fail(format!("proprietary kernel module: no dma-buf gpudirect rdma{corroborated}")).fix(fix())
         }
-        (Flavour::Proprietary, Some(GpuDirect::Peermem | GpuDirect::None)) => Outcome::info(format!(
+        (ModuleFlavour::Proprietary, Some(GpuDirect::Peermem | GpuDirect::None)) => Outcome::info(format!(
             "proprietary kernel module: gpudirect rdma needs nvidia_peermem, dma-buf and gds p2p are unavailable{corroborated}"
         )),
-        (Flavour::Proprietary, None) => Outcome::warn(format!(
+        (ModuleFlavour::Proprietary, None) => Outcome::warn(format!(
             "proprietary kernel module: gpudirect rdma must use nvidia_peermem, dma-buf and gds p2p need the open module{corroborated}"
         ))
         .fix(fix()),
@@ -250,30 +310,39 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
     ]
 }
 
-/// Whether DMA-BUF GPUDirect RDMA is possible, with the reason when not.
-fn dma_buf(ctx: &Context<'_>) -> Result<String, String> {
+/// Whether DMA-BUF GPUDirect RDMA is possible on this host.
+enum DmaBuf {
+    /// Yes, because of what the message says.
+    Possible(String),
+    /// No, because of what the message says.
+    Impossible(String),
+    /// Cannot tell, because of what the message says.
+    Unknown(String),
+}
+
+fn dma_buf(ctx: &Context<'_>) -> DmaBuf {
     let open = match flavour(ctx) {
-        Some((Flavour::Open, _)) => true,
-        Some((Flavour::Proprietary, _)) => {
-            return Err("the proprietary nvidia module has no dma-buf export".to_owned());
+        Some((ModuleFlavour::Open, _)) => Some(true),
+        Some((ModuleFlavour::Proprietary, _)) => {
+            return DmaBuf::Impossible(
+                "the proprietary nvidia module has no dma-buf export".to_owned(),
+            );
         }
-        None => false,
+        None => None,
     };
     let release = match &ctx.facts.nvidia.kernel_release {
         Ok(Some(release)) => release,
-        _ => return Err(format!("kernel release unknown ({OSRELEASE} unreadable)")),
+        _ => {
+            return DmaBuf::Unknown(format!("kernel release unknown ({OSRELEASE} unreadable)"));
+        }
     };
-    match kernel_version(release) {
-        Some(version) if version >= (5, 12) && open => {
-            Ok(format!("open nvidia module on kernel {release}"))
-        }
-        Some(version) if version >= (5, 12) => {
-            Err("the nvidia module flavour is unknown".to_owned())
-        }
-        Some(_) => Err(format!(
+    match (kernel_version(release), open) {
+        (Some(version), _) if version < (5, 12) => DmaBuf::Impossible(format!(
             "kernel {release} predates rdma dma-buf support (5.12)"
         )),
-        None => Err(format!("kernel release `{release}` not understood")),
+        (Some(_), Some(_)) => DmaBuf::Possible(format!("open nvidia module on kernel {release}")),
+        (Some(_), None) => DmaBuf::Unknown("the nvidia module flavour is unknown".to_owned()),
+        (None, _) => DmaBuf::Unknown(format!("kernel release `{release}` not understood")),
     }
 }
 
@@ -281,13 +350,17 @@ declare_check! {
     /// GPUDirect RDMA has a way into GPU memory: DMA-BUF or `nvidia_peermem`.
     ///
     /// ## What it checks
-    /// DMA-BUF is possible with the open kernel module (GPU002) on Linux 5.12
-    /// or later. Otherwise, or when the profile asks for it, `nvidia_peermem`
-    /// must be loaded **and** registered: `/proc/modules` lists it among
-    /// `ib_core`'s users. The legacy `nv_peer_mem` module (Mellanox's, for
-    /// drivers before 470) is reported. Requires the NVIDIA driver (GPU001)
-    /// and the RDMA modules (RDMA001): `nvidia` + `ib_core` →
-    /// `nvidia_peermem`.
+    /// Judged when the profile names a path (`--expect-gpudirect dma-buf`
+    /// or `peermem`), on any host with an NVIDIA GPU, or, without one, when
+    /// RDMA is part of the data path; `--expect-gpudirect none` makes it
+    /// not applicable. DMA-BUF is possible with the open kernel module
+    /// (GPU002) on Linux 5.12 or later (`/proc/sys/kernel/osrelease`); when
+    /// the profile wants DMA-BUF only that is judged. Otherwise, or when the
+    /// profile wants `nvidia_peermem`, the module must be loaded **and**
+    /// registered: `/proc/modules` lists it among `ib_core`'s users. The
+    /// legacy `nv_peer_mem` module (Mellanox's, for drivers before 470) is
+    /// reported. Requires the NVIDIA driver (GPU001) and the RDMA modules
+    /// (RDMA001): `nvidia` + `ib_core` → `nvidia_peermem`.
     ///
     /// ## Why it matters
     /// Without one of the two paths NCCL, UCX and GDS cannot register GPU
@@ -314,71 +387,21 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
     if let Some(outcome) = no_gpu(ctx) {
         return vec![outcome];
     }
-    if !wants_rdma(ctx) || ctx.profile.gpudirect == Some(GpuDirect::None) {
-        return vec![Outcome::not_applicable(
-            "gpudirect rdma not wanted (no rdma on this host, or the profile says so)",
-        )];
+    // An expectation given is judged, RDMA devices or not.
+    match ctx.profile.gpudirect {
+        Some(GpuDirect::None) => {
+            return vec![Outcome::not_applicable(
+                "gpudirect rdma not wanted (the profile says none)",
+            )];
+        }
+        None if !wants_rdma(ctx) => {
+            return vec![Outcome::not_applicable(
+                "gpudirect rdma not wanted: no rdma on this host and no expected path",
+            )];
+        }
+        _ => {}
     }
-    let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
-        "/proc/modules and /sys/module are absent: cannot tell whether nvidia_peermem is loaded"
-    )));
     let dma_buf = dma_buf(ctx);
-    let peermem = peermem_state(modules);
-    let legacy = modules.present("nv_peer_mem");
-    let peermem_fix = || {
-        Remediation::new(
-            "load nvidia_peermem after the rdma modules (gpu operator: driver.rdma.enabled: true)",
-        )
-        .command("modprobe -r nv_peer_mem 2>/dev/null; modprobe nvidia_peermem")
-        .command("grep -w nvidia_peermem /proc/modules && grep '^ib_core ' /proc/modules")
-    };
-    let outcome = match (ctx.profile.gpudirect, &dma_buf, peermem) {
-        (Some(GpuDirect::DmaBuf), Ok(why), _) => Outcome::pass(format!("dma-buf possible: {why}")),
-        (Some(GpuDirect::DmaBuf), Err(why), _) => {
-            Outcome::fail(format!("dma-buf wanted but not possible: {why}")).fix(
-                Remediation::new(
-                    "install the open kernel module on a 5.12+ kernel, or use nvidia_peermem",
-                )
-                .command("# GPU Operator: spec.driver.kernelModuleType: open"),
-            )
-        }
-        (None, Ok(why), _) => Outcome::pass(format!("dma-buf possible: {why}")),
-        (_, _, Peermem::Registered) if legacy => {
-            Outcome::warn("nvidia_peermem registered, but the legacy nv_peer_mem is loaded too")
-                .fix(peermem_fix())
-        }
-        (_, _, Peermem::Registered) => {
-            Outcome::pass("nvidia_peermem loaded and registered with ib_core")
-        }
-        (_, _, Peermem::Unregistered) => Outcome::fail(
-            "nvidia_peermem loaded but not among ib_core's users: it did not register",
-        )
-        .fix(peermem_fix()),
-        (_, _, Peermem::Unknown) => Outcome::unknown(
-            "nvidia_peermem present, but /proc/modules is absent: cannot tell whether it registered",
-        ),
-        (_, why, Peermem::Missing) if legacy => Outcome::fail(format!(
-            "only the legacy nv_peer_mem is loaded{}: it does not work with drivers 470 and later",
-            why.as_ref()
-                .err()
-                .map(|w| format!(" and dma-buf is not possible ({w})"))
-                .unwrap_or_default()
-        ))
-        .fix(peermem_fix()),
-        (_, why, Peermem::Missing) => Outcome::fail(format!(
-            "no gpudirect rdma path: nvidia_peermem not loaded{}",
-            why.as_ref()
-                .err()
-                .map(|w| format!(" and dma-buf not possible ({w})"))
-                .unwrap_or_default()
-        ))
-        .fix(peermem_fix()),
-    };
-    let ib_core_users = match modules.get("ib_core") {
-        None => "<no ib_core>".to_owned(),
-        Some(ib) if ib.used_by.is_empty() => "<none>".to_owned(),
-        Some(ib) => ib.used_by.join(","),
-    };
     let release = ctx
         .facts
         .nvidia
@@ -388,6 +411,76 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
         .cloned()
         .flatten()
         .unwrap_or_else(|| "<missing>".to_owned());
+    match (ctx.profile.gpudirect, &dma_buf) {
+        (Some(GpuDirect::DmaBuf | GpuDirect::None) | None, DmaBuf::Possible(why)) => {
+            return vec![
+                Outcome::pass(format!("dma-buf possible: {why}")).evidence(OSRELEASE, release),
+            ];
+        }
+        (Some(GpuDirect::DmaBuf), DmaBuf::Impossible(why)) => {
+            return vec![Outcome::fail(format!("dma-buf wanted but not possible: {why}"))
+                .evidence(OSRELEASE, release)
+                .fix(
+                    Remediation::new("install the open kernel module on a 5.12+ kernel, or use nvidia_peermem")
+                        .command("# GPU Operator: spec.driver.kernelModuleType: open"),
+                )];
+        }
+        (Some(GpuDirect::DmaBuf), DmaBuf::Unknown(why)) => {
+            return vec![
+                Outcome::unknown(format!(
+                    "dma-buf wanted, cannot tell whether it is possible: {why}"
+                ))
+                .evidence(OSRELEASE, release),
+            ];
+        }
+        _ => {}
+    }
+    let modules = need!(require(&ctx.facts.modules, || Outcome::unknown(
+        "/proc/modules and /sys/module are absent: cannot tell whether nvidia_peermem is loaded"
+    )
+    .evidence("/proc/modules", "<missing>")
+    .evidence("/sys/module", "<missing>")));
+    let peermem = peermem_state(modules);
+    let legacy = modules.present("nv_peer_mem");
+    let peermem_fix = || {
+        Remediation::new(
+            "load nvidia_peermem after the rdma modules (gpu operator: driver.rdma.enabled: true)",
+        )
+        .command("modprobe -r nv_peer_mem 2>/dev/null; modprobe nvidia_peermem")
+        .command("grep -w nvidia_peermem /proc/modules && grep '^ib_core ' /proc/modules")
+    };
+    let no_dma_buf = match &dma_buf {
+        DmaBuf::Impossible(why) => format!(" and dma-buf is not possible ({why})"),
+        DmaBuf::Unknown(why) => format!(" and dma-buf cannot be confirmed ({why})"),
+        DmaBuf::Possible(_) => String::new(),
+    };
+    let outcome = match peermem {
+        Peermem::Registered if legacy => {
+            Outcome::warn("nvidia_peermem registered, but the legacy nv_peer_mem is loaded too")
+                .fix(peermem_fix())
+        }
+        Peermem::Registered => Outcome::pass("nvidia_peermem loaded and registered with ib_core"),
+        Peermem::Unregistered => Outcome::fail(
+            "nvidia_peermem loaded but not among ib_core's users: it did not register",
+        )
+        .fix(peermem_fix()),
+        Peermem::Unknown => Outcome::unknown(
+            "nvidia_peermem present, but /proc/modules is absent: cannot tell whether it registered",
+        ),
+        Peermem::Missing if legacy => Outcome::fail(format!(
+            "only the legacy nv_peer_mem is loaded{no_dma_buf}: it does not work with drivers 470 and later"
+        ))
+        .fix(peermem_fix()),
+        Peermem::Missing => Outcome::fail(format!(
+            "no gpudirect rdma path: nvidia_peermem not loaded{no_dma_buf}"
+        ))
+        .fix(peermem_fix()),
+    };
+    let ib_core_users = match modules.get("ib_core") {
+        None => "<no ib_core>".to_owned(),
+        Some(ib) if ib.used_by.is_empty() => "<none>".to_owned(),
+        Some(ib) => ib.used_by.join(","),
+    };
     vec![
         outcome
             .evidence("/proc/modules", format!("ib_core used by: {ib_core_users}"))
@@ -437,8 +530,9 @@ declare_check! {
     /// `nvidia_fs` when the profile wants GPUDirect Storage (`gds`) and
     /// `gdrdrv` when it wants GDRCopy (`gdrcopy`), in `/proc/modules` and
     /// `/sys/module`; their versions come from `/sys/module/<m>/version`.
-    /// Loaded but not asked for is information; neither asked for nor loaded
-    /// does not apply.
+    /// Asked for and loaded passes, asked for and absent fails, loaded but
+    /// not asked for is information, neither asked for nor loaded does not
+    /// apply; asked for on a root without either module list is `unknown`.
     ///
     /// ## Why it matters
     /// Without `nvidia_fs`, cuFile runs in compatibility mode: reads go
@@ -528,27 +622,38 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// Each GPU has an RDMA NIC near it on the PCIe tree.
+    /// Each GPU has an RDMA NIC near enough for GPUDirect RDMA.
     ///
     /// ## What it checks
-    /// For every NVIDIA GPU, the nearest physical function backing an RDMA
-    /// device, from the bridges in their real sysfs paths and their
-    /// `numa_node`: `PIX` (same switch) and `PXB` (switches only) pass,
-    /// `PHB` (through the host bridge) and `NODE` (another host bridge of the
-    /// same NUMA node) are information, `SYS` (across sockets) warns. The
-    /// classes are those of `nvidia-smi topo -m`; `zerohop topo` prints the
-    /// pairing and the matching `NCCL_IB_HCA`.
+    /// For every NVIDIA GPU, the NIC `zerohop topo` pairs it with: the
+    /// nearest physical function backing an RDMA device in
+    /// `/sys/class/infiniband`, from the bridges in their real sysfs paths
+    /// and their `numa_node` (ties go to an `ACTIVE` port, then the faster
+    /// one; see `docs/topology.md`). The classes are those of
+    /// `nvidia-smi topo -m`. `PIX` (same switch) and `PXB` (switches only)
+    /// pass. `PHB` (through the host bridge) and `NODE` (another host
+    /// bridge of the same NUMA node) warn: they are beyond NCCL's default
+    /// `NCCL_NET_GDR_LEVEL` of `PXB` (`ncclTopoCheckGdr` in NCCL's
+    /// `src/graph/paths.cc`), so NCCL turns GPUDirect RDMA off for that GPU.
+    /// `SYS` (across sockets) warns too, and an undecidable class (different
+    /// host bridges, `numa_node` -1 on a multi-node host) is `unknown`.
     ///
     /// ## Why it matters
-    /// GPUDirect RDMA traffic between a GPU and a NIC on different sockets
-    /// crosses the inter-socket link, which is slower than PCIe and often
-    /// not allowed for peer-to-peer at all: NCCL then disables GPUDirect for
-    /// that pair (`NCCL_NET_GDR_LEVEL`) and stages through host memory.
+    /// Where GPUDirect RDMA is off, NCCL stages every network transfer
+    /// through host memory: an extra copy per message, CPU memory bandwidth
+    /// taken from the job, lower bus bandwidth and higher latency, and only
+    /// `NCCL_DEBUG=INFO` says so ("GPU Direct RDMA Disabled"). On hosts where
+    /// every GPU–NIC pair is `NODE` this is every GPU. Across sockets the
+    /// inter-socket link is slower than PCIe and often refuses peer-to-peer.
     ///
     /// ## How to fix
-    /// Pin each GPU's traffic to its nearest NIC (`NCCL_IB_HCA` from
-    /// `zerohop topo`, or the Topology Manager with `single-numa-node`); move
-    /// cards so every GPU has a NIC under its switch or socket.
+    /// Move cards so every GPU has a NIC under its own switch. Otherwise
+    /// raise `NCCL_NET_GDR_LEVEL` to the class shown (`PHB` for `PHB` and
+    /// `NODE`, `SYS` across sockets) so NCCL uses GPUDirect RDMA through the
+    /// CPU's root complex; that costs peer-to-peer traffic through the root
+    /// complex, which some CPUs forward more slowly than host memory copies,
+    /// so compare `all_reduce_perf` bus bandwidth with and without it. Pin
+    /// each GPU's traffic to its NIC with `NCCL_IB_HCA` from `zerohop topo`.
     pub static GPU_NIC_DISTANCE = {
         id: "GPU005",
         name: "gpu-nic-cross-socket",
@@ -573,6 +678,7 @@ fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
             Ok(_) => Outcome::not_applicable("no rdma device backed by a pci physical function"),
         }];
     }
+    let default = nccl::NET_GDR_LEVEL_DEFAULT;
     topology
         .pairings
         .iter()
@@ -580,15 +686,33 @@ fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
             let nic = pairing.nic.as_deref().unwrap_or("<none>");
             let node = |n: Option<i32>| n.map_or_else(|| "-1".to_owned(), |n| n.to_string());
             let nic_node = topology.nics.iter().find(|n| n.name == nic).and_then(|n| n.numa_node);
+            let raise = |d: Distance| {
+                let placement = if d == Distance::Sys {
+                    "give this gpu a nic on its own socket"
+                } else {
+                    "put a nic under this gpu's pcie switch"
+                };
+                Remediation::new(format!(
+                    "{placement}, or set {}={} so nccl uses gpudirect rdma through the cpu (measure: it can be slower than staging)",
+                    nccl::NET_GDR_LEVEL,
+                    d.nccl_level()
+                ))
+                .command(format!("export {}={}", nccl::NET_GDR_LEVEL, d.nccl_level()))
+                .command("all_reduce_perf -b 8 -e 8G -f 2 -g 1   # compare busbw with and without it")
+                .command("zerohop topo   # the pairing and NCCL_IB_HCA")
+            };
             let outcome = match pairing.distance {
-                Some(d @ (Distance::Pix | Distance::Pxb)) => Outcome::pass(format!("nearest rdma nic {nic} at {d}")),
-                Some(d @ (Distance::Phb | Distance::Node)) => {
-                    Outcome::info(format!("nearest rdma nic {nic} at {d}: traffic crosses the cpu's pcie host bridge"))
-                }
-                Some(Distance::Sys) => Outcome::warn(format!("nearest rdma nic {nic} is on another socket (SYS)")).fix(
-                    Remediation::new("give this gpu a nic on its own socket, or keep its traffic off gpudirect rdma")
-                        .command("zerohop topo   # the pairing and NCCL_IB_HCA"),
-                ),
+                Some(d) if d.gdr_by_default() => Outcome::pass(format!("nearest rdma nic {nic} at {d}")),
+                Some(d @ (Distance::Phb | Distance::Node)) => Outcome::warn(format!(
+                    "nearest rdma nic {nic} at {d}, beyond nccl's default {}={default}: nccl turns gpudirect rdma off for this gpu and stages through host memory",
+                    nccl::NET_GDR_LEVEL
+                ))
+                .fix(raise(d)),
+                Some(d) => Outcome::warn(format!(
+                    "nearest rdma nic {nic} is on another socket ({d}), beyond nccl's default {}={default}: nccl stages through host memory",
+                    nccl::NET_GDR_LEVEL
+                ))
+                .fix(raise(d)),
                 None => Outcome::unknown(format!("distance to {nic} unknown: different host bridges and numa_node -1")),
             };
             outcome

@@ -1,7 +1,8 @@
 //! PCIe links, NUMA placement, drivers and IOMMU groups of GPUs and NICs.
 
-use zerohop_core::Remediation;
-use zerohop_host::facts::PciDevice;
+use zerohop_core::{Remediation, Status};
+use zerohop_host::facts::pci::{class, vendor};
+use zerohop_host::facts::{PciDevice, PciLink};
 
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
@@ -10,25 +11,82 @@ use crate::fix::join;
 
 const NO_PCI: &str = "/sys/bus/pci/devices is absent: no pci devices to check";
 
-/// The GPUs and NICs (physical functions) of the data path.
-fn data_path_devices<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a PciDevice> {
-    ctx.facts
-        .pci
-        .list()
-        .iter()
-        .filter(|d| (d.is_nvidia_gpu() || d.is_nic()) && !d.is_vf())
+/// Why a function carries the GPU/RDMA/storage data path, `None` when it
+/// does not: NVIDIA GPUs, functions backing an RDMA device (whatever their
+/// class: a ConnectX-3 is `0x0280`), InfiniBand controllers, Mellanox
+/// network controllers (RDMA-capable even before their RDMA driver loads)
+/// and NVMe controllers.
+fn data_path_role(ctx: &Context<'_>, device: &PciDevice) -> Option<&'static str> {
+    if device.is_nvidia_gpu() {
+        Some("gpu")
+    } else if ctx.facts.rdma.on_pci(&device.address).next().is_some() {
+        Some("rdma nic")
+    } else if matches!(
+        device.class,
+        Some(class::NETWORK_INFINIBAND | class::SERIAL_INFINIBAND)
+    ) || (device.vendor == Some(vendor::MELLANOX) && device.is_network())
+    {
+        Some("rdma-capable nic")
+    } else if device.is_nvme() {
+        Some("nvme")
+    } else {
+        None
+    }
+}
+
+/// The physical functions PCI001 and PCI002 look at, each with whether it
+/// is on the data path: the data path itself, and every other network
+/// controller (management NICs, Wi-Fi), which is reported but never worse
+/// than information.
+fn judged<'a>(ctx: &Context<'a>) -> impl Iterator<Item = (&'a PciDevice, bool)> {
+    let ctx = *ctx;
+    ctx.facts.pci.list().iter().filter_map(move |device| {
+        if device.is_vf() {
+            return None;
+        }
+        let on_path = data_path_role(&ctx, device).is_some();
+        (on_path || device.is_network()).then_some((device, on_path))
+    })
+}
+
+/// `outcome` for a function off the data path: a fail or warn becomes
+/// information, said so in the message.
+fn off_path(outcome: Outcome) -> Outcome {
+    if !outcome.status.is_problem() {
+        return outcome;
+    }
+    Outcome {
+        status: Status::Info,
+        message: format!(
+            "{}: not on the gpu, rdma or nvme data path",
+            outcome.message
+        ),
+        ..outcome
+    }
 }
 
 declare_check! {
-    /// PCIe links of GPUs and NICs run at their full width and speed.
+    /// PCIe links of the data path run at the width and speed their slot allows.
     ///
     /// ## What it checks
-    /// Compares `current_link_width`/`current_link_speed` with
-    /// `max_link_width`/`max_link_speed` under `/sys/bus/pci/devices/*` for
-    /// NVIDIA GPUs (class 0x0300/0x0302) and network controllers (class
-    /// 0x0200/0x0207). A narrower link fails. A slower link fails for NICs;
-    /// for GPUs it is `info`, because idle GPUs lower their link speed to
-    /// save power and raise it under load.
+    /// Physical functions on the data path: NVIDIA GPUs (class
+    /// `0x0300`/`0x0302`), every function that backs an RDMA device in
+    /// `/sys/class/infiniband` whatever its class (a ConnectX-3 is
+    /// `0x0280`), InfiniBand controllers (`0x0207`, `0x0c06`), Mellanox
+    /// network controllers and NVMe controllers (`0x0108`). Other network
+    /// controllers (a management LOM, Wi-Fi) are checked the same way but
+    /// never reported worse than `info`.
+    ///
+    /// The evidence is the function's `current_link_width`/`current_link_speed`
+    /// against what the link can reach: the lower of the function's own
+    /// `max_link_width`/`max_link_speed` and those of its upstream port (the
+    /// bridge above it in its sysfs path, a root port or a switch's
+    /// downstream port), since a link trains to what both ends support. A
+    /// narrower link than that fails; width 0 (link down) fails; a slower
+    /// link fails, except for GPUs, which lower their link speed when idle
+    /// (`info`). A data-path link that reaches its slot's maximum but not the
+    /// device's own (a Gen5 NIC in a Gen4 slot) is `info`. A missing or
+    /// unparsable attribute is `unknown`, naming that file.
     ///
     /// ## Why it matters
     /// A ConnectX-7 at x8 instead of x16, or Gen3 instead of Gen5, halves or
@@ -54,63 +112,165 @@ fn link_downtrained(ctx: &Context<'_>) -> Vec<Outcome> {
     need!(require(&ctx.facts.pci.devices, || Outcome::not_applicable(
         NO_PCI
     )));
-    data_path_devices(ctx)
-        .map(|device| {
-            let link = match &device.link {
-                Err(gap) => return Outcome::gap(gap).subject(&device.address),
-                Ok(None) => {
-                    return Outcome::unknown(format!("{} exposes no link speed or width files", device.label()))
-                        .subject(&device.address)
-                        .evidence(format!("{}/current_link_speed", device.sysfs()), "<missing>");
-                }
-                Ok(Some(link)) => link,
-            };
-            let evidence = |o: Outcome| {
-                o.subject(&device.address)
-                    .evidence(format!("{}/current_link_width", device.sysfs()), link.current_width.to_string())
-                    .evidence(format!("{}/max_link_width", device.sysfs()), link.max_width.to_string())
-                    .evidence(format!("{}/current_link_speed", device.sysfs()), &link.current_speed)
-                    .evidence(format!("{}/max_link_speed", device.sysfs()), &link.max_speed)
-            };
-            let fix = Remediation::new("reseat the card, check the slot wiring and the bios pcie generation, update firmware")
-                .command(format!("{} | grep -e LnkCap -e LnkSta", join(["lspci", "-vvv", "-s", &device.address])));
-            let slower = match (link.current_gts(), link.max_gts()) {
-                (Some(current), Some(max)) => Some(current < max),
-                _ => None,
-            };
-            if link.current_width == 0 {
-                return evidence(Outcome::fail(format!("{} link is down (width 0)", device.label())).fix(fix));
-            }
-            if link.current_width < link.max_width {
-                return evidence(
-                    Outcome::fail(format!("{} link trained at x{} of x{}", device.label(), link.current_width, link.max_width)).fix(fix),
-                );
-            }
-            match slower {
-                None => evidence(Outcome::unknown(format!("{} link speed unknown", device.label()))),
-                Some(true) if device.is_nvidia_gpu() => evidence(Outcome::info(format!(
-                    "{} link at {} of {}: normal for an idle gpu, check again under load",
-                    device.label(),
-                    link.current_speed,
-                    link.max_speed
-                ))),
-                Some(true) => evidence(
-                    Outcome::fail(format!("{} link at {} of {}", device.label(), link.current_speed, link.max_speed)).fix(fix),
-                ),
-                Some(false) => Outcome::pass(format!("{} link x{} at {}", device.label(), link.current_width, link.current_speed))
-                    .subject(&device.address),
-            }
+    judged(ctx)
+        .map(|(device, on_path)| {
+            let outcome = judge_link(ctx, device).subject(&device.address);
+            if on_path { outcome } else { off_path(outcome) }
         })
         .collect()
 }
 
+/// The evidence of a link: each attribute file with its value or `<missing>`.
+fn link_evidence(outcome: Outcome, dir: &str, link: &PciLink) -> Outcome {
+    let values = [
+        link.current_speed.clone(),
+        link.max_speed.clone(),
+        link.current_width.map(|w| w.to_string()),
+        link.max_width.map(|w| w.to_string()),
+    ];
+    PciLink::FILES
+        .into_iter()
+        .zip(values)
+        .fold(outcome, |o, (file, value)| {
+            o.evidence(
+                format!("{dir}/{file}"),
+                value.unwrap_or_else(|| "<missing>".to_owned()),
+            )
+        })
+}
+
+fn judge_link(ctx: &Context<'_>, device: &PciDevice) -> Outcome {
+    let dir = device.sysfs();
+    let label = device.label();
+    let link = match &device.link {
+        Err(gap) => return Outcome::gap(gap),
+        Ok(None) => {
+            return Outcome::unknown(format!("{label} exposes no link speed or width files"))
+                .evidence(format!("{dir}/current_link_speed"), "<missing>")
+                .evidence(format!("{dir}/max_link_speed"), "<missing>");
+        }
+        Ok(Some(link)) => link,
+    };
+    let evidence = |o: Outcome| link_evidence(o, &dir, link);
+    let (Some(current_width), Some(max_width), Some(current_speed), Some(max_speed)) = (
+        link.current_width,
+        link.max_width,
+        link.current_speed.as_deref(),
+        link.max_speed.as_deref(),
+    ) else {
+        return evidence(Outcome::unknown(format!(
+            "{label} has no {}: its link cannot be judged",
+            link.missing().join(", ")
+        )));
+    };
+    let fix = || {
+        Remediation::new(
+            "reseat the card, check the slot wiring and the bios pcie generation, update firmware",
+        )
+        .command(format!(
+            "{} | grep -e LnkCap -e LnkSta",
+            join(["lspci", "-vvv", "-s", &device.address])
+        ))
+    };
+    if current_width == 0 {
+        return evidence(Outcome::fail(format!("{label} link is down (width 0)")).fix(fix()));
+    }
+    let Some(current) = link.current_gts() else {
+        return evidence(Outcome::unknown(format!(
+            "{label} current_link_speed `{current_speed}` is not a speed"
+        )));
+    };
+    let Some(own_max) = link.max_gts() else {
+        return evidence(Outcome::unknown(format!(
+            "{label} max_link_speed `{max_speed}` is not a speed"
+        )));
+    };
+    // The upstream port's capability bounds the link as much as the
+    // device's own: a x2 LOM behind a x1 root port trains at x1.
+    let upstream = ctx
+        .facts
+        .pci
+        .upstream_port(device)
+        .and_then(|port| match &port.link {
+            Ok(Some(link)) => Some((port, link)),
+            _ => None,
+        });
+    let port_width = upstream.and_then(|(_, l)| l.max_width).filter(|w| *w > 0);
+    let port_gts = upstream.and_then(|(_, l)| l.max_gts());
+    let cap_width = port_width.map_or(max_width, |w| w.min(max_width));
+    let (cap_gts, cap_speed) = match (port_gts, upstream.and_then(|(_, l)| l.max_speed.as_deref()))
+    {
+        (Some(gts), Some(text)) if gts < own_max => (gts, text),
+        _ => (own_max, max_speed),
+    };
+    let with_port = |o: Outcome| match upstream {
+        Some((port, port_link)) => {
+            let value = |v: Option<String>| v.unwrap_or_else(|| "<missing>".to_owned());
+            evidence(o)
+                .evidence(
+                    format!("{}/max_link_width", port.sysfs()),
+                    value(port_link.max_width.map(|w| w.to_string())),
+                )
+                .evidence(
+                    format!("{}/max_link_speed", port.sysfs()),
+                    value(port_link.max_speed.clone()),
+                )
+        }
+        None => evidence(o),
+    };
+    let port_name = upstream.map_or_else(String::new, |(port, _)| port.address.clone());
+    if current_width < cap_width {
+        let bound = if cap_width < max_width {
+            format!(" (its upstream port {port_name} allows x{cap_width})")
+        } else {
+            String::new()
+        };
+        return with_port(
+            Outcome::fail(format!(
+                "{label} link trained at x{current_width} of x{cap_width}{bound}"
+            ))
+            .fix(fix()),
+        );
+    }
+    if current < cap_gts {
+        return with_port(if device.is_nvidia_gpu() {
+            Outcome::info(format!(
+                "{label} link at {current_speed} of {cap_speed}: normal for an idle gpu, check again under load"
+            ))
+        } else {
+            Outcome::fail(format!("{label} link at {current_speed} of {cap_speed}")).fix(fix())
+        });
+    }
+    if let Some((port, port_link)) = upstream.filter(|_| cap_width < max_width || cap_gts < own_max)
+    {
+        let shown = |v: Option<String>| v.unwrap_or_else(|| "?".to_owned());
+        let message = format!(
+            "{label} link x{current_width} at {current_speed}, the most its slot allows: upstream port {} takes x{} at {}, the device x{max_width} at {max_speed}",
+            port.address,
+            shown(port_link.max_width.map(|w| w.to_string())),
+            shown(port_link.max_speed.clone()),
+        );
+        return with_port(if data_path_role(ctx, device).is_some() {
+            Outcome::info(message)
+        } else {
+            Outcome::pass(message)
+        });
+    }
+    with_port(Outcome::pass(format!(
+        "{label} link x{current_width} at {current_speed}"
+    )))
+}
+
 declare_check! {
-    /// GPUs and NICs know their NUMA node on multi-socket hosts.
+    /// Data-path devices know their NUMA node on multi-socket hosts.
     ///
     /// ## What it checks
-    /// Reads `numa_node` of each GPU and NIC. On a host with two or more
-    /// NUMA nodes, `-1` means the firmware did not describe the device's
-    /// locality.
+    /// The same functions as PCI001: GPUs, RDMA NICs (any function backing
+    /// an RDMA device, InfiniBand controllers, Mellanox network
+    /// controllers) and NVMe controllers warn; other network controllers
+    /// are at most `info`. On a host with two or more NUMA nodes that have
+    /// CPUs (`/sys/devices/system/node/node*/cpulist`), a function whose
+    /// `numa_node` reads `-1` has no locality the firmware described.
     ///
     /// ## Why it matters
     /// Without a node, the kernel, the device plugins, NCCL and the kubelet's
@@ -148,12 +308,13 @@ fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
             "{cpu_nodes} numa node(s) with cpus: locality does not matter"
         ))];
     }
-    data_path_devices(ctx)
-        .map(|device| {
+    judged(ctx)
+        .map(|(device, on_path)| {
             let path = format!("{}/numa_node", device.sysfs());
-            match &device.numa_node {
+            let outcome = match &device.numa_node {
                 Err(gap) => Outcome::gap(gap),
-                Ok(None) => Outcome::unknown(format!("{} has no numa_node file", device.label())),
+                Ok(None) => Outcome::unknown(format!("{} has no numa_node file", device.label()))
+                    .evidence(&path, "<missing>"),
                 Ok(Some(-1)) => Outcome::warn(format!(
                     "{} numa node unknown on a {cpu_nodes}-node host",
                     device.label()
@@ -162,9 +323,11 @@ fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
                 .fix(Remediation::new(
                     "enable acpi srat / numa reporting in the bios and update it",
                 )),
-                Ok(Some(node)) => Outcome::pass(format!("{} on numa node {node}", device.label())),
+                Ok(Some(node)) => Outcome::pass(format!("{} on numa node {node}", device.label()))
+                    .evidence(&path, node.to_string()),
             }
-            .subject(&device.address)
+            .subject(&device.address);
+            if on_path { outcome } else { off_path(outcome) }
         })
         .collect()
 }
@@ -173,7 +336,10 @@ declare_check! {
     /// No NVIDIA GPU is bound to the `nouveau` driver.
     ///
     /// ## What it checks
-    /// The `driver` link of every NVIDIA GPU under `/sys/bus/pci/devices`.
+    /// The `driver` link (or `DRIVER=` in `uevent`) of every NVIDIA GPU
+    /// (vendor `0x10de`, class `0x0300`/`0x0302`) under
+    /// `/sys/bus/pci/devices`: `nouveau` fails, any other driver or none
+    /// passes here (GPU001 judges whether it is `nvidia`).
     ///
     /// ## Why it matters
     /// `nouveau` has no CUDA, no GPUDirect RDMA and no GPUDirect Storage; a
@@ -229,7 +395,10 @@ declare_check! {
     ///
     /// ## What it checks
     /// For every VF (a function with a `physfn` link), the members of its
-    /// IOMMU group in `/sys/kernel/iommu_groups/<g>/devices`.
+    /// IOMMU group (its `iommu_group` link, and the groups listed in
+    /// `/sys/kernel/iommu_groups`). A VF alone in its group passes, one that
+    /// shares it warns, one without an `iommu_group` link is `unknown`; no
+    /// VFs, or no IOMMU groups (the IOMMU is off), does not apply.
     ///
     /// ## Why it matters
     /// Devices in one group cannot be separated: VFIO hands out whole groups,
@@ -306,7 +475,9 @@ declare_check! {
     ///
     /// ## What it checks
     /// IOMMU groups in `/sys/kernel/iommu_groups` that contain both an
-    /// NVIDIA GPU and a network controller.
+    /// NVIDIA GPU and a network controller (class `0x02xx`, or an
+    /// InfiniBand controller `0x0c06`). Such a group warns when a NIC in it
+    /// is an SR-IOV VF and is information otherwise; no such group passes.
     ///
     /// ## Why it matters
     /// A shared group means no ACS between them: peer-to-peer traffic goes
@@ -345,7 +516,7 @@ fn gpu_nic_shared_group(ctx: &Context<'_>) -> Vec<Outcome> {
             .filter(|d| d.is_nvidia_gpu())
             .map(|d| &d.address)
             .collect();
-        let nics: Vec<&PciDevice> = devices.iter().copied().filter(|d| d.is_nic()).collect();
+        let nics: Vec<&PciDevice> = devices.iter().copied().filter(|d| d.is_network()).collect();
         if gpus.is_empty() || nics.is_empty() {
             continue;
         }

@@ -10,6 +10,8 @@
     reason = "each test binary uses a different part of the support module"
 )]
 
+pub mod builder;
+
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

@@ -8,54 +8,67 @@ use crate::root::HostRoot;
 
 const DEVICES: &str = "/sys/bus/pci/devices";
 
-/// PCI class codes (the upper 16 bits of the `class` attribute) zerohop cares about.
-pub mod class {
-    /// VGA-compatible display controller (some NVIDIA GPUs).
-    pub const DISPLAY_VGA: u16 = 0x0300;
-    /// 3D controller (data-centre NVIDIA GPUs).
-    pub const DISPLAY_3D: u16 = 0x0302;
-    /// Ethernet controller (RoCE NICs).
-    pub const NETWORK_ETHERNET: u16 = 0x0200;
-    /// InfiniBand controller.
-    pub const NETWORK_INFINIBAND: u16 = 0x0207;
-    /// InfiniBand controller in the serial-bus class (QLogic/Intel HCAs).
-    pub const SERIAL_INFINIBAND: u16 = 0x0c06;
-    /// NVM Express controller (`0x0108`, programming interface `0x02`).
-    pub const STORAGE_NVME: u16 = 0x0108;
-    /// PCI-to-PCI bridge (switch ports, root ports).
-    pub const BRIDGE_PCI: u16 = 0x0604;
-}
+/// PCI class codes (the upper 16 bits of the `class` attribute) zerohop
+/// cares about, kept with the other domain facts in `zerohop-known`.
+pub use zerohop_known::pci::class;
 
 /// PCI vendor IDs zerohop cares about.
 pub mod vendor {
     /// NVIDIA.
-    pub const NVIDIA: u16 = 0x10de;
+    pub const NVIDIA: u16 = zerohop_known::pci::NVIDIA_VENDOR;
     /// Mellanox / NVIDIA Networking.
     pub const MELLANOX: u16 = zerohop_known::nic::MELLANOX_VENDOR;
 }
 
-/// A PCIe link as the kernel reports it.
-#[derive(Debug, Clone, PartialEq)]
+/// A PCIe link as the kernel reports it: the four attributes of a PCIe
+/// function, each `None` when its file is absent (older kernels write the
+/// `current_*` files without the `max_*` ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PciLink {
     /// `current_link_speed` as written (`16.0 GT/s PCIe`, `Unknown`).
-    pub current_speed: String,
-    /// `max_link_speed` as written.
-    pub max_speed: String,
+    pub current_speed: Option<String>,
+    /// `max_link_speed` as written: what the function itself supports.
+    pub max_speed: Option<String>,
     /// `current_link_width` (0 when the link is down).
-    pub current_width: u32,
-    /// `max_link_width`.
-    pub max_width: u32,
+    pub current_width: Option<u32>,
+    /// `max_link_width`: what the function itself supports.
+    pub max_width: Option<u32>,
 }
 
 impl PciLink {
-    /// The current speed in GT/s, `None` when unknown.
+    /// The file names of the four attributes, in the order
+    /// [`PciLink::missing`] reports them.
+    pub const FILES: [&'static str; 4] = [
+        "current_link_speed",
+        "max_link_speed",
+        "current_link_width",
+        "max_link_width",
+    ];
+
+    /// The current speed in GT/s, `None` when absent or not a speed.
     pub fn current_gts(&self) -> Option<f64> {
-        gts(&self.current_speed)
+        self.current_speed.as_deref().and_then(gts)
     }
 
-    /// The maximum speed in GT/s, `None` when unknown.
+    /// The maximum speed in GT/s, `None` when absent or not a speed.
     pub fn max_gts(&self) -> Option<f64> {
-        gts(&self.max_speed)
+        self.max_speed.as_deref().and_then(gts)
+    }
+
+    /// The names of the attribute files that are absent.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let present = [
+            self.current_speed.is_some(),
+            self.max_speed.is_some(),
+            self.current_width.is_some(),
+            self.max_width.is_some(),
+        ];
+        Self::FILES
+            .into_iter()
+            .zip(present)
+            .filter(|(_, present)| !present)
+            .map(|(file, _)| file)
+            .collect()
     }
 }
 
@@ -122,19 +135,33 @@ impl PciDevice {
         )
     }
 
+    /// Whether this is a network controller of any subclass (`0x02xx`,
+    /// ConnectX-3's `0x0280` included) or an InfiniBand controller of the
+    /// serial-bus class: wider than [`PciDevice::is_nic`].
+    pub fn is_network(&self) -> bool {
+        self.class.is_some_and(class::is_network)
+    }
+
+    /// Whether this is an NVM Express controller.
+    pub fn is_nvme(&self) -> bool {
+        self.class == Some(class::STORAGE_NVME)
+    }
+
     /// Whether this is an SR-IOV virtual function.
     pub fn is_vf(&self) -> bool {
         self.physfn.is_some()
     }
 
-    /// A short label: `GPU 10de:2330`, `NIC 15b3:1021`.
+    /// A short label: `gpu 10de:2330`, `nic 15b3:1021`, `nvme 8086:0b60`.
     pub fn label(&self) -> String {
         let kind = if self.is_nvidia_gpu() {
             "gpu"
-        } else if self.is_nic() && self.is_vf() {
+        } else if self.is_network() && self.is_vf() {
             "vf"
-        } else if self.is_nic() {
+        } else if self.is_network() {
             "nic"
+        } else if self.is_nvme() {
+            "nvme"
         } else {
             "device"
         };
@@ -190,6 +217,14 @@ impl PciFacts {
                 .flatten()
                 .find_map(|device| device.unidentified.as_ref()),
         }
+    }
+
+    /// The port `device` is linked to: the bridge directly above it (a
+    /// root port or a switch's downstream port), when it is a PCI function
+    /// of this host. Its `max_link_*` attributes bound the link as much as
+    /// the device's own do.
+    pub fn upstream_port(&self, device: &PciDevice) -> Option<&PciDevice> {
+        self.get(device.parents.first()?)
     }
 
     /// The function at `address`.
@@ -335,29 +370,17 @@ fn device(root: &HostRoot, address: &str) -> PciDevice {
 
 fn link(root: &HostRoot, dir: &str) -> Fact<PciLink> {
     let value = |file: &str| root.read_value(&format!("{dir}/{file}"));
-    let current_speed = value("current_link_speed")?;
-    let max_speed = value("max_link_speed")?;
-    let current_width = read_parsed(
-        root,
-        &format!("{dir}/current_link_width"),
-        str::parse::<u32>,
-    )?;
-    let max_width = read_parsed(root, &format!("{dir}/max_link_width"), str::parse::<u32>)?;
-    match (current_speed, max_speed, current_width, max_width) {
-        (None, None, None, None) => Ok(None),
-        (Some(current_speed), Some(max_speed), Some(current_width), Some(max_width)) => {
-            Ok(Some(PciLink {
-                current_speed,
-                max_speed,
-                current_width,
-                max_width,
-            }))
-        }
-        _ => Err(Gap::malformed(
-            &format!("{dir}/current_link_speed"),
-            "only some of the link speed and width files exist",
-        )),
+    let width = |file: &str| read_parsed(root, &format!("{dir}/{file}"), str::parse::<u32>);
+    let link = PciLink {
+        current_speed: value("current_link_speed")?,
+        max_speed: value("max_link_speed")?,
+        current_width: width("current_link_width")?,
+        max_width: width("max_link_width")?,
+    };
+    if link.missing().len() == PciLink::FILES.len() {
+        return Ok(None);
     }
+    Ok(Some(link))
 }
 
 fn sriov(root: &HostRoot, dir: &str) -> Fact<Sriov> {
@@ -455,13 +478,14 @@ mod tests {
     #[test]
     fn link_speed_numbers() {
         let link = PciLink {
-            current_speed: "2.5 GT/s PCIe".into(),
-            max_speed: "32.0 GT/s PCIe".into(),
-            current_width: 16,
-            max_width: 16,
+            current_speed: Some("2.5 GT/s PCIe".into()),
+            max_speed: Some("32.0 GT/s PCIe".into()),
+            current_width: Some(16),
+            max_width: None,
         };
         assert_eq!(link.current_gts(), Some(2.5));
         assert_eq!(link.max_gts(), Some(32.0));
+        assert_eq!(link.missing(), vec!["max_link_width"]);
         assert_eq!(gts("Unknown"), None);
     }
 }

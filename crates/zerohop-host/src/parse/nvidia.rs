@@ -3,6 +3,15 @@
 
 use std::collections::BTreeMap;
 
+/// The flavour of the NVIDIA kernel module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleFlavour {
+    /// The open, MIT/GPL module (`nvidia-open`).
+    Open,
+    /// The proprietary, NVIDIA-licensed module.
+    Proprietary,
+}
+
 /// What `/proc/driver/nvidia/version` says about the loaded kernel module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverVersion {
@@ -10,11 +19,18 @@ pub struct DriverVersion {
     pub line: String,
     /// The driver version (`550.90.07`), when the line has one.
     pub version: Option<String>,
-    /// The line names the open kernel module (`… Open Kernel Module …`).
-    pub open: bool,
+    /// The flavour the line names, `None` when it names no kernel module.
+    pub flavour: Option<ModuleFlavour>,
 }
 
 /// Parses the version file; `None` when it has no `NVRM version:` line.
+///
+/// The driver prints the line from `nv_procfs_read_version`
+/// (NVIDIA/open-gpu-kernel-modules `kernel-open/nvidia/nv-procfs.c`): the
+/// open module's reads `NVIDIA UNIX Open Kernel Module for x86_64 <version>`,
+/// the proprietary one's `NVIDIA UNIX x86_64 Kernel Module <version>`. So a
+/// line that names a `Kernel Module` and a version, without `Open`, is the
+/// proprietary module; a line that names neither is left undecided.
 pub fn parse_version(text: &str) -> Option<DriverVersion> {
     let line = text
         .lines()
@@ -24,10 +40,18 @@ pub fn parse_version(text: &str) -> Option<DriverVersion> {
         .split_whitespace()
         .find(|word| is_version(word))
         .map(str::to_owned);
+    let lower = line.to_ascii_lowercase();
+    let flavour = if lower.contains("open kernel module") {
+        Some(ModuleFlavour::Open)
+    } else if lower.contains("kernel module") && version.is_some() {
+        Some(ModuleFlavour::Proprietary)
+    } else {
+        None
+    };
     Some(DriverVersion {
         line: line.chars().take(200).collect(),
         version,
-        open: line.to_ascii_lowercase().contains("open kernel module"),
+        flavour,
     })
 }
 
@@ -80,9 +104,14 @@ mod tests {
     fn proprietary_and_open() {
         let prop = parse_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  525.60.13  Wed Nov 30 06:39:21 UTC 2022\nGCC version:  gcc 12\n").unwrap();
         assert_eq!(prop.version.as_deref(), Some("525.60.13"));
-        assert!(!prop.open);
+        assert_eq!(prop.flavour, Some(ModuleFlavour::Proprietary));
         let open = parse_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.90.07  Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri May 31 09:44:54 UTC 2024").unwrap();
-        assert!(open.open);
+        assert_eq!(open.flavour, Some(ModuleFlavour::Open));
+        // Neither wording, or no version: undecided.
+        let odd = parse_version("NVRM version: something else 550.90.07").unwrap();
+        assert_eq!(odd.flavour, None);
+        let no_version = parse_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module").unwrap();
+        assert_eq!(no_version.flavour, None);
         assert_eq!(open.version.as_deref(), Some("550.90.07"));
         assert_eq!(parse_version("garbage"), None);
     }

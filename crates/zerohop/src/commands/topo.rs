@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use zerohop_core::render::printable::printable;
 use zerohop_doctor::topology::{Distance, Topology, TopologyDocument};
 use zerohop_host::Facts;
+use zerohop_known::nccl;
 
 use zerohop_validate::compare::{self, Comparison};
 use zerohop_validate::smi_topo;
@@ -166,6 +167,21 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(out)?;
     writeln!(out, "NCCL_IB_HCA={}", printable(&topology.nccl_ib_hca))?;
+    if let Some(level) = topology.nccl_net_gdr_level() {
+        writeln!(
+            out,
+            "warning: {} of {} gpu(s) reach their nic only beyond {}, nccl's default {}: nccl turns gpudirect rdma off for them and stages their traffic through host memory",
+            topology.beyond_default_gdr().count(),
+            topology.pairings.len(),
+            nccl::NET_GDR_LEVEL_DEFAULT,
+            nccl::NET_GDR_LEVEL,
+        )?;
+        writeln!(
+            out,
+            "{}={level}   # lets nccl use gpudirect rdma through the cpu; peer-to-peer through the root complex can be slower than staging, so compare all_reduce_perf with and without it",
+            nccl::NET_GDR_LEVEL,
+        )?;
+    }
     writeln!(
         out,
         "legend: PIX one pcie switch, PXB several switches, PHB host bridge, NODE same numa node, SYS across sockets, ? unknown"
