@@ -434,7 +434,7 @@ declare_check! {
     /// it, and compare `/proc/driver/nvidia-fs/stats` and `gdscheck -p`.
     pub static NVIDIA_FS_ERRORS = {
         id: "KLOG004",
-        name: "nvidia-fs-errors",
+        name: "nvidia-fs-log-errors",
         group: KernelLog,
         severity: Error,
         requires: [],
