@@ -14,9 +14,12 @@
 # cpu:    the agent at its defaults (--interval 5m, --counters-interval 30s)
 #         for CPU_SECONDS (default 900) of wall time; CPU share = the
 #         process's user + system time / wall time, from /proc/PID/stat.
-# scrape: the agent with --interval 1s (a pass always running or about to),
-#         then SCRAPES (default 10000) GET /metrics from the scrape bench, a
-#         second process; prints median, p99 and max.
+# scrape: the agent with --interval 2s --counters-interval 1s (a pass
+#         running or about to, with the counters sampled meanwhile), then
+#         SCRAPES (default 10000) GET /metrics from the scrape bench, a second
+#         process, GAP_US (default 500) microseconds apart so that they span
+#         several passes; prints median, p99 and max, and the passes that
+#         completed during the scrapes.
 # rss:    the agent with --interval 1s --counters-interval 1s until PASSES
 #         (default 1000) passes completed; VmRSS is sampled every 10 s and
 #         printed with the pass count, first and last and the highest.
@@ -98,10 +101,12 @@ EOF
 }
 
 scrape() {
-    start_agent --interval 1s
-    ZEROHOP_SCRAPE_ADDR="127.0.0.1:$PORT" ZEROHOP_SCRAPES="$SCRAPES" \
+    start_agent --interval 2s --counters-interval 1s
+    local before
+    before=$(completed_passes)
+    ZEROHOP_SCRAPE_ADDR="127.0.0.1:$PORT" ZEROHOP_SCRAPES="$SCRAPES" ZEROHOP_SCRAPE_GAP_US="${GAP_US:-500}" \
         cargo bench --manifest-path "$ROOT/Cargo.toml" -q -p zerohop-agent --bench scrape
-    echo "scrape: passes completed meanwhile: $(completed_passes)"
+    echo "scrape: passes completed during the scrapes: $(($(completed_passes) - before))"
     stop_agent
 }
 

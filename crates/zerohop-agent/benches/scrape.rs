@@ -10,8 +10,10 @@
 //!
 //! It sends `ZEROHOP_SCRAPES` (10,000 by default) `GET /metrics` requests as
 //! Prometheus does (OpenMetrics `Accept`, one kept-alive connection), one
-//! after the other, and prints the median, the 99th percentile and the
-//! slowest answer, and the size of the body.
+//! after the other with `ZEROHOP_SCRAPE_GAP_US` microseconds between them
+//! (0 by default; a gap spreads the scrapes over several passes), and
+//! prints the median, the 99th percentile and the slowest answer, and the
+//! size of the body.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -63,12 +65,19 @@ fn main() {
         .expect("a timeout");
     stream.set_nodelay(true).expect("no delay");
     let mut reader = BufReader::new(stream);
+    let gap = Duration::from_micros(
+        std::env::var("ZEROHOP_SCRAPE_GAP_US")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0),
+    );
     let mut samples = Vec::with_capacity(scrapes);
     let mut bytes = 0;
     for _ in 0..scrapes {
         let started = Instant::now();
         bytes = scrape(&mut reader);
         samples.push(started.elapsed());
+        std::thread::sleep(gap);
     }
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
