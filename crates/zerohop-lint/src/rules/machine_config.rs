@@ -13,6 +13,10 @@ use zerohop_known::systemd::escape_path as systemd_escape_path;
 const GROUP: &str = "machineconfiguration.openshift.io";
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 
+/// The MachineConfigPools every OpenShift cluster has, each selecting the
+/// MachineConfigs of the role of its name.
+const DEFAULT_POOLS: [&str; 2] = ["master", "worker"];
+
 /// A systemd unit of a MachineConfig's Ignition config.
 struct Unit<'a> {
     index: usize,
@@ -223,15 +227,20 @@ declare_rule! {
     /// The `machineconfiguration.openshift.io/role` label of each
     /// MachineConfig against the `machineConfigSelector` of the
     /// MachineConfigPools in the input (`matchLabels`, and `matchExpressions`
-    /// with `In`). Runs only when the input has a pool.
+    /// with `In`), and of the pools `master` and `worker`, which every
+    /// OpenShift cluster has: the Machine Config Operator creates them from
+    /// its own manifests (openshift/machine-config-operator
+    /// `manifests/master.machineconfigpool.yaml`,
+    /// `manifests/worker.machineconfigpool.yaml`), and custom pools add to
+    /// them (`docs/custom-pools.md`). Runs only when the input has a pool.
     ///
     /// ## Why it matters
     /// No pool renders the MachineConfig, so no node gets the kernel
     /// arguments, mounts or units it carries, and nothing reports an error.
     ///
     /// ## How to fix
-    /// Use the role of an existing pool (`worker`), or add the role to the
-    /// pool's `machineConfigSelector`.
+    /// Use the role of an existing pool, or add the role to the pool's
+    /// `machineConfigSelector`.
     pub(crate) static ROLE_WITHOUT_POOL = "ZL073", "role-without-pool", Warning, role_without_pool;
 }
 
@@ -241,8 +250,8 @@ fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         return;
     }
     // Every role some pool selects, gathered once, rather than every pool
-    // tried for every MachineConfig.
-    let mut selected: HashSet<&str> = HashSet::new();
+    // tried for every MachineConfig; the cluster's own pools first.
+    let mut selected: HashSet<&str> = DEFAULT_POOLS.into_iter().collect();
     for pool in &pools {
         let selector = pool.get(&[
             PathStep::Key("spec"),

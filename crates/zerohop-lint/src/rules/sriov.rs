@@ -27,6 +27,48 @@ fn text(node: Option<&Node>) -> Option<String> {
     node.and_then(Node::scalar_text)
 }
 
+/// The namespaces in which the input runs an SR-IOV Network Operator: those
+/// of its policies, pool configs and operator configs. The operator reads
+/// its policies in its own namespace only ("is created or updated but not
+/// used. Only policy in <namespace> namespace is respected",
+/// k8snetworkplumbingwg/sriov-network-operator `pkg/webhook/validate.go`),
+/// so two such namespaces are two operators, or two unrelated examples, and
+/// one's policies say nothing about the other's networks.
+struct OperatorNamespaces<'a>(HashSet<&'a str>);
+
+impl<'a> OperatorNamespaces<'a> {
+    fn of(workspace: &Workspace<'a>) -> OperatorNamespaces<'a> {
+        OperatorNamespaces(
+            workspace
+                .objects
+                .iter()
+                .filter(|o| {
+                    o.group() == GROUP
+                        && matches!(
+                            o.kind,
+                            "SriovNetworkNodePolicy"
+                                | "SriovNetworkPoolConfig"
+                                | "SriovOperatorConfig"
+                        )
+                })
+                .filter_map(|o| o.namespace)
+                .collect(),
+        )
+    }
+
+    /// Whether `configuring` (a policy or pool config) applies to
+    /// `network`: unless both name their namespace, the network's is an
+    /// operator's, and the two differ. A network outside every operator
+    /// namespace (the operator accepts SriovNetworks in other namespaces,
+    /// `controllers/generic_network_controller.go`) is served by any.
+    fn serve(&self, configuring: &Object<'_>, network: &Object<'_>) -> bool {
+        match (configuring.namespace, network.namespace) {
+            (Some(theirs), Some(mine)) if self.0.contains(mine) => theirs == mine,
+            _ => true,
+        }
+    }
+}
+
 const DEVICE_ID: [PathStep<'static>; 3] = [
     PathStep::Key("spec"),
     PathStep::Key("nicSelector"),
@@ -243,7 +285,12 @@ declare_rule! {
     ///
     /// ## What it checks
     /// SriovNetwork objects whose `resourceName` belongs to a
-    /// SriovNetworkNodePolicy with `linkType: IB`.
+    /// SriovNetworkNodePolicy with `linkType: IB` of the same operator: a
+    /// policy in another operator's namespace (another install, or an
+    /// unrelated example linted alongside) does not count: the operator
+    /// uses only the policies in its own namespace
+    /// (k8snetworkplumbingwg/sriov-network-operator `pkg/webhook/validate.go`,
+    /// "Only policy in <namespace> namespace is respected").
     ///
     /// ## Why it matters
     /// SriovNetwork renders an Ethernet `sriov` CNI config; on IB VFs the
@@ -257,8 +304,9 @@ declare_rule! {
 }
 
 fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    // Resource name → the first InfiniBand policy creating it.
-    let mut ib_resources: HashMap<&str, &str> = HashMap::new();
+    let namespaces = OperatorNamespaces::of(workspace);
+    // Resource name → the InfiniBand policies creating it.
+    let mut ib_resources: HashMap<&str, Vec<&Object<'_>>> = HashMap::new();
     for policy in policies(workspace).filter(|p| {
         spec(p)
             .and_then(|s| s.get("linkType"))
@@ -269,7 +317,7 @@ fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_
             .and_then(|s| s.get("resourceName"))
             .and_then(Node::as_str)
         {
-            ib_resources.entry(resource).or_insert(policy.name);
+            ib_resources.entry(resource).or_default().push(policy);
         }
     }
     for object in workspace.of_kind(GROUP, "SriovNetwork") {
@@ -277,14 +325,17 @@ fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_
         let Some(resource) = object.str_at(&path) else {
             continue;
         };
-        if let Some(policy) = ib_resources.get(resource) {
+        let policy = ib_resources
+            .get(resource)
+            .and_then(|policies| policies.iter().find(|p| namespaces.serve(p, object)));
+        if let Some(policy) = policy {
             sink.report(
                 object,
                 &path,
                 format!(
                     "resource `{}` comes from infiniband policy `{}`; a SriovNetwork renders ethernet config",
                     short(resource),
-                    short(policy)
+                    short(policy.name)
                 ),
                 Remediation::new("use kind SriovIBNetwork for infiniband vfs"),
             );
@@ -418,7 +469,9 @@ declare_rule! {
     /// `exclusive` mode: every SriovNetwork and SriovIBNetwork whose
     /// `resourceName` is advertised by an `isRdma` (or InfiniBand)
     /// SriovNetworkNodePolicy must list `{"type": "rdma"}` in
-    /// `metaPlugins`. In any mode, `capabilities` must not name `rdma`.
+    /// `metaPlugins`. The pool config and the policy must be of the
+    /// network's operator (not in another operator's namespace). In any
+    /// mode, `capabilities` must not name `rdma`.
     ///
     /// ## Why it matters
     /// In exclusive mode an RDMA device lives in one network namespace.
@@ -458,16 +511,24 @@ fn chains_rdma(meta_plugins: &str) -> bool {
 }
 
 fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    let exclusive = workspace
+    let namespaces = OperatorNamespaces::of(workspace);
+    let exclusive: Vec<&Object<'_>> = workspace
         .of_kind(GROUP, "SriovNetworkPoolConfig")
-        .any(|pool| {
+        .filter(|pool| {
             pool.str_at(&[PathStep::Key("spec"), PathStep::Key("rdmaMode")]) == Some("exclusive")
-        });
-    let rdma_resources: HashSet<&str> = advertised(workspace)
+        })
+        .collect();
+    // Resource name → the RDMA policies creating it.
+    let mut rdma_resources: HashMap<&str, Vec<&Object<'_>>> = HashMap::new();
+    for resource in advertised(workspace)
         .iter()
         .filter(|a| a.by == Advertiser::SriovOperator && a.rdma)
-        .map(|a| a.name.as_str())
-        .collect();
+    {
+        rdma_resources
+            .entry(resource.name.as_str())
+            .or_default()
+            .push(&resource.object);
+    }
     let networks = workspace
         .of_kind(GROUP, "SriovNetwork")
         .chain(workspace.of_kind(GROUP, "SriovIBNetwork"));
@@ -492,10 +553,11 @@ fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
             continue;
         };
         let meta = [PathStep::Key("spec"), PathStep::Key("metaPlugins")];
-        if !exclusive
-            || !rdma_resources.contains(resource)
-            || network.str_at(&meta).is_some_and(chains_rdma)
-        {
+        let exclusive = exclusive.iter().any(|pool| namespaces.serve(pool, network));
+        let rdma = rdma_resources
+            .get(resource)
+            .is_some_and(|policies| policies.iter().any(|p| namespaces.serve(p, network)));
+        if !exclusive || !rdma || network.str_at(&meta).is_some_and(chains_rdma) {
             continue;
         }
         let at: &[PathStep<'_>] = if network.get(&meta).is_some() {
