@@ -11,6 +11,7 @@ use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::nic::{self, MELLANOX_MAX_VFS, MELLANOX_VENDOR_HEX};
+use zerohop_known::operators::{is_gpu_feature_discovery_label, nfd_pci_vendor_label};
 
 const GROUP: &str = "sriovnetwork.openshift.io";
 
@@ -577,5 +578,110 @@ fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
             Remediation::new("chain the rdma plugin after the others in metaPlugins")
                 .command("metaPlugins: |\n  {\"type\": \"rdma\"}"),
         );
+    }
+}
+
+/// Where a node label key is written in a node selector of `node`: the keys
+/// of `nodeSelector`-like maps, of `matchLabels`, and the `key` of
+/// `matchExpressions` (a LabelSelector or a node affinity's terms). `path`
+/// is where `node` is; found keys are pushed with the path to them.
+fn selector_keys<'a>(
+    node: &'a Node,
+    path: &mut Vec<PathStep<'a>>,
+    found: &mut Vec<(Vec<PathStep<'a>>, &'a str)>,
+) {
+    for (index, item) in node.items().iter().enumerate() {
+        path.push(PathStep::Index(index));
+        selector_keys(item, path, found);
+        path.pop();
+    }
+    for entry in node.entries() {
+        path.push(PathStep::Key(&entry.key));
+        match entry.key.as_str() {
+            "nodeSelector" | "configDaemonNodeSelector" | "matchLabels" => {
+                for label in entry.value.entries() {
+                    let mut at = path.clone();
+                    at.push(PathStep::Key(&label.key));
+                    found.push((at, &label.key));
+                }
+                // A LabelSelector under `nodeSelector` has its own maps.
+                selector_keys(&entry.value, path, found);
+            }
+            "matchExpressions" => {
+                for (index, expression) in entry.value.items().iter().enumerate() {
+                    if let Some(key) = expression.get("key").and_then(Node::as_str) {
+                        let mut at = path.clone();
+                        at.extend([PathStep::Index(index), PathStep::Key("key")]);
+                        found.push((at, key));
+                    }
+                }
+            }
+            _ => selector_keys(&entry.value, path, found),
+        }
+        path.pop();
+    }
+}
+
+declare_rule! {
+    /// An SR-IOV or Network Operator object selects nodes by a GPU Feature Discovery label, which appears only after the GPU stack is up.
+    ///
+    /// ## What it checks
+    /// The node selectors and node affinities of SR-IOV Network Operator
+    /// objects (SriovNetworkNodePolicy, SriovNetworkPoolConfig,
+    /// SriovOperatorConfig) and Network Operator objects (NicClusterPolicy,
+    /// NicNodePolicy), for labels that GPU Feature Discovery sets:
+    /// `nvidia.com/gpu.product`, `nvidia.com/gpu.count`,
+    /// `nvidia.com/cuda.*` and the others of its "Generated Labels"
+    /// (NVIDIA/k8s-device-plugin `docs/gpu-feature-discovery/README.md`).
+    /// `nvidia.com/gpu.present` and `nvidia.com/gpu.deploy.*`, which the GPU
+    /// Operator sets as soon as it runs, are not counted.
+    ///
+    /// ## Why it matters
+    /// GFD is a component of the GPU Operator's ClusterPolicy; it starts
+    /// once the GPU driver is up, which with GPUDirect RDMA waits for the
+    /// NIC driver that the Network Operator installs. Until then the label
+    /// is on no node: the policy selects nothing, no VFs are created and no
+    /// driver is deployed, and the GPU driver keeps waiting for it.
+    ///
+    /// ## How to fix
+    /// Select on Node Feature Discovery's PCI labels
+    /// (`feature.node.kubernetes.io/pci-15b3.present: "true"` for nodes
+    /// with NVIDIA NICs, `pci-10de` for GPUs) or on a label of your own.
+    pub(crate) static SELECTOR_ON_GPU_FEATURE_DISCOVERY_LABEL = "ZL048", "selector-on-gpu-feature-discovery-label", Error, selector_on_gpu_feature_discovery_label;
+}
+
+fn selector_on_gpu_feature_discovery_label(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let networking = |object: &Object<'_>| match object.group() {
+        GROUP => matches!(
+            object.kind,
+            "SriovNetworkNodePolicy" | "SriovNetworkPoolConfig" | "SriovOperatorConfig"
+        ),
+        "mellanox.com" => matches!(object.kind, "NicClusterPolicy" | "NicNodePolicy"),
+        _ => false,
+    };
+    for object in workspace.objects.iter().filter(|o| networking(o)) {
+        let Some(spec) = spec(object) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        selector_keys(spec, &mut vec![PathStep::Key("spec")], &mut found);
+        for (path, key) in found {
+            if !is_gpu_feature_discovery_label(key) || sink.counted_only(object.file) {
+                continue;
+            }
+            sink.report(
+                object,
+                &path,
+                format!(
+                    "{} selects nodes by `{}`, a gpu feature discovery label that no node has until the gpu stack is up",
+                    object.kind,
+                    short(key)
+                ),
+                Remediation::new(format!(
+                    "select on node feature discovery's pci label, e.g. `{}: \"true\"`, or on a label of your own",
+                    nfd_pci_vendor_label(MELLANOX_VENDOR_HEX)
+                )),
+            );
+        }
     }
 }
