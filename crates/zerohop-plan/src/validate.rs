@@ -114,7 +114,7 @@ pub(crate) fn validate(
                 "name the pool after its nodes, e.g. \"h100\"",
             );
         }
-        pool_places.push(pool.name.referenced.clone());
+        pool_places.push(pool.name.referenced);
         pools.push(node_pool(&mut c, pool, rdma_mode, &mut rails, &mut all_pfs));
     }
     if platform == Platform::Openshift {

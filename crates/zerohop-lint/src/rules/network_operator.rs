@@ -182,7 +182,7 @@ fn unknown_doca_driver_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
 
 /// The value of the DOCA driver variable `name` in an `env` list, as text,
 /// with the item's index.
-fn env_value<'a>(env: &'a Node, name: &str) -> Option<(usize, String)> {
+fn env_value(env: &Node, name: &str) -> Option<(usize, String)> {
     env.items()
         .iter()
         .enumerate()
