@@ -139,8 +139,6 @@ fn the_position_of_a_control_character_counts_characters_and_every_line_break() 
 /// Upstream samples the parser refuses for their syntax, as it always has:
 /// none of them for a character.
 const REFUSED_FOR_SYNTAX: &[&str] = &[
-    // A single-quoted scalar continued on a line indented less than its key.
-    "samples/sriov-network-device-plugin/docs/rdma/crd-rdma-mlnx.yaml",
     // Fragments cut out of documentation pages and charts, not whole YAML.
     "samples/machine-config-operator/from-docs/MachineConfig__block04_L147-156.yaml",
     "samples/network-operator/bundled-sriov-chart.supported-nic-ids.configmap.yaml",

@@ -6,6 +6,7 @@
 //! so that two commands never judge the same thing by two different copies.
 //! Every table and grammar names the document or source file it follows.
 
+pub mod cpuset;
 pub mod cufile;
 pub mod jsonc;
 pub mod kernel_log;

@@ -75,6 +75,99 @@ pub fn nfd_pci_vendor_label(vendor: &str) -> String {
     format!("feature.node.kubernetes.io/pci-{vendor}.present")
 }
 
+/// A value of an operator's Helm chart that users write into the custom
+/// resource, where it is no field: the chart reads it, the operator never
+/// sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChartOnlyValue {
+    /// The custom resource's kind (`ClusterPolicy`, `NicClusterPolicy`).
+    pub kind: &'static str,
+    /// The key under the resource's `spec`, as the chart's values spell it.
+    pub key: &'static str,
+    /// The chart, as `helm install` names it.
+    pub chart: &'static str,
+    /// What the value does in the chart, as a fragment.
+    pub does: &'static str,
+}
+
+/// The top-level values of the GPU Operator chart
+/// (NVIDIA/gpu-operator `deployments/gpu-operator/values.yaml`) that are
+/// not fields of the ClusterPolicy's `spec`
+/// (`deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml`), and
+/// those of the Network Operator chart (Mellanox/network-operator
+/// `deployment/network-operator/values.yaml`) that are not fields of the
+/// NicClusterPolicy's `spec`.
+const CHART_ONLY_VALUES: &[ChartOnlyValue] = &[
+    ChartOnlyValue {
+        kind: "ClusterPolicy",
+        key: "nfd",
+        chart: "gpu-operator",
+        does: "deploys node feature discovery with the chart (`nfd.enabled`)",
+    },
+    ChartOnlyValue {
+        kind: "ClusterPolicy",
+        key: "node-feature-discovery",
+        chart: "gpu-operator",
+        does: "configures the node feature discovery subchart",
+    },
+    ChartOnlyValue {
+        kind: "ClusterPolicy",
+        key: "platform",
+        chart: "gpu-operator",
+        does: "tells the chart it installs on OpenShift (`platform.openshift`)",
+    },
+    ChartOnlyValue {
+        kind: "ClusterPolicy",
+        key: "clusterPolicy",
+        chart: "gpu-operator",
+        does: "decides whether the chart creates its ClusterPolicy (`clusterPolicy.deployCR`)",
+    },
+    ChartOnlyValue {
+        kind: "ClusterPolicy",
+        key: "gpuCluster",
+        chart: "gpu-operator",
+        does: "decides whether the chart creates a GPUCluster (`gpuCluster.deployCR`)",
+    },
+    ChartOnlyValue {
+        kind: "ClusterPolicy",
+        key: "draDriver",
+        chart: "gpu-operator",
+        does: "configures the DRA driver of a GPUCluster",
+    },
+    ChartOnlyValue {
+        kind: "NicClusterPolicy",
+        key: "nfd",
+        chart: "network-operator",
+        does: "deploys node feature discovery with the chart (`nfd.enabled`)",
+    },
+    ChartOnlyValue {
+        kind: "NicClusterPolicy",
+        key: "node-feature-discovery",
+        chart: "network-operator",
+        does: "configures the node feature discovery subchart",
+    },
+    ChartOnlyValue {
+        kind: "NicClusterPolicy",
+        key: "sriovNetworkOperator",
+        chart: "network-operator",
+        does: "deploys the SR-IOV Network Operator with the chart (`sriovNetworkOperator.enabled`)",
+    },
+    ChartOnlyValue {
+        kind: "NicClusterPolicy",
+        key: "maintenanceOperator",
+        chart: "network-operator",
+        does: "deploys the maintenance operator with the chart (`maintenanceOperator.enabled`)",
+    },
+];
+
+/// The chart value `key` is, when a `kind` resource's `spec` sets it and
+/// has no such field.
+pub fn chart_only_value(kind: &str, key: &str) -> Option<&'static ChartOnlyValue> {
+    CHART_ONLY_VALUES
+        .iter()
+        .find(|value| value.kind == kind && value.key == key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +185,12 @@ mod tests {
         assert!(!is_gpu_feature_discovery_label(
             "feature.node.kubernetes.io/pci-10de.present"
         ));
+        assert_eq!(
+            chart_only_value("ClusterPolicy", "nfd").map(|v| v.chart),
+            Some("gpu-operator")
+        );
+        // `gfd` is a ClusterPolicy field as well as a chart value.
+        assert_eq!(chart_only_value("ClusterPolicy", "gfd"), None);
         assert_eq!(
             nfd_pci_vendor_label("15b3"),
             "feature.node.kubernetes.io/pci-15b3.present"

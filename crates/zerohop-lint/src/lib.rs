@@ -12,6 +12,7 @@ mod model;
 mod paths;
 mod registry;
 mod rules;
+mod scope;
 mod sink;
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +26,7 @@ use zerohop_k8s::yaml::{self, Limits};
 pub use loaded::{Batch, CollectError, Loaded, MAX_HELD_BYTES, load, load_crds, texts};
 pub use model::{InputFailure, Object, Workspace};
 pub use registry::{RULES, Rule, rule, rules};
+pub use scope::Scope;
 
 use crate::loaded::Content;
 use crate::paths::PathIndex;
@@ -156,9 +158,35 @@ pub fn lint(inputs: &[Input], options: &Options) -> Outcome {
     lint_loaded(&loaded, options)
 }
 
-/// Runs every rule over the loaded inputs together and returns the sorted
-/// findings.
+/// Runs every rule over the loaded inputs together, as one cluster, and
+/// returns the sorted findings.
 pub fn lint_loaded(loaded: &[Loaded], options: &Options) -> Outcome {
+    lint_cluster(loaded.iter(), options)
+}
+
+/// Lints each cluster of the batch on its own ([`Scope`]) and returns all
+/// the findings, sorted.
+pub fn lint_batch(batch: &Batch, options: &Options) -> Outcome {
+    let mut all = Outcome {
+        findings: Vec::new(),
+        invalid_inputs: 0,
+    };
+    for cluster in batch.clusters() {
+        let outcome = lint_cluster(cluster.into_iter(), options);
+        all.findings.extend(outcome.findings);
+        all.invalid_inputs += outcome.invalid_inputs;
+    }
+    sort(&mut all.findings);
+    all
+}
+
+fn sort(findings: &mut [Finding]) {
+    findings
+        .sort_by(|a, b| (&a.location, &a.id, &a.message).cmp(&(&b.location, &b.id, &b.message)));
+}
+
+/// Runs every rule over `loaded` together and returns the sorted findings.
+fn lint_cluster<'a>(loaded: impl Iterator<Item = &'a Loaded>, options: &Options) -> Outcome {
     let mut workspace = Workspace {
         catalog: options.catalog.as_ref(),
         ..Workspace::default()
@@ -202,8 +230,7 @@ pub fn lint_loaded(loaded: &[Loaded], options: &Options) -> Outcome {
         findings.extend(sink.into_findings());
     }
     drop_shadowed_schema_findings(&mut findings);
-    findings
-        .sort_by(|a, b| (&a.location, &a.id, &a.message).cmp(&(&b.location, &b.id, &b.message)));
+    sort(&mut findings);
     Outcome {
         findings,
         invalid_inputs: workspace.failed_inputs.len(),

@@ -8,6 +8,7 @@
 //! only the line its error is on, and refuses to grow past
 //! [`MAX_HELD_BYTES`].
 
+use std::collections::HashMap;
 use std::fmt;
 use std::mem::size_of;
 use std::path::Path;
@@ -19,6 +20,7 @@ use zerohop_k8s::yaml::{
 };
 use zerohop_known::jsonc;
 
+use crate::scope::{Cluster, Kustomizations, Scope};
 use crate::{Input, NotRead, inputs, is_cufile};
 
 /// The most memory the inputs of one run may hold, text and parsed trees
@@ -221,13 +223,17 @@ impl fmt::Display for CollectError {
 
 impl std::error::Error for CollectError {}
 
-/// The inputs of one run, each loaded as it is added.
+/// The inputs of one run, each loaded as it is added, and the cluster
+/// each belongs to.
 #[derive(Debug)]
 pub struct Batch {
     limits: Limits,
     max_held: usize,
     held: usize,
     loaded: Vec<Loaded>,
+    scope: Scope,
+    /// The cluster of each input, by index.
+    clusters: Vec<Cluster>,
 }
 
 impl Batch {
@@ -239,15 +245,33 @@ impl Batch {
             max_held,
             held: 0,
             loaded: Vec::new(),
+            scope: Scope::default(),
+            clusters: Vec::new(),
         }
     }
 
-    /// Loads `input` and keeps it.
+    /// The batch, grouping what is added next into clusters by `scope`.
+    pub fn with_scope(mut self, scope: Scope) -> Batch {
+        self.scope = scope;
+        self
+    }
+
+    /// Loads `input` and keeps it, in the cluster of the command line (or
+    /// alone, with [`Scope::File`]).
     ///
     /// # Errors
     /// [`CollectError::OverBudget`] when the batch would hold more than its
     /// budget; the input is dropped.
     pub fn add(&mut self, input: Input) -> Result<(), CollectError> {
+        let cluster = match self.scope {
+            Scope::Auto | Scope::All => Cluster::Run,
+            Scope::File => Cluster::Alone(self.loaded.len()),
+        };
+        self.add_to(input, cluster)
+    }
+
+    /// Loads `input` and keeps it in `cluster`.
+    fn add_to(&mut self, input: Input, cluster: Cluster) -> Result<(), CollectError> {
         let loaded = load(input, &self.limits);
         self.held = self.held.saturating_add(loaded.held_bytes());
         if self.held > self.max_held {
@@ -257,6 +281,7 @@ impl Batch {
             });
         }
         self.loaded.push(loaded);
+        self.clusters.push(cluster);
         Ok(())
     }
 
@@ -277,7 +302,17 @@ impl Batch {
             }
             Ok(metadata) if metadata.is_dir() => {
                 let before = self.loaded.len();
-                let manifests = inputs::search(path, true, limit, &mut |input| self.add(input))?;
+                let mut kustomizations = Kustomizations::default();
+                let manifests = inputs::search(path, true, limit, &mut |input| {
+                    let cluster = match self.scope {
+                        Scope::All => Cluster::Run,
+                        Scope::File => Cluster::Alone(self.loaded.len()),
+                        Scope::Auto => kustomizations
+                            .of(path, Path::new(&input.name))
+                            .map_or(Cluster::Alone(self.loaded.len()), Cluster::Kustomization),
+                    };
+                    self.add_to(input, cluster)
+                })?;
                 let added = self.loaded.get(before..).unwrap_or_default();
                 // An unreadable directory is reported as such (ZL001), not
                 // as an empty one.
@@ -299,6 +334,24 @@ impl Batch {
     /// The inputs loaded so far, in the order added.
     pub fn loaded(&self) -> &[Loaded] {
         &self.loaded
+    }
+
+    /// The inputs grouped into clusters, each in the order added, the
+    /// clusters in the order of their first input.
+    pub fn clusters(&self) -> Vec<Vec<&Loaded>> {
+        let mut order: Vec<&Cluster> = Vec::new();
+        let mut groups: HashMap<&Cluster, Vec<&Loaded>> = HashMap::new();
+        for (cluster, loaded) in self.clusters.iter().zip(&self.loaded) {
+            let group = groups.entry(cluster).or_insert_with(|| {
+                order.push(cluster);
+                Vec::new()
+            });
+            group.push(loaded);
+        }
+        order
+            .into_iter()
+            .filter_map(|cluster| groups.remove(cluster))
+            .collect()
     }
 
     /// Roughly how many bytes the batch holds.

@@ -14,7 +14,7 @@ deprecated field, a VF device ID given as a PF ID) and across objects (a pod
 whose network or resource nothing in the input provides).
 
 ```text
-zerohop lint PATH… [--crds DIR] [--format human|json|sarif] [--severity-override ID=LEVEL]…
+zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|sarif] [--severity-override ID=LEVEL]…
 ```
 
 - `PATH`: files, directories (searched recursively for `*.yaml`, `*.yml`,
@@ -22,6 +22,8 @@ zerohop lint PATH… [--crds DIR] [--format human|json|sarif] [--severity-overri
   `kind: List` (and `*List` kinds with `items`) and the output of `helm
   template` / `kustomize build` are read as streams of objects. A file named
   `cufile.json` is read as a cuFile configuration (`//` comments allowed).
+- `--scope`: which inputs are one cluster (see [What one cluster
+  is](#what-one-cluster-is)); `auto` by default.
 - `--crds DIR`: validate custom resources against the CRDs in `DIR` (its
   own `*.yaml`, `*.yml`, `*.json` files): unknown and misspelled fields,
   required fields, types, enums, bounds.
@@ -44,10 +46,30 @@ Manifests are read as Kubernetes reads them (YAML 1.1, as Go's
 booleans. Inputs are bounded: at most 32 MiB each, nesting at most 128
 levels, aliases expanding to at most 100,000 nodes.
 
-Cross-object rules look only at the objects given in one run: lint a whole
-deployment (all its files or directories) at once. Rules that resolve names
-(networks, resources, machine-config pools) stay silent when the input has
-nothing to resolve against.
+## What one cluster is
+
+Cross-object rules (a pod's network and resources, two ClusterPolicies, a
+policy's VFs and the network that uses them) judge objects that are applied
+to the same cluster. `--scope` says which inputs those are:
+
+- `auto` (the default): a directory holding a `kustomization.yaml` (or
+  `kustomization.yml`, `Kustomization`) is one cluster, with everything
+  under it, as `kubectl apply -k` applies it; the topmost such directory
+  below a linted one wins, so overlays and their bases stay together. The
+  files named on the command line (and standard input) are one cluster.
+  Any other file found in a linted directory is a cluster of its own. So
+  `zerohop lint deploy/` checks a kustomized deployment as one, the output
+  of `zerohop plan` included; `zerohop lint examples/` checks a folder of
+  unrelated examples one by one, without blaming one for another's objects;
+  `zerohop lint deploy/*.yaml` checks the listed files together.
+- `all`: every input of the run is one cluster (a deployment split over
+  directories without a kustomization).
+- `file`: every file is a cluster of its own.
+
+Rules that resolve names (networks, resources, machine-config pools) stay
+silent when a cluster has nothing to resolve against; rules about operator
+namespaces compare objects of the same operator only (two SR-IOV operator
+namespaces are two operators).
 
 ## Hostile input
 

@@ -98,6 +98,7 @@ pub(crate) fn validate(
     let mut pools = Vec::new();
     let mut pool_names = BTreeSet::new();
     let mut all_pfs: BTreeMap<String, bool> = BTreeMap::new();
+    let mut pool_places = Vec::new();
     for pool in spec.node_pools {
         if !pool_names.insert(pool.name.value.clone()) {
             c.error(
@@ -106,7 +107,18 @@ pub(crate) fn validate(
                 "give each pool its own name",
             );
         }
+        if platform == Platform::Openshift && CLUSTER_POOLS.contains(&pool.name.value.as_str()) {
+            c.error(
+                &pool.name.referenced,
+                format!("pool {:?} is a machine config pool of every openshift cluster; its tuning would reach all its nodes", pool.name.value),
+                "name the pool after its nodes, e.g. \"h100\"",
+            );
+        }
+        pool_places.push(pool.name.referenced);
         pools.push(node_pool(&mut c, pool, rdma_mode, &mut rails, &mut all_pfs));
+    }
+    if platform == Platform::Openshift {
+        overlapping_pools(&mut c, &pools, &pool_places);
     }
     let storage = storage::storage(&mut c, spec.storage, &all_pfs);
     let rails = rails.by_number;
@@ -223,6 +235,38 @@ fn operators(c: &mut Checker, ops: Operators, platform: Platform) -> OperatorPla
         doca_driver_version: ops.doca_driver_version.value,
         gpu_operator_version: ops.gpu_operator_version.value,
         gpu_operator_namespace: ops.gpu_operator_namespace.value,
+    }
+}
+
+/// The MachineConfigPools of every OpenShift cluster (openshift/machine-config-operator
+/// `manifests/*.machineconfigpool.yaml`): a node pool of one of these names
+/// would be that pool.
+const CLUSTER_POOLS: [&str; 3] = ["master", "worker", "arbiter"];
+
+/// On OpenShift each node pool becomes a MachineConfigPool, and a node may
+/// belong to one custom pool only ("A node can be part of at most one
+/// pool", openshift/machine-config-operator `docs/custom-pools.md`): a pool
+/// whose labels another pool's selector also holds takes that pool's nodes
+/// too.
+fn overlapping_pools(c: &mut Checker, pools: &[PoolPlan], places: &[Location]) {
+    for (index, pool) in pools.iter().enumerate() {
+        for (other_index, other) in pools.iter().enumerate() {
+            let wider = index != other_index
+                && !pool.node_selector.is_empty()
+                && pool
+                    .node_selector
+                    .iter()
+                    .all(|(key, value)| other.node_selector.get(key) == Some(value));
+            // Equal selectors are reported once, at the later pool.
+            let equal = pool.node_selector == other.node_selector;
+            if wider && (!equal || other_index < index) {
+                c.error(
+                    places.get(index).unwrap_or(&Location::UNKNOWN),
+                    format!("the nodeSelector of pool {:?} also selects the nodes of pool {:?}; on openshift a node belongs to one machine config pool", pool.name, other.name),
+                    "give each pool a label of its own in its nodeSelector",
+                );
+            }
+        }
     }
 }
 

@@ -99,3 +99,27 @@ mod never_panics {
         }
     }
 }
+
+/// Issue #14, defect 7: on OpenShift a node pool becomes a
+/// MachineConfigPool; `worker` is one of the cluster's own.
+#[test]
+fn openshift_pool_named_like_a_cluster_pool() {
+    let text = cluster()
+        .replace("platform: kubernetes", "platform: openshift")
+        .replace("- name: h100", "- name: worker");
+    insta::assert_snapshot!(error_for(&text));
+}
+
+/// Issue #14, defect 7: two pools whose selectors select the same nodes
+/// cannot both be MachineConfigPools of those nodes.
+#[test]
+fn openshift_pools_selecting_the_same_nodes() {
+    let cluster = cluster().replace("platform: kubernetes", "platform: openshift");
+    let start = cluster.find("    - name: h100").expect("pool");
+    let end = cluster.find("  rdma:").expect("rdma");
+    let second = cluster[start..end]
+        .replace("- name: h100", "- name: h100-b")
+        .replace("{pf: ens", "{pf: enx");
+    let text = format!("{}{second}{}", &cluster[..end], &cluster[end..]);
+    insta::assert_snapshot!(error_for(&text));
+}

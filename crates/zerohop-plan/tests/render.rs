@@ -667,3 +667,77 @@ fn the_nfs_rdma_mount_waits_for_the_doca_driver() {
         );
     }
 }
+
+/// Issue #14, defect 7: on OpenShift every node pool has a
+/// MachineConfigPool that selects its nodes by the pool's labels, and each
+/// MachineConfig and KubeletConfig targets that pool: none targets the
+/// `worker` pool, which would tune every worker of the cluster.
+#[test]
+fn openshift_tuning_targets_a_pool_per_node_pool() {
+    for name in EXAMPLES {
+        let set = rendered(name, Platform::Openshift);
+        let plan = load(name, &example(name), Some(Platform::Openshift)).expect("example loads");
+        let pools: Vec<&Value> = objects(&set)
+            .filter(|(_, o)| o["kind"] == "MachineConfigPool")
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(
+            pools.len(),
+            plan.pools.len(),
+            "{name}: one pool per node pool"
+        );
+        for pool in &plan.pools {
+            let mcp = pools
+                .iter()
+                .find(|p| p["metadata"]["name"] == pool.name.as_str())
+                .unwrap_or_else(|| panic!("{name}: no MachineConfigPool {}", pool.name));
+            // The pool's own labels select its nodes.
+            assert_eq!(
+                mcp["spec"]["nodeSelector"]["matchLabels"],
+                serde_json::to_value(&pool.node_selector).unwrap(),
+                "{name}"
+            );
+            // It renders the worker MachineConfigs and those of its role.
+            assert_eq!(
+                mcp["spec"]["machineConfigSelector"]["matchExpressions"][0]["values"],
+                serde_json::json!(["worker", pool.name]),
+                "{name}"
+            );
+            let pool_label = format!(
+                "pools.operator.machineconfiguration.openshift.io/{}",
+                pool.name
+            );
+            assert_eq!(mcp["metadata"]["labels"][&pool_label], "", "{name}");
+        }
+        let roles: Vec<&str> = plan.pools.iter().map(|p| p.name.as_str()).collect();
+        let mut configs = 0;
+        for (path, object) in objects(&set) {
+            match object["kind"].as_str() {
+                Some("MachineConfig") => {
+                    configs += 1;
+                    let role =
+                        object["metadata"]["labels"]["machineconfiguration.openshift.io/role"]
+                            .as_str()
+                            .unwrap_or_default();
+                    assert!(roles.contains(&role), "{name} {path}: role {role:?}");
+                }
+                Some("KubeletConfig") => {
+                    let selector = object["spec"]["machineConfigPoolSelector"]["matchLabels"]
+                        .as_object()
+                        .expect("selector");
+                    // Every label it selects is one a rendered pool carries.
+                    assert!(
+                        pools.iter().any(|p| selector
+                            .iter()
+                            .all(|(k, v)| &p["metadata"]["labels"][k] == v)),
+                        "{name} {path}: {selector:?}"
+                    );
+                    assert!(!selector.keys().any(|k| k.ends_with("/worker")), "{name}");
+                }
+                _ => {}
+            }
+        }
+        // Kernel arguments and storage, per pool.
+        assert_eq!(configs, 2 * plan.pools.len(), "{name}");
+    }
+}

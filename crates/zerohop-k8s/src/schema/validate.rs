@@ -349,7 +349,10 @@ impl<'a> Walker<'a> {
             // required field with a default is never missing.
             let defaulted = field_schema.and_then(|s| s.get("default")).is_some();
             if !present && !defaulted && !implicit.contains(&name) {
-                self.push(path, ViolationKind::MissingRequired, || {
+                let kind = ViolationKind::MissingRequired {
+                    field: name.to_owned(),
+                };
+                self.push(path, kind, || {
                     format!("missing required field {}", quoted(name))
                 });
             }

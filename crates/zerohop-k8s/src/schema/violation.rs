@@ -28,8 +28,12 @@ pub enum ViolationKind {
         /// The closest declared field, when one is close enough.
         suggestion: Option<String>,
     },
-    /// A `required` field is absent (and has no default).
-    MissingRequired,
+    /// A `required` field is absent (and has no default); the violation's
+    /// path is the object that lacks it.
+    MissingRequired {
+        /// The field's name.
+        field: String,
+    },
     /// The value has the wrong JSON type (or is null where not nullable).
     WrongType,
     /// The value is not one of the `enum` values.

@@ -127,6 +127,19 @@ fn tabs_are_an_error_with_a_position() {
 }
 
 #[test]
+fn a_quoted_scalar_may_continue_left_of_its_key_as_in_go() {
+    // goyaml.v2 (kubectl, sigs.k8s.io/yaml) does not check the indentation
+    // of a quoted scalar's continuation lines; the closing `}'` at column 1
+    // below is how upstream examples write a CNI config.
+    let docs = load("spec:\n  config: '{\n    \"type\": \"sriov\"\n}'\n");
+    let config = docs[0].get("spec").and_then(|s| s.get("config"));
+    assert_eq!(
+        config.and_then(Node::as_str),
+        Some("{ \"type\": \"sriov\" }")
+    );
+}
+
+#[test]
 fn invalid_yaml_is_an_error_with_a_position() {
     let err = load_err("a: [1, 2\nb: 3\n");
     assert!(matches!(err.kind, LoadErrorKind::Syntax(_)));

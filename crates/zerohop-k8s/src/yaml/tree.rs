@@ -92,10 +92,16 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
 /// might be a key (`[a, b]: c`) holds every token of a JSON document until
 /// its last line, about a hundred bytes per byte of input. Its nesting
 /// limits sit just past the loader's, which speaks first with a clearer
-/// error; comments are not wanted.
+/// error; comments are not wanted. Indentation inside quoted scalars is
+/// checked as goyaml (a libyaml port, behind `sigs.k8s.io/yaml` and
+/// `kubectl`) checks it, that is not at all: the continuation lines of a
+/// quoted scalar may sit left of its key (`config: '{` … `}'`, a common way
+/// to write a CNI config), which YAML 1.2's strict reading refuses and the
+/// API server's clients accept.
 fn parser(text: &str) -> Parser<'_, granit_parser::StrInput<'_>> {
     let mut options = Options::default();
     options.emit_comments = false;
+    options.strict_indentation = false;
     options.flow_nesting_limit = MAX_DEPTH + 1;
     options.block_nesting_limit = MAX_DEPTH + 1;
     Parser::new_from_str_with_options(text, options)

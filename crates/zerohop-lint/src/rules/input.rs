@@ -18,7 +18,8 @@ declare_rule! {
     /// UTF-8 text, valid YAML (no tabs in indentation), at most 32 MiB,
     /// nested at most 128 levels, with aliases that expand to at most
     /// 100,000 nodes. A FIFO, socket or device is refused without being
-    /// read.
+    /// read. YAML is read as `kubectl` reads it (goyaml): the continuation
+    /// lines of a quoted scalar may sit left of its key.
     ///
     /// ## Why it matters
     /// `kubectl apply` rejects the same input, and nothing in it can be

@@ -8,16 +8,24 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
+use zerohop_known::cpuset::{CpuSet, Isolcpus};
+use zerohop_known::operators::DOCA_DRIVER_READY_FILE;
 use zerohop_known::systemd::escape_path as systemd_escape_path;
 
 const GROUP: &str = "machineconfiguration.openshift.io";
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
+
+/// The MachineConfigPools every OpenShift cluster has, each selecting the
+/// MachineConfigs of the role of its name.
+const DEFAULT_POOLS: [&str; 2] = ["master", "worker"];
 
 /// A systemd unit of a MachineConfig's Ignition config.
 struct Unit<'a> {
     index: usize,
     name: &'a str,
     contents: &'a str,
+    /// `enabled: true`: started at boot through its `[Install]` section.
+    enabled: bool,
 }
 
 fn units<'a>(object: &Object<'a>) -> Vec<Unit<'a>> {
@@ -38,6 +46,7 @@ fn units<'a>(object: &Object<'a>) -> Vec<Unit<'a>> {
                 index,
                 name: unit.get("name")?.as_str()?,
                 contents: unit.get("contents").and_then(Node::as_str).unwrap_or(""),
+                enabled: unit.get("enabled").and_then(Node::as_bool) == Some(true),
             })
         })
         .collect()
@@ -223,16 +232,55 @@ declare_rule! {
     /// The `machineconfiguration.openshift.io/role` label of each
     /// MachineConfig against the `machineConfigSelector` of the
     /// MachineConfigPools in the input (`matchLabels`, and `matchExpressions`
-    /// with `In`). Runs only when the input has a pool.
+    /// with `In`), and of the pools `master` and `worker`, which every
+    /// OpenShift cluster has: the Machine Config Operator creates them from
+    /// its own manifests (openshift/machine-config-operator
+    /// `manifests/master.machineconfigpool.yaml`,
+    /// `manifests/worker.machineconfigpool.yaml`), and custom pools add to
+    /// them (`docs/custom-pools.md`). Runs only when the input has a pool.
     ///
     /// ## Why it matters
     /// No pool renders the MachineConfig, so no node gets the kernel
     /// arguments, mounts or units it carries, and nothing reports an error.
     ///
     /// ## How to fix
-    /// Use the role of an existing pool (`worker`), or add the role to the
-    /// pool's `machineConfigSelector`.
+    /// Use the role of an existing pool, or add the role to the pool's
+    /// `machineConfigSelector`.
     pub(crate) static ROLE_WITHOUT_POOL = "ZL073", "role-without-pool", Warning, role_without_pool;
+}
+
+/// The roles of the MachineConfigs a pool renders: those its
+/// `machineConfigSelector` selects (`matchLabels`, and `matchExpressions`
+/// with `In`).
+fn selected_roles<'a>(pool: &Object<'a>) -> Vec<&'a str> {
+    let mut roles = Vec::new();
+    let selector = pool.get(&[
+        PathStep::Key("spec"),
+        PathStep::Key("machineConfigSelector"),
+    ]);
+    if let Some(role) = selector
+        .and_then(|s| s.get("matchLabels"))
+        .and_then(|labels| labels.get(ROLE_LABEL))
+        .and_then(Node::as_str)
+    {
+        roles.push(role);
+    }
+    let expressions = selector
+        .and_then(|s| s.get("matchExpressions"))
+        .map(Node::items)
+        .unwrap_or_default();
+    for expression in expressions {
+        if expression.get("key").and_then(Node::as_str) == Some(ROLE_LABEL)
+            && expression.get("operator").and_then(Node::as_str) == Some("In")
+        {
+            let values = expression
+                .get("values")
+                .map(Node::items)
+                .unwrap_or_default();
+            roles.extend(values.iter().filter_map(Node::as_str));
+        }
+    }
+    roles
 }
 
 fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -241,54 +289,328 @@ fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         return;
     }
     // Every role some pool selects, gathered once, rather than every pool
-    // tried for every MachineConfig.
-    let mut selected: HashSet<&str> = HashSet::new();
+    // tried for every MachineConfig; the cluster's own pools first.
+    let mut selected: HashSet<&str> = DEFAULT_POOLS.into_iter().collect();
     for pool in &pools {
-        let selector = pool.get(&[
-            PathStep::Key("spec"),
-            PathStep::Key("machineConfigSelector"),
-        ]);
-        if let Some(role) = selector
-            .and_then(|s| s.get("matchLabels"))
-            .and_then(|labels| labels.get(ROLE_LABEL))
-            .and_then(Node::as_str)
-        {
-            selected.insert(role);
-        }
-        let expressions = selector
-            .and_then(|s| s.get("matchExpressions"))
-            .map(Node::items)
-            .unwrap_or_default();
-        for expression in expressions {
-            if expression.get("key").and_then(Node::as_str) == Some(ROLE_LABEL)
-                && expression.get("operator").and_then(Node::as_str) == Some("In")
-            {
-                let values = expression
-                    .get("values")
-                    .map(Node::items)
-                    .unwrap_or_default();
-                selected.extend(values.iter().filter_map(Node::as_str));
-            }
-        }
+        selected.extend(selected_roles(pool));
     }
     for object in workspace.of_kind(GROUP, "MachineConfig") {
-        let path = [
-            PathStep::Key("metadata"),
-            PathStep::Key("labels"),
-            PathStep::Key(ROLE_LABEL),
-        ];
-        let Some(role) = object.str_at(&path) else {
+        let Some(role) = object.str_at(&ROLE_PATH) else {
             continue;
         };
         if !selected.contains(role) {
             sink.report(
                 object,
-                &path,
+                &ROLE_PATH,
                 format!(
                     "role `{role}` is selected by none of the pools in the input ({})",
                     join_some(pools.iter().map(|p| short(p.name).to_string()))
                 ),
                 Remediation::new("use the role of an existing pool, or add the role to a pool's machineConfigSelector"),
+            );
+        }
+    }
+}
+
+/// The label every pool carries with its own name, which KubeletConfigs
+/// and ContainerRuntimeConfigs select pools by (openshift/machine-config-operator
+/// `docs/KubeletConfigDesign.md`: "By default the master/worker
+/// MachineConfigPool has labels
+/// pools.operator.machineconfiguration.openshift.io/{worker|master}").
+const POOL_LABEL_PREFIX: &str = "pools.operator.machineconfiguration.openshift.io/";
+
+/// A kubelet configuration: an OpenShift KubeletConfig, or a
+/// KubeletConfiguration file.
+struct Kubelet<'a> {
+    object: Object<'a>,
+    /// The roles of the MachineConfigs that reach the same nodes; `None`
+    /// when the input does not say (a KubeletConfiguration file, or a
+    /// selector that names no pool).
+    roles: Option<HashSet<&'a str>>,
+    /// `reservedSystemCPUs`, when set and readable.
+    reserved: Option<CpuSet>,
+}
+
+fn kubelets<'a>(workspace: &Workspace<'a>) -> Vec<Kubelet<'a>> {
+    let pools: Vec<_> = workspace.of_kind(GROUP, "MachineConfigPool").collect();
+    let mut out = Vec::new();
+    for object in &workspace.objects {
+        let (settings, selector) = if object.is(GROUP, "KubeletConfig") {
+            (
+                object.get(&[PathStep::Key("spec"), PathStep::Key("kubeletConfig")]),
+                object.get(&[
+                    PathStep::Key("spec"),
+                    PathStep::Key("machineConfigPoolSelector"),
+                    PathStep::Key("matchLabels"),
+                ]),
+            )
+        } else if object.is("kubelet.config.k8s.io", "KubeletConfiguration") {
+            (Some(object.node), None)
+        } else {
+            continue;
+        };
+        let reserved = settings
+            .and_then(|s| s.get("reservedSystemCPUs"))
+            .and_then(Node::scalar_text)
+            .and_then(|text| CpuSet::parse(&text).ok());
+        let roles = selector.map(|labels| {
+            let mut roles = HashSet::new();
+            for entry in labels.entries() {
+                if let Some(pool) = entry.key.strip_prefix(POOL_LABEL_PREFIX) {
+                    roles.insert(pool);
+                }
+            }
+            // A pool of the input carrying every selected label.
+            for pool in &pools {
+                let pool_labels = pool.get(&[PathStep::Key("metadata"), PathStep::Key("labels")]);
+                let carries = labels.entries().iter().all(|wanted| {
+                    pool_labels
+                        .and_then(|l| l.get(&wanted.key))
+                        .and_then(Node::scalar_text)
+                        == wanted.value.scalar_text()
+                });
+                if carries {
+                    roles.insert(pool.name);
+                    roles.extend(selected_roles(pool));
+                }
+            }
+            // A custom pool's own role label names it too.
+            let pools_named: Vec<&str> = roles.iter().copied().collect();
+            for pool in pools.iter().filter(|p| pools_named.contains(&p.name)) {
+                roles.extend(selected_roles(pool));
+            }
+            roles
+        });
+        out.push(Kubelet {
+            object: *object,
+            roles: roles.filter(|roles| !roles.is_empty()),
+            reserved,
+        });
+    }
+    out
+}
+
+const KERNEL_ARGUMENTS: [PathStep<'static>; 2] =
+    [PathStep::Key("spec"), PathStep::Key("kernelArguments")];
+
+const ROLE_PATH: [PathStep<'static>; 3] = [
+    PathStep::Key("metadata"),
+    PathStep::Key("labels"),
+    PathStep::Key(ROLE_LABEL),
+];
+
+/// Every `isolcpus=` of a MachineConfig's kernel arguments, with the index
+/// of the argument it is in (one entry may hold several arguments).
+fn isolcpus_arguments<'a>(object: &Object<'a>) -> Vec<(usize, &'a str)> {
+    object
+        .get(&KERNEL_ARGUMENTS)
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .filter_map(|(index, item)| Some((index, item.as_str()?)))
+        .flat_map(|(index, text)| {
+            text.split_whitespace()
+                .filter_map(move |arg| Some((index, arg.strip_prefix("isolcpus=")?)))
+        })
+        .collect()
+}
+
+declare_rule! {
+    /// A MachineConfig isolates CPUs of the kubelet's shared pool from load balancing (`isolcpus` with `domain`).
+    ///
+    /// ## What it checks
+    /// `isolcpus=` in MachineConfig `spec.kernelArguments` whose flags
+    /// include `domain`, or that have no flag (the kernel's default is
+    /// `domain`: linux `Documentation/admin-guide/kernel-parameters.txt`,
+    /// `isolcpus=` "[flag-list,]<cpu-list> ... (default: domain)"), over
+    /// CPUs outside the `reservedSystemCPUs` of the KubeletConfig (or
+    /// KubeletConfiguration) of the same nodes. A KubeletConfig reaches the
+    /// MachineConfigs of the pools its `machineConfigPoolSelector` selects.
+    ///
+    /// ## Why it matters
+    /// `domain` takes the CPUs out of the scheduler's load balancing: a
+    /// thread stays on the CPU it started on ("Isolate from the general SMP
+    /// balancing and scheduling algorithms", ibid.). The kubelet's shared
+    /// pool is every CPU not given to a Guaranteed container exclusively,
+    /// the reserved ones included (Kubernetes documentation, Control CPU
+    /// Management Policies on the Node: the static policy "manages a shared
+    /// pool of CPUs that initially contains all CPUs in the node"), so with
+    /// the usual `isolcpus` list, everything outside `reservedSystemCPUs`,
+    /// the shared pool is exactly the isolated CPUs: every process of a
+    /// BestEffort or Burstable pod, and the data loaders and NCCL proxy
+    /// threads of the training pod's own non-pinned containers, piles up
+    /// where it was forked. OpenShift's Node Tuning Operator isolates with
+    /// `managed_irq` only (openshift/cluster-node-tuning-operator
+    /// `assets/performanceprofile/tuned/openshift-node-performance`,
+    /// `isolcpus=managed_irq,${isolated_cores}`).
+    ///
+    /// ## How to fix
+    /// Drop `domain` (write `isolcpus=managed_irq,<cpus>`), and pin the
+    /// latency-critical containers with integer CPU requests under the
+    /// static CPU manager instead.
+    pub(crate) static ISOLCPUS_DOMAIN_ON_SHARED_POOL = "ZL074", "isolcpus-domain-on-shared-pool", Warning, isolcpus_domain_on_shared_pool;
+}
+
+fn isolcpus_domain_on_shared_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let kubelets = kubelets(workspace);
+    for object in workspace.of_kind(GROUP, "MachineConfig") {
+        let role = object.str_at(&ROLE_PATH);
+        // The kubelet configuration of the same nodes: one that names the
+        // pool of this role, else one that does not say which it reaches.
+        let reaches = |kubelet: &&Kubelet<'_>| match (&kubelet.roles, role) {
+            (Some(roles), Some(role)) => roles.contains(role),
+            _ => true,
+        };
+        let kubelet = kubelets
+            .iter()
+            .filter(reaches)
+            .find(|k| k.reserved.is_some());
+        for (index, value) in isolcpus_arguments(object) {
+            let Ok(isolated) = Isolcpus::parse(value) else {
+                continue;
+            };
+            if !isolated.isolates_domains() || isolated.cpus.is_empty() {
+                continue;
+            }
+            let reserved = kubelet.and_then(|k| k.reserved.as_ref());
+            let shared = reserved.map_or_else(|| isolated.cpus.clone(), |r| isolated.cpus.minus(r));
+            if shared.is_empty() {
+                continue;
+            }
+            let how = if isolated.flags.is_empty() {
+                "without flags (the default is `domain`)"
+            } else {
+                "with `domain`"
+            };
+            let pool = match (kubelet, reserved) {
+                (Some(kubelet), Some(reserved)) => format!(
+                    "the kubelet's shared pool (outside reservedSystemCPUs `{reserved}` of {} `{}`)",
+                    kubelet.object.kind,
+                    short(kubelet.object.name)
+                ),
+                _ => "the kubelet's shared pool".to_owned(),
+            };
+            let mut path = KERNEL_ARGUMENTS.to_vec();
+            path.push(PathStep::Index(index));
+            sink.report(
+                object,
+                &path,
+                format!(
+                    "isolcpus {how} takes cpus `{shared}` of {pool} out of load balancing: pods' unpinned threads stay where they start"
+                ),
+                Remediation::new("isolate with managed_irq only, and pin latency-critical containers through the static cpu manager")
+                    .command(format!("isolcpus=managed_irq,{}", isolated.cpus)),
+            );
+        }
+    }
+}
+
+/// Whether a systemd unit's dependencies name `openibd`, the MOFED init
+/// script's unit.
+fn after_openibd(contents: &str) -> bool {
+    ["After", "Requires", "Wants", "BindsTo"].iter().any(|key| {
+        contents
+            .lines()
+            .filter_map(|line| {
+                line.trim()
+                    .strip_prefix(key)?
+                    .trim_start()
+                    .strip_prefix('=')
+            })
+            .flat_map(str::split_whitespace)
+            .any(|unit| unit == "openibd.service" || unit == "openibd")
+    })
+}
+
+declare_rule! {
+    /// An NFS-over-RDMA mount that comes up before the containerised DOCA driver.
+    ///
+    /// ## What it checks
+    /// When a NicClusterPolicy in the input deploys the DOCA driver
+    /// container (`spec.ofedDriver`): MachineConfig `.mount` and
+    /// `.automount` units of `Type=nfs` with `proto=rdma` (or `rdma`) that
+    /// are enabled (mounted at boot, or at first access), or whose
+    /// dependencies name `openibd.service`.
+    ///
+    /// ## Why it matters
+    /// Mounted before the driver container runs, the mount loads the
+    /// inbox `rpcrdma`, which holds `ib_core` and `mlx5_ib`. The container
+    /// then finds storage modules loaded and gives up ("Storage modules are
+    /// loaded for current driver, terminating prior driver reload failure
+    /// due to UNLOAD_STORAGE_MODULES not set", Mellanox/doca-driver-build
+    /// `entrypoint.sh`), or, told to unload them, cannot unload a module a
+    /// mount uses: the node keeps the inbox driver, without the DOCA
+    /// features the rest of the deployment expects. `openibd.service` is
+    /// the host-installed MOFED's unit; with the containerised driver it
+    /// does not exist and orders nothing.
+    ///
+    /// ## How to fix
+    /// Do not enable the mount unit; start it from a path unit of the same
+    /// name whose `PathExists=` is the driver's ready file,
+    /// `/run/mellanox/drivers/.driver-ready` (`entrypoint/internal/config/config.go`,
+    /// `DriverReadyPath`), and set `UNLOAD_STORAGE_MODULES` in the
+    /// NicClusterPolicy (ZL038).
+    pub(crate) static NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER = "ZL075", "nfs-rdma-mount-before-doca-driver", Error, nfs_rdma_mount_before_doca_driver;
+}
+
+fn nfs_rdma_mount_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let driver = workspace
+        .of_kind("mellanox.com", "NicClusterPolicy")
+        .find(|p| {
+            p.get(&[PathStep::Key("spec"), PathStep::Key("ofedDriver")])
+                .is_some()
+        });
+    let Some(driver) = driver else {
+        return;
+    };
+    for object in workspace.of_kind(GROUP, "MachineConfig") {
+        let units = units(object);
+        // The NFS-over-RDMA mount units, by name without the suffix: an
+        // automount of the same name mounts them.
+        let rdma_mounts: HashSet<&str> = units
+            .iter()
+            .filter(|unit| {
+                let is_nfs = directive(unit.contents, "Type").is_some_and(|t| t.starts_with("nfs"));
+                let options: Vec<&str> = directive(unit.contents, "Options")
+                    .map(|o| o.split(',').map(str::trim).collect())
+                    .unwrap_or_default();
+                is_nfs && is_rdma_options(&options)
+            })
+            .filter_map(|unit| unit.name.strip_suffix(".mount"))
+            .collect();
+        for unit in &units {
+            let Some((stem, suffix)) = unit.name.rsplit_once('.') else {
+                continue;
+            };
+            if !matches!(suffix, "mount" | "automount") || !rdma_mounts.contains(stem) {
+                continue;
+            }
+            let openibd = after_openibd(unit.contents);
+            if !unit.enabled && !openibd {
+                continue;
+            }
+            let (field, why) = if openibd {
+                (
+                    "contents",
+                    "is ordered after openibd.service, which the containerised doca driver does not have",
+                )
+            } else {
+                (
+                    "enabled",
+                    "is enabled, so it mounts at boot, before the doca driver container",
+                )
+            };
+            sink.report(
+                object,
+                &unit_path(unit.index, field),
+                format!(
+                    "nfs over rdma unit `{}` {why} (NicClusterPolicy `{}`): the inbox rpcrdma then pins the inbox driver",
+                    short(unit.name),
+                    short(driver.name)
+                ),
+                Remediation::new("leave the mount disabled and start it from a path unit on the driver's ready file")
+                    .command(format!("[Path]\nPathExists={DOCA_DRIVER_READY_FILE}")),
             );
         }
     }

@@ -180,6 +180,90 @@ fn unknown_doca_driver_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
+/// The value of the DOCA driver variable `name` in an `env` list, as text,
+/// with the item's index.
+fn env_value(env: &Node, name: &str) -> Option<(usize, String)> {
+    env.items()
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, item)| env_name(item) == Some(name))
+        .map(|(index, item)| {
+            let value = item
+                .get("value")
+                .and_then(Node::scalar_text)
+                .unwrap_or_default();
+            (index, value)
+        })
+}
+
+declare_rule! {
+    /// The DOCA driver loads NFS over RDMA without leave to unload storage modules on its next start.
+    ///
+    /// ## What it checks
+    /// `spec.ofedDriver.env` of NicClusterPolicy and NicNodePolicy: with
+    /// `ENABLE_NFSRDMA` set to `true`, `UNLOAD_STORAGE_MODULES` must be
+    /// `true` as well.
+    ///
+    /// ## Why it matters
+    /// At start the driver container counts the loaded storage modules
+    /// (`rpcrdma`, `xprtrdma`, `nvme_rdma`, ...) and, unless
+    /// `UNLOAD_STORAGE_MODULES` is `true`, stops without loading its
+    /// driver: "Storage modules are loaded for current driver, terminating
+    /// prior driver reload failure due to UNLOAD_STORAGE_MODULES not set to
+    /// \"true\"" (Mellanox/doca-driver-build `entrypoint.sh`; default
+    /// `false`, `README.md`). With `ENABLE_NFSRDMA` the node mounts over
+    /// RDMA, so `rpcrdma` is loaded whenever the container starts again
+    /// (an upgrade, a restarted pod), and an inbox `rpcrdma` loaded by an
+    /// early mount stops the very first start: the node keeps the inbox
+    /// driver.
+    ///
+    /// ## How to fix
+    /// Add `UNLOAD_STORAGE_MODULES: "true"` next to `ENABLE_NFSRDMA`, and
+    /// mount NFS over RDMA only once the driver is ready (ZL075).
+    pub(crate) static NFSRDMA_WITHOUT_UNLOAD_STORAGE_MODULES = "ZL038", "nfsrdma-without-unload-storage-modules", Error, nfsrdma_without_unload_storage_modules;
+}
+
+fn nfsrdma_without_unload_storage_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let is_true = |value: &str| value.trim().eq_ignore_ascii_case("true");
+    for object in nic_policies(workspace) {
+        let path = [
+            PathStep::Key("spec"),
+            PathStep::Key("ofedDriver"),
+            PathStep::Key("env"),
+        ];
+        let Some(env) = object.get(&path) else {
+            continue;
+        };
+        let Some((index, _)) = env_value(env, "ENABLE_NFSRDMA").filter(|(_, v)| is_true(v)) else {
+            continue;
+        };
+        let unload = env_value(env, "UNLOAD_STORAGE_MODULES");
+        if unload.as_ref().is_some_and(|(_, v)| is_true(v)) {
+            continue;
+        }
+        let (at, message) = match unload {
+            Some((at, value)) => (
+                at,
+                format!("`ENABLE_NFSRDMA` with `UNLOAD_STORAGE_MODULES` `{}`: the driver container stops at its next start, finding rpcrdma loaded", short(&value)),
+            ),
+            None => (
+                index,
+                "`ENABLE_NFSRDMA` without `UNLOAD_STORAGE_MODULES`: the driver container stops at its next start, finding rpcrdma loaded".to_owned(),
+            ),
+        };
+        let mut at_path = path.to_vec();
+        at_path.extend([PathStep::Index(at), PathStep::Key("name")]);
+        sink.report(
+            object,
+            &at_path,
+            message,
+            Remediation::new("let the driver unload the storage modules")
+                .command("- name: UNLOAD_STORAGE_MODULES\n  value: \"true\""),
+        );
+    }
+}
+
 declare_rule! {
     /// A DOCA driver environment variable set on a component that does not read it.
     ///

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use zerohop_core::Remediation;
 use zerohop_k8s::schema::{PathSegment, SchemaViolation, ViolationKind};
 use zerohop_k8s::yaml::PathStep;
+use zerohop_known::operators::{ChartOnlyValue, chart_only_value};
 
-use crate::model::{Object, Workspace};
+use crate::model::{Object, Workspace, display_path};
 use crate::registry::declare_rule;
-use crate::sink::Sink;
+use crate::sink::{Sink, short};
 
 declare_rule! {
     /// A custom resource sets a field its CRD does not declare.
@@ -17,7 +18,11 @@ declare_rule! {
     /// With `--crds DIR`, every object whose apiVersion and kind a CRD in
     /// `DIR` serves is validated against that CRD's `openAPIV3Schema`; this
     /// rule reports fields the schema does not declare, with the closest
-    /// declared name when one is close (`pfName` → `pfNames`).
+    /// declared name when one is close (`pfName` → `pfNames`). A key of
+    /// an operator's Helm chart written into its resource (`nfd` in a
+    /// ClusterPolicy: the GPU Operator chart's `nfd.enabled`,
+    /// NVIDIA/gpu-operator `deployments/gpu-operator/values.yaml`) is named
+    /// as such, not as a misspelling of a field.
     ///
     /// ## Why it matters
     /// The API server prunes unknown fields silently (or rejects the object
@@ -27,7 +32,8 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Rename the field to the declared one, or remove it; `kubectl explain
-    /// <kind>.spec` lists the fields.
+    /// <kind>.spec` lists the fields. Move a chart value to the chart's
+    /// values (`helm install --set nfd.enabled=false`).
     pub(crate) static UNKNOWN_FIELD = "ZL010", "unknown-field", Error, unknown_field;
 }
 
@@ -113,11 +119,38 @@ fn steps(path: &[PathSegment]) -> Vec<PathStep<'_>> {
         .collect()
 }
 
+/// The Helm chart value an unknown `spec.<key>` of an operator's resource
+/// is, when it is one.
+fn chart_value(object: &Object<'_>, path: &[PathSegment]) -> Option<&'static ChartOnlyValue> {
+    let [PathSegment::Key(spec), PathSegment::Key(key)] = path else {
+        return None;
+    };
+    if spec != "spec" || !matches!(object.group(), "nvidia.com" | "mellanox.com") {
+        return None;
+    }
+    chart_only_value(object.kind, key)
+}
+
 fn unknown_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     each_violation(
         workspace,
         |kind| matches!(kind, ViolationKind::UnknownField { .. }),
         |object, violation| {
+            if let Some(value) = chart_value(object, &violation.path) {
+                sink.report(
+                    object,
+                    &steps(&violation.path),
+                    format!(
+                        "`{}` is a value of the {} helm chart, not a {} field: it {}",
+                        value.key, value.chart, value.kind, value.does
+                    ),
+                    Remediation::new(format!(
+                        "remove it from the {}; set it in the values of the {} chart instead",
+                        value.kind, value.chart
+                    )),
+                );
+                return;
+            }
             let fix = match &violation.kind {
                 ViolationKind::UnknownField {
                     suggestion: Some(name),
@@ -140,20 +173,23 @@ fn unknown_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
 fn missing_required_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     each_violation(
         workspace,
-        |kind| matches!(kind, ViolationKind::MissingRequired),
+        |kind| matches!(kind, ViolationKind::MissingRequired { .. }),
         |object, violation| {
-            let field = violation
-                .path
-                .last()
-                .map_or_else(String::new, |segment| match segment {
-                    PathSegment::Key(key) => key.clone(),
-                    PathSegment::Index(index) => index.to_string(),
-                });
+            let ViolationKind::MissingRequired { field } = &violation.kind else {
+                return;
+            };
+            let at = steps(&violation.path);
+            let parent = if at.is_empty() {
+                "the object".to_owned()
+            } else {
+                format!("`{}`", display_path(&at))
+            };
+            let field = short(field);
             sink.report(
                 object,
-                &steps(&violation.path),
-                violation.message.clone(),
-                Remediation::new(format!("add the required field `{field}`")),
+                &at,
+                format!("{parent} lacks the required field `{field}`"),
+                Remediation::new(format!("add `{field}` under {parent}")),
             );
         },
     );
@@ -165,7 +201,7 @@ fn invalid_field_value(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         |kind| {
             !matches!(
                 kind,
-                ViolationKind::UnknownField { .. } | ViolationKind::MissingRequired
+                ViolationKind::UnknownField { .. } | ViolationKind::MissingRequired { .. }
             )
         },
         |object, violation| {

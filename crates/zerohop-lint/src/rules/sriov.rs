@@ -11,6 +11,7 @@ use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::nic::{self, MELLANOX_MAX_VFS, MELLANOX_VENDOR_HEX};
+use zerohop_known::operators::{is_gpu_feature_discovery_label, nfd_pci_vendor_label};
 
 const GROUP: &str = "sriovnetwork.openshift.io";
 
@@ -25,6 +26,48 @@ fn spec<'a>(object: &Object<'a>) -> Option<&'a Node> {
 /// A scalar as text: device IDs are often written unquoted (`1017`).
 fn text(node: Option<&Node>) -> Option<String> {
     node.and_then(Node::scalar_text)
+}
+
+/// The namespaces in which the input runs an SR-IOV Network Operator: those
+/// of its policies, pool configs and operator configs. The operator reads
+/// its policies in its own namespace only ("is created or updated but not
+/// used. Only policy in <namespace> namespace is respected",
+/// k8snetworkplumbingwg/sriov-network-operator `pkg/webhook/validate.go`),
+/// so two such namespaces are two operators, or two unrelated examples, and
+/// one's policies say nothing about the other's networks.
+struct OperatorNamespaces<'a>(HashSet<&'a str>);
+
+impl<'a> OperatorNamespaces<'a> {
+    fn of(workspace: &Workspace<'a>) -> OperatorNamespaces<'a> {
+        OperatorNamespaces(
+            workspace
+                .objects
+                .iter()
+                .filter(|o| {
+                    o.group() == GROUP
+                        && matches!(
+                            o.kind,
+                            "SriovNetworkNodePolicy"
+                                | "SriovNetworkPoolConfig"
+                                | "SriovOperatorConfig"
+                        )
+                })
+                .filter_map(|o| o.namespace)
+                .collect(),
+        )
+    }
+
+    /// Whether `configuring` (a policy or pool config) applies to
+    /// `network`: unless both name their namespace, the network's is an
+    /// operator's, and the two differ. A network outside every operator
+    /// namespace (the operator accepts SriovNetworks in other namespaces,
+    /// `controllers/generic_network_controller.go`) is served by any.
+    fn serve(&self, configuring: &Object<'_>, network: &Object<'_>) -> bool {
+        match (configuring.namespace, network.namespace) {
+            (Some(theirs), Some(mine)) if self.0.contains(mine) => theirs == mine,
+            _ => true,
+        }
+    }
 }
 
 const DEVICE_ID: [PathStep<'static>; 3] = [
@@ -243,7 +286,12 @@ declare_rule! {
     ///
     /// ## What it checks
     /// SriovNetwork objects whose `resourceName` belongs to a
-    /// SriovNetworkNodePolicy with `linkType: IB`.
+    /// SriovNetworkNodePolicy with `linkType: IB` of the same operator: a
+    /// policy in another operator's namespace (another install, or an
+    /// unrelated example linted alongside) does not count: the operator
+    /// uses only the policies in its own namespace
+    /// (k8snetworkplumbingwg/sriov-network-operator `pkg/webhook/validate.go`,
+    /// "Only policy in <namespace> namespace is respected").
     ///
     /// ## Why it matters
     /// SriovNetwork renders an Ethernet `sriov` CNI config; on IB VFs the
@@ -257,8 +305,9 @@ declare_rule! {
 }
 
 fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    // Resource name → the first InfiniBand policy creating it.
-    let mut ib_resources: HashMap<&str, &str> = HashMap::new();
+    let namespaces = OperatorNamespaces::of(workspace);
+    // Resource name → the InfiniBand policies creating it.
+    let mut ib_resources: HashMap<&str, Vec<&Object<'_>>> = HashMap::new();
     for policy in policies(workspace).filter(|p| {
         spec(p)
             .and_then(|s| s.get("linkType"))
@@ -269,7 +318,7 @@ fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_
             .and_then(|s| s.get("resourceName"))
             .and_then(Node::as_str)
         {
-            ib_resources.entry(resource).or_insert(policy.name);
+            ib_resources.entry(resource).or_default().push(policy);
         }
     }
     for object in workspace.of_kind(GROUP, "SriovNetwork") {
@@ -277,14 +326,17 @@ fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_
         let Some(resource) = object.str_at(&path) else {
             continue;
         };
-        if let Some(policy) = ib_resources.get(resource) {
+        let policy = ib_resources
+            .get(resource)
+            .and_then(|policies| policies.iter().find(|p| namespaces.serve(p, object)));
+        if let Some(policy) = policy {
             sink.report(
                 object,
                 &path,
                 format!(
                     "resource `{}` comes from infiniband policy `{}`; a SriovNetwork renders ethernet config",
                     short(resource),
-                    short(policy)
+                    short(policy.name)
                 ),
                 Remediation::new("use kind SriovIBNetwork for infiniband vfs"),
             );
@@ -418,7 +470,9 @@ declare_rule! {
     /// `exclusive` mode: every SriovNetwork and SriovIBNetwork whose
     /// `resourceName` is advertised by an `isRdma` (or InfiniBand)
     /// SriovNetworkNodePolicy must list `{"type": "rdma"}` in
-    /// `metaPlugins`. In any mode, `capabilities` must not name `rdma`.
+    /// `metaPlugins`. The pool config and the policy must be of the
+    /// network's operator (not in another operator's namespace). In any
+    /// mode, `capabilities` must not name `rdma`.
     ///
     /// ## Why it matters
     /// In exclusive mode an RDMA device lives in one network namespace.
@@ -458,16 +512,24 @@ fn chains_rdma(meta_plugins: &str) -> bool {
 }
 
 fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    let exclusive = workspace
+    let namespaces = OperatorNamespaces::of(workspace);
+    let exclusive: Vec<&Object<'_>> = workspace
         .of_kind(GROUP, "SriovNetworkPoolConfig")
-        .any(|pool| {
+        .filter(|pool| {
             pool.str_at(&[PathStep::Key("spec"), PathStep::Key("rdmaMode")]) == Some("exclusive")
-        });
-    let rdma_resources: HashSet<&str> = advertised(workspace)
+        })
+        .collect();
+    // Resource name → the RDMA policies creating it.
+    let mut rdma_resources: HashMap<&str, Vec<&Object<'_>>> = HashMap::new();
+    for resource in advertised(workspace)
         .iter()
         .filter(|a| a.by == Advertiser::SriovOperator && a.rdma)
-        .map(|a| a.name.as_str())
-        .collect();
+    {
+        rdma_resources
+            .entry(resource.name.as_str())
+            .or_default()
+            .push(&resource.object);
+    }
     let networks = workspace
         .of_kind(GROUP, "SriovNetwork")
         .chain(workspace.of_kind(GROUP, "SriovIBNetwork"));
@@ -492,10 +554,11 @@ fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
             continue;
         };
         let meta = [PathStep::Key("spec"), PathStep::Key("metaPlugins")];
-        if !exclusive
-            || !rdma_resources.contains(resource)
-            || network.str_at(&meta).is_some_and(chains_rdma)
-        {
+        let exclusive = exclusive.iter().any(|pool| namespaces.serve(pool, network));
+        let rdma = rdma_resources
+            .get(resource)
+            .is_some_and(|policies| policies.iter().any(|p| namespaces.serve(p, network)));
+        if !exclusive || !rdma || network.str_at(&meta).is_some_and(chains_rdma) {
             continue;
         }
         let at: &[PathStep<'_>] = if network.get(&meta).is_some() {
@@ -515,5 +578,110 @@ fn rdma_network_without_rdma_cni(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
             Remediation::new("chain the rdma plugin after the others in metaPlugins")
                 .command("metaPlugins: |\n  {\"type\": \"rdma\"}"),
         );
+    }
+}
+
+/// Where a node label key is written in a node selector of `node`: the keys
+/// of `nodeSelector`-like maps, of `matchLabels`, and the `key` of
+/// `matchExpressions` (a LabelSelector or a node affinity's terms). `path`
+/// is where `node` is; found keys are pushed with the path to them.
+fn selector_keys<'a>(
+    node: &'a Node,
+    path: &mut Vec<PathStep<'a>>,
+    found: &mut Vec<(Vec<PathStep<'a>>, &'a str)>,
+) {
+    for (index, item) in node.items().iter().enumerate() {
+        path.push(PathStep::Index(index));
+        selector_keys(item, path, found);
+        path.pop();
+    }
+    for entry in node.entries() {
+        path.push(PathStep::Key(&entry.key));
+        match entry.key.as_str() {
+            "nodeSelector" | "configDaemonNodeSelector" | "matchLabels" => {
+                for label in entry.value.entries() {
+                    let mut at = path.clone();
+                    at.push(PathStep::Key(&label.key));
+                    found.push((at, &label.key));
+                }
+                // A LabelSelector under `nodeSelector` has its own maps.
+                selector_keys(&entry.value, path, found);
+            }
+            "matchExpressions" => {
+                for (index, expression) in entry.value.items().iter().enumerate() {
+                    if let Some(key) = expression.get("key").and_then(Node::as_str) {
+                        let mut at = path.clone();
+                        at.extend([PathStep::Index(index), PathStep::Key("key")]);
+                        found.push((at, key));
+                    }
+                }
+            }
+            _ => selector_keys(&entry.value, path, found),
+        }
+        path.pop();
+    }
+}
+
+declare_rule! {
+    /// An SR-IOV or Network Operator object selects nodes by a GPU Feature Discovery label, which appears only after the GPU stack is up.
+    ///
+    /// ## What it checks
+    /// The node selectors and node affinities of SR-IOV Network Operator
+    /// objects (SriovNetworkNodePolicy, SriovNetworkPoolConfig,
+    /// SriovOperatorConfig) and Network Operator objects (NicClusterPolicy,
+    /// NicNodePolicy), for labels that GPU Feature Discovery sets:
+    /// `nvidia.com/gpu.product`, `nvidia.com/gpu.count`,
+    /// `nvidia.com/cuda.*` and the others of its "Generated Labels"
+    /// (NVIDIA/k8s-device-plugin `docs/gpu-feature-discovery/README.md`).
+    /// `nvidia.com/gpu.present` and `nvidia.com/gpu.deploy.*`, which the GPU
+    /// Operator sets as soon as it runs, are not counted.
+    ///
+    /// ## Why it matters
+    /// GFD is a component of the GPU Operator's ClusterPolicy; it starts
+    /// once the GPU driver is up, which with GPUDirect RDMA waits for the
+    /// NIC driver that the Network Operator installs. Until then the label
+    /// is on no node: the policy selects nothing, no VFs are created and no
+    /// driver is deployed, and the GPU driver keeps waiting for it.
+    ///
+    /// ## How to fix
+    /// Select on Node Feature Discovery's PCI labels
+    /// (`feature.node.kubernetes.io/pci-15b3.present: "true"` for nodes
+    /// with NVIDIA NICs, `pci-10de` for GPUs) or on a label of your own.
+    pub(crate) static SELECTOR_ON_GPU_FEATURE_DISCOVERY_LABEL = "ZL048", "selector-on-gpu-feature-discovery-label", Error, selector_on_gpu_feature_discovery_label;
+}
+
+fn selector_on_gpu_feature_discovery_label(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let networking = |object: &Object<'_>| match object.group() {
+        GROUP => matches!(
+            object.kind,
+            "SriovNetworkNodePolicy" | "SriovNetworkPoolConfig" | "SriovOperatorConfig"
+        ),
+        "mellanox.com" => matches!(object.kind, "NicClusterPolicy" | "NicNodePolicy"),
+        _ => false,
+    };
+    for object in workspace.objects.iter().filter(|o| networking(o)) {
+        let Some(spec) = spec(object) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        selector_keys(spec, &mut vec![PathStep::Key("spec")], &mut found);
+        for (path, key) in found {
+            if !is_gpu_feature_discovery_label(key) || sink.counted_only(object.file) {
+                continue;
+            }
+            sink.report(
+                object,
+                &path,
+                format!(
+                    "{} selects nodes by `{}`, a gpu feature discovery label that no node has until the gpu stack is up",
+                    object.kind,
+                    short(key)
+                ),
+                Remediation::new(format!(
+                    "select on node feature discovery's pci label, e.g. `{}: \"true\"`, or on a label of your own",
+                    nfd_pci_vendor_label(MELLANOX_VENDOR_HEX)
+                )),
+            );
+        }
     }
 }

@@ -13,8 +13,16 @@ use super::{ManifestFile, Step, plain, unit};
 use crate::intent::{CpuVendor, HugepageSize, LinkType, Platform};
 use crate::plan::{Plan, PoolPlan};
 
-/// The MachineConfigPool role the rendered MachineConfigs target.
-const ROLE: &str = "worker";
+/// The label of a MachineConfig that names the role (the pool) it is for.
+const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
+/// The prefix of the label by which KubeletConfigs select a pool; the
+/// Machine Config Operator sets it on `master` and `worker` only
+/// (openshift/machine-config-operator `docs/KubeletConfigDesign.md`), so a
+/// custom pool carries it by our hand.
+const POOL_LABEL_PREFIX: &str = "pools.operator.machineconfiguration.openshift.io/";
+/// The role every custom pool keeps besides its own: it inherits the
+/// MachineConfigs of the `worker` pool (`docs/custom-pools.md`).
+const WORKER_ROLE: &str = "worker";
 /// Where the RoCE QoS script is installed on the nodes.
 const QOS_SCRIPT: &str = "/usr/local/sbin/zerohop-roce-qos.sh";
 /// The oneshot service that runs [`QOS_SCRIPT`].
@@ -77,24 +85,60 @@ fn kubelet_settings(pool: &PoolPlan) -> Value {
     })
 }
 
-fn machine_config(name: &str, spec: Value) -> Value {
+/// A MachineConfig for the nodes of `pool`: its role is the pool's name.
+fn machine_config(pool: &PoolPlan, name: &str, spec: Value) -> Value {
     json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
-        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": ROLE}},
+        "metadata": {"name": name, "labels": {ROLE_LABEL: pool.name}},
         "spec": spec,
     })
 }
 
-/// Kernel arguments and kubelet settings: first, because they reboot nodes.
+/// The MachineConfigPool of a node pool: the nodes its `nodeSelector`
+/// selects leave the `worker` pool for it (a node in `worker` and one
+/// custom pool belongs to the custom one, `docs/custom-pools.md`), and it
+/// renders the `worker` MachineConfigs and those of its own role, so that
+/// the tuning lands on these nodes and no other worker.
+fn machine_config_pool(pool: &PoolPlan) -> Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfigPool",
+        "metadata": {
+            "name": pool.name,
+            "labels": {format!("{POOL_LABEL_PREFIX}{}", pool.name): ""},
+        },
+        "spec": {
+            "machineConfigSelector": {"matchExpressions": [
+                {"key": ROLE_LABEL, "operator": "In", "values": [WORKER_ROLE, pool.name]},
+            ]},
+            "nodeSelector": {"matchLabels": pool.node_selector},
+        },
+    })
+}
+
+/// `oc get mcp` for every pool of the plan.
+fn pools_updated(plan: &Plan) -> String {
+    let names: Vec<&str> = plan.pools.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "oc get mcp {}   # UPDATED=True, UPDATING=False",
+        names.join(" ")
+    )
+}
+
+/// One MachineConfigPool per node pool, then kernel arguments and kubelet
+/// settings targeting it: first, because they reboot nodes.
 pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
     if plan.platform != Platform::Openshift {
         return Vec::new();
     }
+    let mut pools = Vec::new();
     let mut configs = Vec::new();
     let mut kubelets = Vec::new();
     for pool in &plan.pools {
+        pools.push(machine_config_pool(pool));
         configs.push(machine_config(
+            pool,
             &format!("50-{}-{}-kernel-args", plan.name, pool.name),
             json!({"config": {"ignition": {"version": "3.2.0"}}, "kernelArguments": kernel_arguments(pool)}),
         ));
@@ -103,18 +147,34 @@ pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
             "kind": "KubeletConfig",
             "metadata": {"name": format!("{}-{}-topology", plan.name, pool.name)},
             "spec": {
-                "machineConfigPoolSelector": {"matchLabels": {format!("pools.operator.machineconfiguration.openshift.io/{ROLE}"): ""}},
+                "machineConfigPoolSelector": {"matchLabels": {format!("{POOL_LABEL_PREFIX}{}", pool.name): ""}},
                 "kubeletConfig": kubelet_settings(pool),
             },
         }));
     }
+    let machine_counts: Vec<String> = plan
+        .pools
+        .iter()
+        .map(|pool| {
+            format!(
+                "oc get mcp {}   # MACHINECOUNT = the nodes of the pool",
+                pool.name
+            )
+        })
+        .collect();
     vec![
+        Step {
+            path: "05-machineconfigpools.yaml".to_owned(),
+            objects: pools,
+            title: "Machine config pools: one per node pool, so that its tuning reaches its nodes only".to_owned(),
+            checks: machine_counts,
+        },
         Step {
             path: "10-machineconfig-kernel-args.yaml".to_owned(),
             objects: configs,
             title: "Kernel arguments: IOMMU passthrough, 1 GiB huge pages, CPU isolation (reboots the pool)".to_owned(),
             checks: vec![
-                format!("oc get mcp {ROLE}   # UPDATED=True, UPDATING=False"),
+                pools_updated(plan),
                 "oc debug node/<node> -- chroot /host cat /proc/cmdline".to_owned(),
             ],
         },
@@ -122,7 +182,7 @@ pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
             path: "11-kubeletconfig-topology.yaml".to_owned(),
             objects: kubelets,
             title: "Kubelet: Topology Manager single-numa-node, CPU Manager static".to_owned(),
-            checks: vec![format!("oc get kubeletconfig; oc get mcp {ROLE}   # UPDATED=True")],
+            checks: vec![format!("oc get kubeletconfig; {}", pools_updated(plan))],
         },
     ]
 }
@@ -176,7 +236,11 @@ fn mount_units(plan: &Plan) -> Option<(String, String, String, String)> {
 /// OpenShift MachineConfig marks `enabled`.
 pub(crate) fn enabled_units(plan: &Plan) -> Vec<String> {
     let mut units = Vec::new();
-    if qos_script(plan).is_some() {
+    if plan
+        .pools
+        .iter()
+        .any(|pool| qos_script(plan, pool).is_some())
+    {
         units.extend([QOS_SERVICE.to_owned(), QOS_PATH.to_owned()]);
     }
     if nvme_discovery(plan).is_some() {
@@ -190,8 +254,8 @@ pub(crate) fn enabled_units(plan: &Plan) -> Vec<String> {
 
 const SYSCTL: &str = "# Multi-rail RDMA: answer ARP only on the interface that owns the address,\n# so each rail's traffic stays on its own NIC.\nnet.ipv4.conf.all.arp_ignore = 1\nnet.ipv4.conf.all.arp_announce = 2\nnet.ipv4.conf.all.rp_filter = 2\n";
 
-/// The RoCE QoS script, run as root: one `configure PF DEVICE` line per
-/// Ethernet rail PF, each name shell-quoted, and a function that only ever
+/// The RoCE QoS script of a pool, run as root: one `configure PF DEVICE`
+/// line per Ethernet rail PF of the pool, each name shell-quoted, and a function that only ever
 /// uses them as quoted parameters.
 ///
 /// It runs at boot and again each time the DOCA driver container has
@@ -207,11 +271,10 @@ const SYSCTL: &str = "# Multi-rail RDMA: answer ARP only on the interface that o
 ///
 /// Pods set the same traffic class themselves (`NCCL_IB_TC`): the VFs they
 /// use have RDMA devices of their own, which this script does not reach.
-fn qos_script(plan: &Plan) -> Option<String> {
-    let mut pfs: Vec<(&str, &str)> = plan
-        .pools
+fn qos_script(plan: &Plan, pool: &PoolPlan) -> Option<String> {
+    let mut pfs: Vec<(&str, &str)> = pool
+        .nics
         .iter()
-        .flat_map(|p| &p.nics)
         .filter(|n| plan.rails[&n.rail].link_type == LinkType::Eth)
         .map(|n| (n.pf.as_str(), n.rdma_device.as_str()))
         .collect();
@@ -300,33 +363,38 @@ fn nvme_discovery(plan: &Plan) -> Option<String> {
     })
 }
 
-/// Storage and fabric host configuration, after the NIC driver is up.
+/// Storage and fabric host configuration, after the NIC driver is up: one
+/// MachineConfig per pool.
 pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     if plan.platform != Platform::Openshift {
         return Vec::new();
     }
-    let mut files = vec![
-        json!({"path": "/etc/sysctl.d/90-zerohop-rdma.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(SYSCTL)}}),
-    ];
-    let mut units = Vec::new();
-    if let Some(script) = qos_script(plan) {
-        files.push(json!({"path": QOS_SCRIPT, "mode": 493, "overwrite": true, "contents": {"source": data_url(&script)}}));
-        units.push(json!({"name": QOS_SERVICE, "enabled": true, "contents": qos_service()}));
-        units.push(json!({"name": QOS_PATH, "enabled": true, "contents": qos_path()}));
+    let mut configs = Vec::new();
+    for pool in &plan.pools {
+        let mut files = vec![
+            json!({"path": "/etc/sysctl.d/90-zerohop-rdma.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(SYSCTL)}}),
+        ];
+        let mut units = Vec::new();
+        if let Some(script) = qos_script(plan, pool) {
+            files.push(json!({"path": QOS_SCRIPT, "mode": 493, "overwrite": true, "contents": {"source": data_url(&script)}}));
+            units.push(json!({"name": QOS_SERVICE, "enabled": true, "contents": qos_service()}));
+            units.push(json!({"name": QOS_PATH, "enabled": true, "contents": qos_path()}));
+        }
+        if let Some(discovery) = nvme_discovery(plan) {
+            files.push(json!({"path": "/etc/nvme/discovery.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(&discovery)}}));
+            units.push(json!({"name": "nvmf-autoconnect.service", "enabled": true}));
+        }
+        if let Some((name, mount, path_name, path)) = mount_units(plan) {
+            units.push(json!({"name": name, "contents": mount}));
+            units.push(json!({"name": path_name, "enabled": true, "contents": path}));
+        }
+        configs.push(machine_config(
+            pool,
+            &format!("60-{}-{}-storage-fabric", plan.name, pool.name),
+            json!({"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}, "systemd": {"units": units}}}),
+        ));
     }
-    if let Some(discovery) = nvme_discovery(plan) {
-        files.push(json!({"path": "/etc/nvme/discovery.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(&discovery)}}));
-        units.push(json!({"name": "nvmf-autoconnect.service", "enabled": true}));
-    }
-    if let Some((name, mount, path_name, path)) = mount_units(plan) {
-        units.push(json!({"name": name, "contents": mount}));
-        units.push(json!({"name": path_name, "enabled": true, "contents": path}));
-    }
-    let config = machine_config(
-        &format!("60-{}-storage-fabric", plan.name),
-        json!({"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}, "systemd": {"units": units}}}),
-    );
-    let mut checks = vec![format!("oc get mcp {ROLE}   # UPDATED=True")];
+    let mut checks = vec![pools_updated(plan)];
     if let Some(nfs) = &plan.nfs {
         let point = quote(&nfs.mount_point);
         let on_node = format!("ls {point} >/dev/null; nfsstat -m | grep -A1 {point}");
@@ -337,7 +405,7 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     }
     vec![Step {
         path: "60-machineconfig-storage-fabric.yaml".to_owned(),
-        objects: vec![config],
+        objects: configs,
         title: "Storage and fabric: NFS over RDMA once the DOCA driver is ready, RoCE QoS/DCQCN after every driver load, sysctls".to_owned(),
         checks,
     }]
@@ -379,7 +447,7 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
             &format!("{dir}/etc/sysctl.d/90-zerohop-rdma.conf"),
             SYSCTL.to_owned(),
         ));
-        if let Some(script) = qos_script(plan) {
+        if let Some(script) = qos_script(plan, pool) {
             files.push(plain(&format!("{dir}{QOS_SCRIPT}"), script));
             files.push(plain(
                 &format!("{dir}/etc/systemd/system/{QOS_SERVICE}"),

@@ -7,7 +7,7 @@ use zerohop_core::Report;
 use zerohop_core::exit::ExitCode;
 use zerohop_core::render::printable::printable;
 use zerohop_core::render::{json, sarif, snippet};
-use zerohop_lint::{Batch, MAX_HELD_BYTES, Options};
+use zerohop_lint::{Batch, MAX_HELD_BYTES, Options, Scope};
 
 use crate::error::CliError;
 use crate::output;
@@ -41,6 +41,32 @@ pub(crate) struct Args {
     /// may be repeated.
     #[arg(long = "severity-override", value_name = "ID=LEVEL")]
     severity_overrides: Vec<String>,
+    /// Which inputs are one cluster, for the rules that look across objects.
+    #[arg(long, value_enum, default_value_t = ScopeArg::Auto)]
+    scope: ScopeArg,
+}
+
+/// `--scope`: which inputs are one cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ScopeArg {
+    /// A directory with a kustomization.yaml, everything under it included;
+    /// the files named on the command line together; any other file found
+    /// in a directory alone.
+    Auto,
+    /// Everything given is one cluster.
+    All,
+    /// Every file alone.
+    File,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(scope: ScopeArg) -> Scope {
+        match scope {
+            ScopeArg::Auto => Scope::Auto,
+            ScopeArg::All => Scope::All,
+            ScopeArg::File => Scope::File,
+        }
+    }
 }
 
 /// Runs `zerohop lint`: exit 0 when nothing failed, 1 when a finding
@@ -60,11 +86,11 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         options.catalog = Some(catalog);
     }
 
-    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES);
+    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES).with_scope(args.scope.into());
     for path in &args.paths {
         batch.add_path(path).map_err(|err| usage(err.to_string()))?;
     }
-    let outcome = zerohop_lint::lint_loaded(batch.loaded(), &options);
+    let outcome = zerohop_lint::lint_batch(&batch, &options);
     let target = args
         .paths
         .iter()
