@@ -9,6 +9,7 @@ use std::io;
 use std::ptr::NonNull;
 
 use serde::Serialize;
+use zerohop_host::HostRoot;
 
 /// What kind of memory backs an arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,26 +99,30 @@ pub struct AllocationNote {
     pub reason: String,
 }
 
-/// Free hugetlb pages of `size_kib` as the kernel reports them.
-fn free_hugepages(size_kib: u64) -> u64 {
-    std::fs::read_to_string(format!(
+/// Free hugetlb pages of `size_kib` as the host reports them; none when it
+/// cannot be read.
+fn free_hugepages(root: &HostRoot, size_kib: u64) -> u64 {
+    root.read_value(&format!(
         "/sys/kernel/mm/hugepages/hugepages-{size_kib}kB/free_hugepages"
     ))
     .ok()
-    .and_then(|text| text.trim().parse().ok())
+    .flatten()
+    .and_then(|text| text.parse().ok())
     .unwrap_or(0)
 }
 
 impl Arena {
     /// Allocates at least `bytes` of page-aligned memory, preferring
-    /// hugetlb pages under `policy`, placed on `numa_node` when given.
-    /// Every feature that could not be used is appended to `notes`.
+    /// hugetlb pages under `policy` when `root` (the host) has enough free,
+    /// placed on `numa_node` when given. Every feature that could not be
+    /// used is appended to `notes`.
     ///
     /// The hugetlb sizes tried and passed over make one `hugepages` note,
     /// and only when the buffers ended up in 4 KiB pages: a 1 GiB pool
     /// that is not reserved is no news when the 2 MiB pool served, and a
     /// machine without pools would otherwise say it twice on every run.
     pub fn allocate(
+        root: &HostRoot,
         bytes: usize,
         policy: HugePages,
         numa_node: Option<u32>,
@@ -131,7 +136,7 @@ impl Arena {
                 (BufferKind::Hugetlb2m, 2048, "2 MiB pages"),
             ] {
                 let needed = bytes.div_ceil(kind.page_size()) as u64;
-                let free = free_hugepages(kib);
+                let free = free_hugepages(root, kib);
                 if free < needed {
                     passed_over.push(format!("{label}: {needed} needed, {free} free"));
                     continue;
@@ -310,7 +315,8 @@ mod tests {
     #[test]
     fn anonymous_arenas_are_page_aligned_and_zeroed() {
         let mut notes = Vec::new();
-        let mut arena = Arena::allocate(10_000, HugePages::Off, None, &mut notes).unwrap();
+        let mut arena =
+            Arena::allocate(&HostRoot::live(), 10_000, HugePages::Off, None, &mut notes).unwrap();
         assert_eq!(arena.kind(), BufferKind::Anonymous);
         assert_eq!(arena.as_ptr() as usize % 4096, 0);
         assert_eq!(arena.len(), 12_288);
@@ -322,7 +328,14 @@ mod tests {
     #[test]
     fn auto_explains_once_why_hugetlb_was_not_used() {
         let mut notes = Vec::new();
-        let arena = Arena::allocate(4 << 20, HugePages::Auto, None, &mut notes).unwrap();
+        let arena = Arena::allocate(
+            &HostRoot::live(),
+            4 << 20,
+            HugePages::Auto,
+            None,
+            &mut notes,
+        )
+        .unwrap();
         let hugepage_notes: Vec<_> = notes
             .iter()
             .filter(|n| n.feature.starts_with("hugepages"))
@@ -344,7 +357,7 @@ mod tests {
     #[test]
     fn off_says_nothing_about_hugepages() {
         let mut notes = Vec::new();
-        Arena::allocate(4 << 20, HugePages::Off, None, &mut notes).unwrap();
+        Arena::allocate(&HostRoot::live(), 4 << 20, HugePages::Off, None, &mut notes).unwrap();
         assert!(!notes.iter().any(|n| n.feature.starts_with("hugepages")));
     }
 
@@ -366,7 +379,14 @@ mod tests {
     #[test]
     fn numa_placement_on_node_zero_is_applied_or_explained() {
         let mut notes = Vec::new();
-        let arena = Arena::allocate(1 << 20, HugePages::Off, Some(0), &mut notes).unwrap();
+        let arena = Arena::allocate(
+            &HostRoot::live(),
+            1 << 20,
+            HugePages::Off,
+            Some(0),
+            &mut notes,
+        )
+        .unwrap();
         assert!(
             arena.numa_node() == Some(0) || notes.iter().any(|n| n.feature == "numa_placement")
         );

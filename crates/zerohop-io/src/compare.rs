@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
+use zerohop_host::HostRoot;
 
 use crate::config::{EngineKind, ReadConfig, SinkKind};
 use crate::engine::{self, Control, RunError};
@@ -82,12 +83,13 @@ const PATHS: [(&str, &str, bool, SinkKind); 4] = [
 /// direct and sink settings of `base` are replaced per row.
 pub fn compare(base: &ReadConfig, control: &Control) -> Result<CompareReport, RunError> {
     engine::validate(base)?;
+    let root = HostRoot::live();
     // Bad input stops everything before any I/O; a filesystem without
     // O_DIRECT only skips the direct rows.
     let mut direct_problem = None;
     for path in &base.paths {
-        target::open_target(path, base.block_size, false)?;
-        match target::open_target(path, base.block_size, true) {
+        target::open_target(&root, path, base.block_size, false)?;
+        match target::open_target(&root, path, base.block_size, true) {
             Ok(_) => {}
             Err(err @ (InputError::DirectUnsupported { .. } | InputError::Misaligned { .. })) => {
                 direct_problem.get_or_insert(err.to_string());
@@ -96,7 +98,7 @@ pub fn compare(base: &ReadConfig, control: &Control) -> Result<CompareReport, Ru
         }
     }
     let mut rows = Vec::new();
-    let mut environment = Environment::probe();
+    let mut environment = Environment::probe(&root);
     for (name, description, direct, sink) in PATHS {
         let skip = |reason: String| CompareRow {
             name,
@@ -123,7 +125,7 @@ pub fn compare(base: &ReadConfig, control: &Control) -> Result<CompareReport, Ru
             engine: EngineKind::Uring,
             ..base.clone()
         };
-        let report = engine::run_read(&cfg, control)?;
+        let report = engine::run_read_in(&cfg, control, &root, Environment::probe(&root))?;
         environment.gpu = report.environment.gpu.clone();
         environment.io_uring = report.environment.io_uring.clone();
         rows.push(CompareRow {

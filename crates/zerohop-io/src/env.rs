@@ -1,10 +1,11 @@
 //! The machine facts recorded with every result: kernel, io_uring, locked
 //! memory, huge pages, NUMA nodes and the GPU libraries found.
 
-use std::path::Path;
-
 use serde::Serialize;
-
+use zerohop_host::HostRoot;
+use zerohop_host::facts::kernel;
+use zerohop_host::facts::memory::MemoryFacts;
+use zerohop_host::parse::cpuset::CpuSet;
 use zerohop_known::memlock;
 pub use zerohop_known::memlock::Memlock;
 
@@ -72,104 +73,74 @@ pub struct HugepageEnvironment {
     pub thp: Option<String>,
 }
 
-fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_owned())
+/// A one-value file of the host, trimmed; absent when it cannot be read.
+fn value(root: &HostRoot, path: &str) -> Option<String> {
+    root.read_value(path).ok().flatten()
 }
 
-/// The locked-memory limits from `/proc/self/limits` and `/proc/self/status`;
-/// a limit that cannot be read counts as 0 bytes, so that nothing is
-/// registered on a guess.
-pub fn parse_memlock(limits: &str, status: &str) -> Memlock {
-    let (soft_bytes, hard_bytes) = memlock::parse_limits(limits).unwrap_or((Some(0), Some(0)));
-    Memlock {
-        soft_bytes,
-        hard_bytes,
-        cap_ipc_lock: memlock::has_cap_ipc_lock(status),
+/// The locked-memory limits of this process. A limit that cannot be read
+/// counts as 0 bytes, so that nothing is registered on a guess;
+/// `CAP_IPC_LOCK` still lifts it.
+pub fn memlock(root: &HostRoot) -> Memlock {
+    match kernel::memlock(root) {
+        Ok(Some(memlock)) => memlock,
+        _ => Memlock {
+            soft_bytes: Some(0),
+            hard_bytes: Some(0),
+            cap_ipc_lock: root
+                .read("/proc/self/status")
+                .ok()
+                .flatten()
+                .is_some_and(|status| memlock::has_cap_ipc_lock(&status)),
+        },
     }
 }
 
-/// Parses a kernel CPU or node list such as `0-3,8,10-11`.
-pub fn parse_list(text: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>())
-                    && a <= b
-                    && b - a < 65_536
-                {
-                    out.extend(a..=b);
-                }
-            }
-            None => out.extend(part.trim().parse::<u32>().ok()),
-        }
-    }
-    out
+/// The NUMA nodes online, from the kernel's node list (`0-1`); none when
+/// it cannot be read.
+fn numa_nodes(root: &HostRoot) -> Vec<u32> {
+    value(root, "/sys/devices/system/node/online")
+        .and_then(|list| CpuSet::parse(&list).ok())
+        .map(|nodes| nodes.0.into_iter().collect())
+        .unwrap_or_default()
 }
 
-fn hugepage_pools() -> Vec<HugepagePool> {
-    let Ok(dir) = std::fs::read_dir("/sys/kernel/mm/hugepages") else {
-        return Vec::new();
-    };
-    let mut pools: Vec<HugepagePool> = dir
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let size_kib = name
-                .strip_prefix("hugepages-")?
-                .strip_suffix("kB")?
-                .parse()
-                .ok()?;
-            let num = |f: &str| {
-                std::fs::read_to_string(Path::new(&entry.path()).join(f))
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok())
-                    .unwrap_or(0)
-            };
-            Some(HugepagePool {
-                size_kib,
-                total: num("nr_hugepages"),
-                free: num("free_hugepages"),
+/// The host's hugetlb pools and THP mode, as the doctor reads them.
+fn hugepages(root: &HostRoot) -> HugepageEnvironment {
+    let memory = MemoryFacts::collect(root);
+    let pools = match memory.hugepages {
+        Ok(Some(pools)) => pools
+            .iter()
+            .map(|pool| HugepagePool {
+                size_kib: pool.size_kib,
+                // A count that cannot be read offers no pages.
+                total: pool.total_known().unwrap_or(0),
+                free: pool.free_known().unwrap_or(0),
             })
-        })
-        .collect();
-    pools.sort_by_key(|p| p.size_kib);
-    pools
-}
-
-/// The THP mode is the bracketed word of `always [madvise] never`.
-fn thp_mode(text: &str) -> Option<String> {
-    let start = text.find('[')?;
-    let end = text[start..].find(']')?;
-    Some(text[start + 1..start + end].to_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    HugepageEnvironment {
+        pools,
+        thp: memory.thp_enabled.ok().flatten(),
+    }
 }
 
 impl Environment {
-    /// Reads the machine facts; io_uring and GPU facts are filled in by the
-    /// engine, which probes them.
-    pub fn probe() -> Environment {
-        let memlock = parse_memlock(
-            &read("/proc/self/limits").unwrap_or_default(),
-            &read("/proc/self/status").unwrap_or_default(),
-        );
+    /// Reads the machine facts through `root`; io_uring and GPU facts are
+    /// filled in by the engine, which probes them.
+    pub fn probe(root: &HostRoot) -> Environment {
         Environment {
-            kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+            kernel: value(root, "/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             io_uring: UringEnvironment {
-                disabled_sysctl: read("/proc/sys/kernel/io_uring_disabled")
+                disabled_sysctl: value(root, "/proc/sys/kernel/io_uring_disabled")
                     .and_then(|s| s.parse().ok()),
                 ..UringEnvironment::default()
             },
-            memlock,
-            hugepages: HugepageEnvironment {
-                pools: hugepage_pools(),
-                thp: read("/sys/kernel/mm/transparent_hugepage/enabled").and_then(|s| thp_mode(&s)),
-            },
-            numa_nodes: read("/sys/devices/system/node/online")
-                .map(|s| parse_list(&s))
-                .unwrap_or_default(),
+            memlock: memlock(root),
+            hugepages: hugepages(root),
+            numa_nodes: numa_nodes(root),
             gpu: GpuEnvironment::default(),
         }
     }
@@ -177,39 +148,113 @@ impl Environment {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
-    use proptest::prelude::*;
+
+    /// A host tree holding `files` (path under the root, content).
+    fn host(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        dir
+    }
+
+    fn probe(dir: &Path) -> Environment {
+        Environment::probe(&HostRoot::at(dir).unwrap())
+    }
+
+    const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\
+        Max locked memory         65536                131072               bytes     \n";
 
     #[test]
-    fn an_unreadable_memlock_limit_allows_nothing() {
-        let memlock = parse_memlock("", "CapEff:\t0000000000000000\n");
-        assert_eq!(memlock.budget(), Some(0));
+    fn the_facts_are_read_from_the_root() {
+        let dir = host(&[
+            ("proc/sys/kernel/osrelease", "6.8.0-45-generic\n"),
+            ("proc/sys/kernel/io_uring_disabled", "1\n"),
+            ("proc/self/limits", LIMITS),
+            ("proc/self/status", "CapEff:\t0000000000000000\n"),
+            ("sys/devices/system/node/online", "0-1,3\n"),
+            (
+                "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages",
+                "8\n",
+            ),
+            (
+                "sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages",
+                "6\n",
+            ),
+            (
+                "sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages",
+                "1\n",
+            ),
+            (
+                "sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages",
+                "0\n",
+            ),
+            (
+                "sys/kernel/mm/transparent_hugepage/enabled",
+                "always [madvise] never\n",
+            ),
+        ]);
+        let env = probe(dir.path());
+        assert_eq!(env.kernel, "6.8.0-45-generic");
+        assert_eq!(env.io_uring.disabled_sysctl, Some(1));
         assert_eq!(
-            parse_memlock("", "CapEff:\t0000000000004000\n").budget(),
-            None
+            env.memlock,
+            Memlock {
+                soft_bytes: Some(65536),
+                hard_bytes: Some(131072),
+                cap_ipc_lock: false,
+            }
+        );
+        assert_eq!(env.numa_nodes, vec![0, 1, 3]);
+        assert_eq!(
+            env.hugepages,
+            HugepageEnvironment {
+                pools: vec![
+                    HugepagePool {
+                        size_kib: 2048,
+                        total: 8,
+                        free: 6,
+                    },
+                    HugepagePool {
+                        size_kib: 1 << 20,
+                        total: 1,
+                        free: 0,
+                    },
+                ],
+                thp: Some("madvise".into()),
+            }
         );
     }
 
     #[test]
-    fn lists_and_thp_modes_are_parsed() {
-        assert_eq!(parse_list("0-2,5\n"), vec![0, 1, 2, 5]);
-        assert_eq!(parse_list(""), Vec::<u32>::new());
-        assert_eq!(thp_mode("always [madvise] never"), Some("madvise".into()));
+    fn an_unreadable_memlock_limit_allows_nothing_but_the_capability_lifts_it() {
+        let without = host(&[("proc/self/status", "CapEff:\t0000000000000000\n")]);
+        assert_eq!(probe(without.path()).memlock.budget(), Some(0));
+        // Bit 14 of CapEff is CAP_IPC_LOCK.
+        let with = host(&[("proc/self/status", "CapEff:\t0000000000004000\n")]);
+        assert_eq!(probe(with.path()).memlock.budget(), None);
+    }
+
+    #[test]
+    fn a_bare_root_is_described_without_guesses() {
+        let dir = host(&[]);
+        let env = probe(dir.path());
+        assert_eq!(env.kernel, "unknown");
+        assert_eq!(env.io_uring.disabled_sysctl, None);
+        assert!(env.numa_nodes.is_empty());
+        assert!(env.hugepages.pools.is_empty());
+        assert_eq!(env.hugepages.thp, None);
     }
 
     #[test]
     fn this_machine_is_described() {
-        let env = Environment::probe();
+        let env = Environment::probe(&HostRoot::live());
         assert!(!env.kernel.is_empty());
         assert!(env.cpus >= 1);
-    }
-
-    proptest! {
-        #[test]
-        fn parsers_never_panic(text in ".{0,80}") {
-            let _ = parse_list(&text);
-            let _ = parse_memlock(&text, &text);
-            let _ = thp_mode(&text);
-        }
     }
 }

@@ -1,11 +1,13 @@
 //! The engine behind `zerohop bench`: reads files or block devices through
 //! io_uring (fixed buffers, registered files, optional SQPOLL/IOPOLL) or a
-//! pread thread pool, into aligned or hugepage buffers, optionally on to a GPU
-//! through the CUDA driver API or cuFile loaded at run time, and measures
+//! pread thread pool, into aligned or hugepage buffers, hands each block to
+//! a sink (host memory, a GPU through the CUDA driver API, or cuFile, which
+//! reads into GPU memory itself; both loaded at run time), and measures
 //! throughput, latency percentiles and CPU cost like fio.
 //!
 //! Every capability is probed at run time; a missing one becomes a fallback
-//! or a `skipped` result with its reason, never a panic.
+//! or a `skipped` result with its reason, never a panic. The host's `/proc`
+//! and `/sys` are read through a [`zerohop_host::HostRoot`].
 
 pub mod buffers;
 pub mod compare;
@@ -18,6 +20,7 @@ pub mod plan;
 pub mod prepare;
 pub mod report;
 pub mod segments;
+mod sink;
 pub mod stats;
 pub mod sys;
 pub mod target;

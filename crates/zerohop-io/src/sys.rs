@@ -157,12 +157,12 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 
 /// Points libcufile's log at `path` instead of the working directory.
 ///
-/// Called on the main thread before any worker or watchdog thread exists,
-/// and before libcufile is opened, so nothing reads the environment
-/// concurrently.
-pub fn set_cufile_log(path: &std::path::Path) {
-    // SAFETY: see above: no other thread of this process is running code
-    // that reads the environment at this point.
+/// Only [`crate::gpu::cufile::log_outside_working_dir`] calls it, whose
+/// callers do so before the process starts any thread.
+pub(crate) fn set_cufile_log(path: &Path) {
+    // SAFETY: called before any other thread of this process exists (see
+    // `log_outside_working_dir`), so nothing reads the environment
+    // concurrently.
     unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", path) };
 }
 

@@ -7,6 +7,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use zerohop_host::HostRoot;
 use zerohop_input::FileKind;
 
 use crate::units::format_bytes;
@@ -229,19 +230,17 @@ fn split_dev(dev: u64) -> (u32, u32) {
     (libc::major(dev), libc::minor(dev))
 }
 
-fn read_trimmed(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_owned())
-}
+/// How many directories above a disk's `device` are searched for the
+/// `numa_node` of its controller (an NVMe namespace's is two up).
+const NUMA_NODE_DEPTH: usize = 6;
 
-/// Reads the device facts for `dev` under `sys` (normally `/sys`).
-pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
+/// Reads the device facts for `dev` from the host's sysfs.
+pub fn device_info(root: &HostRoot, dev: u64) -> DeviceInfo {
     let (major, minor) = split_dev(dev);
-    let Ok(mut disk) = sys
-        .join(format!("dev/block/{major}:{minor}"))
-        .canonicalize()
-    else {
+    // A fact that cannot be read is unknown, as if sysfs did not say.
+    let value = |path: &str| root.read_value(path).ok().flatten();
+    let canonical = |path: &str| root.canonical(path).ok().flatten();
+    let Some(mut disk) = canonical(&format!("/sys/dev/block/{major}:{minor}")) else {
         return DeviceInfo {
             name: None,
             logical_block_size: None,
@@ -250,27 +249,33 @@ pub fn device_info(sys: &Path, dev: u64) -> DeviceInfo {
         };
     };
     // A partition has a `partition` file and its queue lives on the parent.
-    if disk.join("partition").exists()
-        && let Some(parent) = disk.parent()
+    if root.exists(&format!("{disk}/partition")).unwrap_or(false)
+        && let Some((parent, _)) = disk.rsplit_once('/')
+        && !parent.is_empty()
     {
-        disk = parent.to_path_buf();
+        disk = parent.to_owned();
     }
-    let name = disk.file_name().map(|n| n.to_string_lossy().into_owned());
-    let logical_block_size = read_trimmed(&disk.join("queue/logical_block_size"))
+    let name = disk
+        .rsplit('/')
+        .next()
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned);
+    let logical_block_size = value(&format!("{disk}/queue/logical_block_size"))
         .and_then(|s| s.parse().ok())
         .filter(|&n: &u64| n.is_power_of_two());
-    let max_segments = read_trimmed(&disk.join("queue/max_segments"))
+    let max_segments = value(&format!("{disk}/queue/max_segments"))
         .and_then(|s| s.parse().ok())
         .filter(|&n: &u64| n > 0);
     let mut numa_node = None;
-    if let Ok(mut dir) = disk.join("device").canonicalize() {
-        for _ in 0..6 {
-            if let Some(node) = read_trimmed(&dir.join("numa_node")) {
+    if let Some(mut dir) = canonical(&format!("{disk}/device")) {
+        for _ in 0..NUMA_NODE_DEPTH {
+            if let Some(node) = value(&format!("{dir}/numa_node")) {
                 numa_node = node.parse::<i64>().ok().and_then(|n| u32::try_from(n).ok());
                 break;
             }
-            if !dir.pop() {
-                break;
+            match dir.rsplit_once('/') {
+                Some((parent, _)) if !parent.is_empty() => dir = parent.to_owned(),
+                _ => break,
             }
         }
     }
@@ -344,12 +349,18 @@ enum OpenFailure {
     Input(InputError),
 }
 
-/// Opens and checks one target for reads of `block_size` bytes.
+/// Opens and checks one target for reads of `block_size` bytes, with the
+/// facts of the device behind it read from `root` (the host).
 ///
 /// Regular files and block devices are accepted; anything else is refused
 /// from its `stat`, before it is opened (opening a character device can
 /// have effects of its own: a tape rewinds, a watchdog arms).
-pub fn open_target(path: &Path, block_size: u64, direct: bool) -> Result<Target, InputError> {
+pub fn open_target(
+    root: &HostRoot,
+    path: &Path,
+    block_size: u64,
+    direct: bool,
+) -> Result<Target, InputError> {
     let meta = std::fs::metadata(path).map_err(|err| classify_open_error(path, err))?;
     let kind = target_kind(path, &meta)?;
     let buffered = open_checked(path, false, &meta).map_err(|failure| match failure {
@@ -361,7 +372,7 @@ pub fn open_target(path: &Path, block_size: u64, direct: bool) -> Result<Target,
     } else {
         meta.dev()
     };
-    let device = device_info(Path::new("/sys"), dev);
+    let device = device_info(root, dev);
     let len = match kind {
         TargetKind::File => meta.len(),
         TargetKind::BlockDevice => (&buffered)
@@ -438,30 +449,29 @@ mod tests {
     }
 
     #[test]
-    fn device_info_reads_a_fake_sysfs() {
-        let sys = tempfile::tempdir().unwrap();
-        let disk = sys
-            .path()
-            .join("devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1");
+    fn device_info_reads_the_hosts_sysfs_through_its_links() {
+        // A host tree laid out as sysfs is, with relative links: the
+        // partition's `dev/block` entry, the namespace's `device` link to
+        // its controller, and the controller's NUMA node.
+        let host = tempfile::tempdir().unwrap();
+        let sys = host.path().join("sys");
+        let ctrl = sys.join("devices/pci0000:00/0000:00:04.0/nvme/nvme0");
+        let disk = ctrl.join("nvme0n1");
         std::fs::create_dir_all(disk.join("queue")).unwrap();
         std::fs::create_dir_all(disk.join("nvme0n1p1")).unwrap();
         std::fs::write(disk.join("queue/logical_block_size"), "4096\n").unwrap();
         std::fs::write(disk.join("queue/max_segments"), "127\n").unwrap();
         std::fs::write(disk.join("nvme0n1p1/partition"), "1\n").unwrap();
-        std::fs::write(
-            sys.path().join("devices/pci0000:00/0000:00:04.0/numa_node"),
-            "1\n",
-        )
-        .unwrap();
+        std::fs::write(ctrl.join("numa_node"), "1\n").unwrap();
+        std::os::unix::fs::symlink("../../nvme0", disk.join("device")).unwrap();
+        std::fs::create_dir_all(sys.join("dev/block")).unwrap();
         std::os::unix::fs::symlink(
-            sys.path().join("devices/pci0000:00/0000:00:04.0"),
-            disk.join("device"),
+            "../../devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1/nvme0n1p1",
+            sys.join("dev/block/259:1"),
         )
         .unwrap();
-        std::fs::create_dir_all(sys.path().join("dev/block")).unwrap();
-        std::os::unix::fs::symlink(disk.join("nvme0n1p1"), sys.path().join("dev/block/259:1"))
-            .unwrap();
-        let info = device_info(sys.path(), libc::makedev(259, 1));
+        let root = HostRoot::at(host.path()).unwrap();
+        let info = device_info(&root, libc::makedev(259, 1));
         assert_eq!(
             info,
             DeviceInfo {
@@ -471,7 +481,7 @@ mod tests {
                 max_segments: Some(127),
             }
         );
-        let unknown = device_info(sys.path(), libc::makedev(7, 0));
+        let unknown = device_info(&root, libc::makedev(7, 0));
         assert_eq!(unknown.logical_block_size, None);
     }
 
@@ -479,22 +489,22 @@ mod tests {
     fn bad_targets_are_refused_before_io() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            open_target(dir.path(), 4096, false),
+            open_target(&HostRoot::live(), dir.path(), 4096, false),
             Err(InputError::IsDirectory { .. })
         ));
         let missing = dir.path().join("missing");
         assert!(matches!(
-            open_target(&missing, 4096, false),
+            open_target(&HostRoot::live(), &missing, 4096, false),
             Err(InputError::NotFound { .. })
         ));
         let short = dir.path().join("short");
         std::fs::write(&short, [0u8; 100]).unwrap();
-        let err = open_target(&short, 4096, false).unwrap_err();
+        let err = open_target(&HostRoot::live(), &short, 4096, false).unwrap_err();
         assert!(
             matches!(err, InputError::ShorterThanBlock { len: 100, .. }),
             "{err}"
         );
-        let chardev = open_target(Path::new("/dev/null"), 1, false).unwrap_err();
+        let chardev = open_target(&HostRoot::live(), Path::new("/dev/null"), 1, false).unwrap_err();
         assert!(matches!(
             chardev,
             InputError::NotAFile {
@@ -544,7 +554,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, vec![0u8; 8192]).unwrap();
-        match open_target(&file, 1000, true) {
+        match open_target(&HostRoot::live(), &file, 1000, true) {
             Err(InputError::Misaligned { logical, .. }) => assert!(logical >= 512),
             other => panic!("expected a misaligned block size error, got {other:?}"),
         }

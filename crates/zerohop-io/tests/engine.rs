@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use zerohop_host::HostRoot;
 use zerohop_io::buffers::HugePages;
 use zerohop_io::env::{Environment, Memlock};
 use zerohop_io::prepare::{Replace, prepare};
@@ -24,7 +25,7 @@ fn prepared(dir: &Path, name: &str, len: u64) -> PathBuf {
 
 /// Whether O_DIRECT works in the temp directory (tmpfs may refuse it).
 fn direct_supported(path: &Path) -> bool {
-    match zerohop_io::target::open_target(path, 4096, true) {
+    match zerohop_io::target::open_target(&HostRoot::live(), path, 4096, true) {
         Ok(_) => true,
         Err(err) => {
             eprintln!("skipping O_DIRECT cases: {err}");
@@ -167,7 +168,8 @@ fn io_uring_uses_fixed_buffers_and_registered_files_when_allowed() {
 fn a_memlock_limit_too_small_falls_back_to_unregistered_buffers() {
     let dir = tempfile::tempdir().unwrap();
     let path = prepared(dir.path(), "data", LEN);
-    let mut env = Environment::probe();
+    let root = HostRoot::live();
+    let mut env = Environment::probe(&root);
     env.memlock = Memlock {
         soft_bytes: Some(64 << 10),
         hard_bytes: Some(64 << 10),
@@ -176,6 +178,7 @@ fn a_memlock_limit_too_small_falls_back_to_unregistered_buffers() {
     let report = run_read_in(
         &config(vec![path], EngineKind::Uring, false),
         &Control::default(),
+        &root,
         env,
     )
     .unwrap();

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use zerohop_host::HostRoot;
 use zerohop_io::prepare::{PrepareReport, Replace, prepare};
 use zerohop_io::target::{TargetKind, open_target};
 use zerohop_io::{Control, InputError, ReadConfig, RunError, run_read};
@@ -102,16 +103,16 @@ fn a_character_device_given_to_read_is_refused() {
 #[test]
 fn a_block_device_is_still_a_target() {
     // Any block device this user may open will do; CI runners often have none.
-    let Ok(entries) = std::fs::read_dir("/sys/class/block") else {
+    let Ok(Some(names)) = HostRoot::live().list("/sys/class/block") else {
         eprintln!("no /sys/class/block: nothing to check");
         return;
     };
     let mut opened = false;
-    for entry in entries.flatten() {
-        let dev = Path::new("/dev").join(entry.file_name());
+    for name in names {
+        let dev = Path::new("/dev").join(name);
         let dev_for_thread = dev.clone();
         match within_deadline("open_target", move || {
-            open_target(&dev_for_thread, 4096, false)
+            open_target(&HostRoot::live(), &dev_for_thread, 4096, false)
         }) {
             Ok(target) => {
                 assert_eq!(target.kind, TargetKind::BlockDevice, "{}", dev.display());

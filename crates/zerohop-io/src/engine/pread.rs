@@ -8,24 +8,26 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::{Clock, RunError, Shared, WorkerOutcome};
-use crate::gpu::cuda::StagingPair;
 use crate::plan::{Extent, Request, Requests};
+use crate::sink::{self, BufferSink};
 use crate::stats::Stats;
 
 /// One worker and its thread pool.
 pub(super) fn worker(
     shared: &Shared<'_>,
+    sink: &dyn BufferSink,
     index: usize,
     extents: Vec<Extent>,
 ) -> Result<WorkerOutcome, RunError> {
     let cfg = shared.cfg;
     let threads = cfg.queue_depth as usize;
     let bs = cfg.block_size as usize;
-    // A GPU sink gives each thread two slots: one is read into while the
-    // other is copied to the GPU.
-    let per_thread = if shared.gpu.is_some() { 2 } else { 1 };
+    // A sink that goes on reading a slot after the hand-over (a GPU copy)
+    // gives each thread more than one, read into in turn.
+    let per_thread = sink::spec(cfg.sink).slots_per_reader as usize;
     let mut fallbacks = Vec::new();
-    let mut buffers = super::buffers(shared, threads * per_thread * bs, &mut fallbacks)
+    let mut buffers = shared
+        .buffers(sink, threads * per_thread * bs, &mut fallbacks)
         .map_err(|err| shared.setup_failed(err))?;
     let kind = buffers.arena().kind();
     let numa_node = buffers.arena().numa_node();
@@ -38,7 +40,7 @@ pub(super) fn worker(
             .take(threads)
             .map(|chunk| {
                 let requests = &requests;
-                scope.spawn(move || reader(shared, requests, chunk, clock))
+                scope.spawn(move || reader(shared, sink, requests, chunk, clock))
             })
             .collect();
         super::join_all(handles, "reader")
@@ -106,48 +108,33 @@ fn read_block(
     Ok(())
 }
 
-/// One thread of the pool.
+/// One thread of the pool: reads into its slots in turn and hands each
+/// block to the sink.
 fn reader(
     shared: &Shared<'_>,
+    sink: &dyn BufferSink,
     requests: &Mutex<Requests<'_>>,
     chunk: &mut [u8],
     clock: Clock,
 ) -> Result<Stats, RunError> {
+    let bs = shared.cfg.block_size as usize;
     let mut stats = Stats::new(clock.ramp_end);
+    let mut lane = sink.reader_lane(chunk.chunks_exact_mut(bs).collect())?;
     let next = || requests.lock().ok().and_then(|mut r| r.next());
-    match shared.gpu {
-        None => {
-            while let Some(request) = next() {
-                let submitted = Instant::now();
-                let buf = &mut chunk[..request.len as usize];
-                read_block(shared, request, buf, &mut stats)?;
-                shared.verify(&mut stats, request.target, request.offset, buf);
-                stats.record(submitted, Instant::now(), request.len);
-                shared.progressed(request.len);
-            }
-        }
-        Some(device) => {
-            device
-                .make_current()
-                .map_err(|e| RunError::Setup(e.to_string()))?;
-            let (a, b) = chunk.split_at_mut(chunk.len() / 2);
-            let mut pair =
-                StagingPair::new(device, [a, b]).map_err(|e| RunError::Setup(e.to_string()))?;
-            let mut k = 0;
-            while let Some(request) = next() {
-                let submitted = Instant::now();
-                let slot = pair.slot(k).map_err(|e| RunError::Setup(e.to_string()))?;
-                let buf = &mut slot[..request.len as usize];
-                read_block(shared, request, buf, &mut stats)?;
-                shared.verify(&mut stats, request.target, request.offset, buf);
-                pair.start_copy(k, request.len as usize)
-                    .map_err(|e| RunError::Setup(e.to_string()))?;
-                stats.record(submitted, Instant::now(), request.len);
-                shared.progressed(request.len);
-                k ^= 1;
-            }
-        }
+    let mut k = 0;
+    while let Some(request) = next() {
+        let submitted = Instant::now();
+        let len = request.len as usize;
+        let buf = &mut lane.slot(k)?[..len];
+        read_block(shared, request, buf, &mut stats)?;
+        shared.verify(&mut stats, request.target, request.offset, buf);
+        lane.deliver(k, len)?;
+        stats.record(submitted, Instant::now(), request.len);
+        shared.progressed(request.len);
+        k = (k + 1) % lane.slots();
     }
+    // A sink's lane finishes what it was handed (a GPU's copies) here.
+    drop(lane);
     stats.finish_thread();
     Ok(stats)
 }

@@ -5,7 +5,9 @@
 //! after allocation (memory from `cuMemHostAlloc` is file-backed and cannot
 //! be an io_uring fixed buffer). Each worker gets a [`CopyLane`]: two streams
 //! with a device buffer each, and one event per host slot, so a slot is only
-//! read into again once its copy finished, and reads overlap copies.
+//! read into again once its copy finished, and reads overlap copies. An
+//! io_uring worker copies the slots of its whole arena through an
+//! [`ArenaLane`]; a pread thread its own slots through a [`Staging`].
 #![expect(
     unsafe_code,
     reason = "calls into the CUDA driver library loaded at run time"
@@ -305,6 +307,20 @@ impl CudaDevice {
         })
     }
 
+    /// A copy lane over the slots of `arena`, `slot_bytes` each.
+    pub fn arena_lane<'a>(
+        &'a self,
+        arena: &'a Arena,
+        slots: usize,
+        slot_bytes: usize,
+    ) -> Result<ArenaLane<'a>, CudaError> {
+        Ok(ArenaLane {
+            arena,
+            slot_bytes,
+            lane: self.lane(slots, slot_bytes)?,
+        })
+    }
+
     /// A copy lane with `slots` host slots, copying at most `slot_bytes` each.
     pub fn lane(&self, slots: usize, slot_bytes: usize) -> Result<CopyLane<'_>, CudaError> {
         self.make_current()?;
@@ -392,22 +408,66 @@ impl Drop for PinnedArena<'_> {
     }
 }
 
-/// Two pinned host slots owned by one reader thread, each copied to the GPU
-/// asynchronously while the other is being read into.
+/// The slots of an arena, `slot_bytes` each, copied to the GPU by index.
+///
+/// The lane borrows the arena for its whole life, so the arena stays mapped
+/// and no safe code writes it; whoever reads into a slot through the
+/// arena's raw pointer (the io_uring engine) does so only once
+/// [`ArenaLane::is_done`] or [`ArenaLane::wait`] said its copy finished.
 #[derive(Debug)]
-pub struct StagingPair<'a> {
-    slots: [&'a mut [u8]; 2],
+pub struct ArenaLane<'a> {
+    arena: &'a Arena,
+    slot_bytes: usize,
     lane: CopyLane<'a>,
 }
 
-impl<'a> StagingPair<'a> {
-    /// Two slots (inside a [`PinnedArena`]) and a lane for them.
-    pub fn new(
-        device: &'a CudaDevice,
-        slots: [&'a mut [u8]; 2],
-    ) -> Result<StagingPair<'a>, CudaError> {
-        let lane = device.lane(2, slots[0].len().max(slots[1].len()))?;
-        Ok(StagingPair { slots, lane })
+impl ArenaLane<'_> {
+    /// Starts copying the first `len` bytes of slot `slot` to the GPU.
+    ///
+    /// # Panics
+    /// If the slot lies outside the arena (a bug in the caller).
+    pub fn copy(&mut self, slot: usize, len: usize) -> Result<(), CudaError> {
+        let data = self
+            .arena
+            .slice(slot * self.slot_bytes, len.min(self.slot_bytes));
+        // SAFETY: `data` lies in the arena, which `self` borrows for its
+        // whole life (so it stays mapped and no safe code writes it); the
+        // slot is read into again only once its copy finished (see the
+        // type's docs). An arena pinned by `pin_arena` is copied by DMA.
+        unsafe { self.lane.copy(slot, data.as_ptr(), data.len()) }
+    }
+
+    /// Whether the last copy out of `slot` finished.
+    pub fn is_done(&self, slot: usize) -> Result<bool, CudaError> {
+        self.lane.is_done(slot)
+    }
+
+    /// Waits for the last copy out of `slot`.
+    pub fn wait(&self, slot: usize) -> Result<(), CudaError> {
+        self.lane.wait(slot)
+    }
+}
+
+/// Pinned host slots owned by one reader thread, each copied to the GPU
+/// asynchronously while the next is being read into.
+#[derive(Debug)]
+pub struct Staging<'a> {
+    slots: Vec<&'a mut [u8]>,
+    lane: CopyLane<'a>,
+}
+
+impl<'a> Staging<'a> {
+    /// Slots (inside a [`PinnedArena`]) and a lane for them, made current
+    /// on the calling thread.
+    pub fn new(device: &'a CudaDevice, slots: Vec<&'a mut [u8]>) -> Result<Staging<'a>, CudaError> {
+        let slot_bytes = slots.iter().map(|s| s.len()).max().unwrap_or(0);
+        let lane = device.lane(slots.len(), slot_bytes)?;
+        Ok(Staging { slots, lane })
+    }
+
+    /// How many slots there are.
+    pub fn slots(&self) -> usize {
+        self.slots.len()
     }
 
     /// Slot `k`, once its previous copy finished.

@@ -16,6 +16,21 @@ use libloading::Library;
 use super::Unavailable;
 use super::cuda::{CudaDevice, DevicePtr};
 
+/// Where libcufile writes its log unless `CUFILE_LOGFILE_PATH` names a file:
+/// `zerohop-cufile.log` in the temporary directory (by itself, libcufile
+/// writes `cufile.log` into the working directory).
+///
+/// This sets a variable of the process's environment, which no other thread
+/// may read meanwhile (C code reads it without a lock): call it first thing
+/// in a command that may open cuFile, before it starts any thread (the bench
+/// engine's workers, CUDA's own threads, the host reader's watchdog, a
+/// progress bar). The engine itself never changes the environment.
+pub fn log_outside_working_dir() {
+    if std::env::var_os("CUFILE_LOGFILE_PATH").is_none() {
+        crate::sys::set_cufile_log(&std::env::temp_dir().join("zerohop-cufile.log"));
+    }
+}
+
 /// `CUfileError_t`: the cuFile status and the CUDA status behind it.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]

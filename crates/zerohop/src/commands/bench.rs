@@ -356,6 +356,10 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
         registered_files: !args.no_registered_files,
         ..args.run.config()
     };
+    if cfg.sink == SinkKind::Cufile {
+        // Before any thread of the run starts: it sets an environment variable.
+        zerohop_io::gpu::cufile::log_outside_working_dir();
+    }
     let control = interruptible()?;
     let report = with_progress(&control, format, planned_bytes(&cfg), || {
         zerohop_io::run_read(&cfg, &control)
@@ -430,6 +434,8 @@ fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
 fn compare(args: CompareArgs) -> Result<i32, CliError> {
     let format = args.run.format;
     let cfg = args.run.config();
+    // Its last path is cuFile's; set before any thread of the run starts.
+    zerohop_io::gpu::cufile::log_outside_working_dir();
     let control = interruptible()?;
     let report = with_progress(&control, format, None, || {
         zerohop_io::compare::compare(&cfg, &control)
