@@ -3,18 +3,23 @@
 //! Every read goes through a [`HostRoot`]: the live `/`, a host mounted at
 //! `/host` in a container, or a directory holding a captured tree. Reads are
 //! bounded in size and in time, and only regular files are read; a missing
-//! file is `None`, never an error. Parsers in [`parse`] are pure functions
+//! file is `None`, never an error. A root can also record what one pass
+//! reads ([`record`]) and be read back from memory ([`memory`]), which is
+//! what a snapshot is. Parsers in [`parse`] are pure functions
 //! of text, and [`Facts`] is the model the doctor's checks judge.
 
 pub mod facts;
 mod in_root;
+pub mod memory;
 pub mod parse;
 pub mod probe;
 mod read_error;
+pub mod record;
 mod resolve;
 pub mod root;
+mod source;
 mod tree;
 pub mod watchdog;
 
 pub use facts::{Fact, Facts, Gap};
-pub use root::{FileKind, HostRoot, ReadError, RootError};
+pub use root::{FileKind, HostRoot, ReadError, Recording, RootError};

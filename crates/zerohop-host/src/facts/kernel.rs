@@ -103,7 +103,7 @@ impl KernelFacts {
                 group: read_parsed(root, "/proc/sys/kernel/io_uring_group", str::parse::<i64>),
             },
             iommu_units: root.list("/sys/class/iommu").map_err(Gap::from),
-            memlock: root.is_live().then(|| memlock(root)),
+            memlock: root.process_view().then(|| memlock(root)),
         }
     }
 }
