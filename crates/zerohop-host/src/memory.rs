@@ -404,12 +404,10 @@ impl MemoryTree {
         match self.find(path, true)? {
             Found::Missing => Ok(None),
             Found::Node(node) => match node {
-                Node::File(Content::Read(bytes)) if bytes.len() > cap => {
-                    Err(ReadError::TooLarge {
-                        path: path.to_owned(),
-                        cap,
-                    })
-                }
+                Node::File(Content::Read(bytes)) if bytes.len() > cap => Err(ReadError::TooLarge {
+                    path: path.to_owned(),
+                    cap,
+                }),
                 Node::File(Content::Read(bytes)) => Ok(Some(bytes.to_vec())),
                 Node::File(Content::NotRead) => Err(not_recorded(path)),
                 Node::File(Content::Failed(reason)) | Node::Unknown(reason) => {
@@ -513,7 +511,7 @@ fn not_a_file(path: &str, kind: FileKind) -> ReadError {
 }
 
 /// Refuses a path that is not `/` followed by plain names.
-fn check_path(path: &str) -> Result<(), TreeError> {
+pub fn check_path(path: &str) -> Result<(), TreeError> {
     let bad = || TreeError::BadPath {
         path: path.chars().take(200).collect(),
     };
@@ -613,7 +611,8 @@ mod tests {
         )
         .unwrap();
         tree.insert("/sys/absent", Node::Absent).unwrap();
-        tree.insert("/sys/loop", Node::Link("loop".to_owned())).unwrap();
+        tree.insert("/sys/loop", Node::Link("loop".to_owned()))
+            .unwrap();
         tree
     }
 

@@ -194,7 +194,13 @@ impl Recorder {
         let mut resolved = String::new();
         let mut links = 0;
         let parts: Vec<&str> = path.split('/').collect();
-        let kind = self.walk(&mut resolved, Kind::Directory, &parts, follow_last, &mut links)?;
+        let kind = self.walk(
+            &mut resolved,
+            Kind::Directory,
+            &parts,
+            follow_last,
+            &mut links,
+        )?;
         let key = if resolved.is_empty() {
             "/".to_owned()
         } else {

@@ -12,7 +12,10 @@
 //!   every member matched against the manifest, nothing written.
 //! * [`save`] writes the archive file without following a link or
 //!   replacing anything but a regular file.
+//! * [`diff::compare`] tells what differs between two snapshots: findings,
+//!   then typed facts by layer, then raw files.
 
+pub mod diff;
 pub mod limits;
 pub mod manifest;
 mod read;

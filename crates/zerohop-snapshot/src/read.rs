@@ -16,7 +16,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use zerohop_host::memory::{MemoryTree, check_link};
+use zerohop_host::memory::{MemoryTree, check_link, check_path};
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::limits::{
@@ -62,17 +62,17 @@ pub enum OpenError {
 
 /// Opens the archive at `path`: a regular file of at most
 /// [`MAX_ARCHIVE_BYTES`], read without waiting on a FIFO or a device.
+/// Messages do not repeat the path: callers say which file they opened.
 pub fn open_file(path: &Path) -> Result<Snapshot, OpenError> {
-    let shown = path.display();
     let bytes = read_regular(path, Follow::Links, MAX_ARCHIVE_BYTES).map_err(|err| {
         OpenError::File(match err {
-            NotRegular::Kind(kind) => format!("{shown} is {kind}, not a snapshot file"),
-            NotRegular::Io(err) => format!("cannot read {shown}: {}", os_reason(&err)),
+            NotRegular::Kind(kind) => format!("it is {kind}, not a snapshot file"),
+            NotRegular::Io(err) => format!("cannot read it: {}", os_reason(&err)),
         })
     })?;
     if bytes.len() > MAX_ARCHIVE_BYTES {
         return Err(OpenError::TooLarge(format!(
-            "{shown} is larger than {MAX_ARCHIVE_BYTES} bytes, more than a snapshot may be"
+            "it is larger than {MAX_ARCHIVE_BYTES} bytes, more than a snapshot may be"
         )));
     }
     open(&bytes)
@@ -165,6 +165,7 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
                 "member {shown} is outside root/ (a snapshot holds only host files there)"
             )));
         };
+        check_path(path).map_err(|err| OpenError::Invalid(format!("member {shown}: {err}")))?;
         if !seen.insert(path.to_owned()) {
             return Err(OpenError::Invalid(format!("member {shown} appears twice")));
         }
@@ -324,7 +325,11 @@ fn read_member(member: &mut impl Read, shown: &str, cap: u64) -> Result<Vec<u8>,
     Ok(bytes)
 }
 
-fn expect_size<R: Read>(member: &tar::Entry<'_, R>, shown: &str, size: u64) -> Result<(), OpenError> {
+fn expect_size<R: Read>(
+    member: &tar::Entry<'_, R>,
+    shown: &str,
+    size: u64,
+) -> Result<(), OpenError> {
     let header = member.header().size().map_err(|err| stream_error(&err))?;
     if header != size {
         return Err(OpenError::Invalid(format!(
@@ -412,7 +417,9 @@ impl<R: Read> Read for Capped<R> {
                 }
             };
         }
-        let room = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let room = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
         let read = self.inner.read(&mut buf[..room])?;
         self.left -= read as u64;
         Ok(read)

@@ -36,7 +36,9 @@ pub enum WriteError {
         largest_bytes: u64,
     },
     /// More members than an archive holds.
-    #[error("the snapshot would hold {members} files and links, more than the {cap} a snapshot may hold")]
+    #[error(
+        "the snapshot would hold {members} files and links, more than the {cap} a snapshot may hold"
+    )]
     TooManyMembers {
         /// The members it would hold.
         members: usize,

@@ -26,7 +26,13 @@ fn doctor(root: &HostRoot) -> (Report, String) {
     let facts = Facts::collect(root);
     let report = zerohop_doctor::run(&facts, &Profile::default(), &Selection::all());
     // Everything the checks judge, less the root's name.
-    let facts = format!("{:?}", Facts { root: String::new(), ..facts });
+    let facts = format!(
+        "{:?}",
+        Facts {
+            root: String::new(),
+            ..facts
+        }
+    );
     (report, facts)
 }
 
