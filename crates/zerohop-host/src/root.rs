@@ -162,7 +162,7 @@ impl HostRoot {
         let recorder = Recorder::new(base, live);
         let source = Arc::new(Source::Tree {
             tree,
-            recorder: Some(recorder),
+            recorder: Some(Box::new(recorder)),
         });
         let root = HostRoot {
             tree: Arc::clone(&source),

@@ -15,8 +15,9 @@ pub(crate) enum Source {
     /// A directory, or the live `/`.
     Tree {
         tree: Tree,
-        /// Notes every read's result when recording.
-        recorder: Option<Recorder>,
+        /// Notes every read's result when recording (boxed: most roots
+        /// do not record).
+        recorder: Option<Box<Recorder>>,
     },
     /// A tree in memory, shown as `shown`.
     Memory { tree: MemoryTree, shown: String },
@@ -61,7 +62,7 @@ impl Source {
 
     pub(crate) fn recorder(&self) -> Option<&Recorder> {
         match self {
-            Source::Tree { recorder, .. } => recorder.as_ref(),
+            Source::Tree { recorder, .. } => recorder.as_deref(),
             Source::Memory { .. } => None,
         }
     }

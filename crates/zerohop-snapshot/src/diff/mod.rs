@@ -14,7 +14,9 @@ mod render;
 pub mod volatile;
 
 use serde::Serialize;
-use zerohop_core::{Report, Status};
+use std::collections::BTreeMap;
+
+use zerohop_core::{Finding, Report, Status};
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::Facts;
 
@@ -122,15 +124,11 @@ pub fn compare(a: &Side, b: &Side, all: bool) -> Diff {
     }
 }
 
+/// One finding (per check and subject) on each side.
+type Pair<'a> = (Option<&'a Finding>, Option<&'a Finding>);
+
 fn findings(a: &Report, b: &Report) -> Vec<FindingChange> {
-    use std::collections::BTreeMap;
-    let mut by_key: BTreeMap<
-        (&str, &str),
-        (
-            Option<&zerohop_core::Finding>,
-            Option<&zerohop_core::Finding>,
-        ),
-    > = BTreeMap::new();
+    let mut by_key: BTreeMap<(&str, &str), Pair<'_>> = BTreeMap::new();
     for finding in &a.findings {
         by_key.entry((&finding.id, &finding.subject)).or_default().0 = Some(finding);
     }
