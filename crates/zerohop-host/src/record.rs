@@ -82,6 +82,9 @@ pub(crate) struct Recorder {
 struct State {
     tree: MemoryTree,
     kinds: HashMap<String, Kind>,
+    /// Each directory path as given, resolved: a pass reads many files of
+    /// one directory, whose path is walked once.
+    dirs: HashMap<String, Option<(String, Kind)>>,
 }
 
 impl Recorder {
@@ -94,6 +97,7 @@ impl Recorder {
             state: Mutex::new(State {
                 tree,
                 kinds: HashMap::new(),
+                dirs: HashMap::new(),
             }),
         }
     }
@@ -104,9 +108,15 @@ impl Recorder {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// What was recorded so far.
-    pub(crate) fn tree(&self) -> MemoryTree {
-        self.state().tree.clone()
+    /// What was recorded, taken out: the recorder starts afresh.
+    pub(crate) fn take(&self) -> MemoryTree {
+        let mut state = self.state();
+        let process_view = state.tree.process_view();
+        state.kinds.clear();
+        state.dirs.clear();
+        let mut fresh = MemoryTree::new();
+        fresh.set_process_view(process_view);
+        std::mem::replace(&mut state.tree, fresh)
     }
 
     /// Notes a file read and its result.
@@ -201,12 +211,29 @@ impl Recorder {
             follow_last,
             &mut links,
         )?;
-        let key = if resolved.is_empty() {
-            "/".to_owned()
-        } else {
-            resolved
-        };
-        Some(Reached { key, kind })
+        if resolved.is_empty() {
+            resolved.push('/');
+        }
+        Some(Reached {
+            key: resolved,
+            kind,
+        })
+    }
+
+    /// The directory path `dir` resolved, and what it ends on; `None`
+    /// when its walk ends early.
+    fn dir(&self, dir: &str) -> Option<(String, Kind)> {
+        if let Some(known) = self.state().dirs.get(dir) {
+            return known.clone();
+        }
+        let mut resolved = String::new();
+        let mut links = 0;
+        let parts: Vec<&str> = dir.split('/').collect();
+        let found = self
+            .walk(&mut resolved, Kind::Directory, &parts, true, &mut links)
+            .map(|kind| (resolved, kind));
+        self.state().dirs.insert(dir.to_owned(), found.clone());
+        found
     }
 
     fn walk(

@@ -329,12 +329,12 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// What the root's reads found so far, as a tree that answers the same
-    /// reads the same way.
-    pub fn tree(&self) -> MemoryTree {
+    /// What the root's reads found, as a tree that answers the same reads
+    /// the same way; taken out, so that the recording starts afresh.
+    pub fn take(&self) -> MemoryTree {
         self.source
             .recorder()
-            .map(Recorder::tree)
+            .map(Recorder::take)
             .unwrap_or_default()
     }
 }

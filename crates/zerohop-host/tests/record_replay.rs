@@ -69,7 +69,7 @@ fn a_recorded_tree_answers_as_the_directory() {
     let root = HostRoot::at(base).unwrap();
     let (recording_root, recording) = root.recorded().unwrap();
     let live = reads(&recording_root);
-    let tree = recording.tree();
+    let tree = recording.take();
     let replayed = reads(&HostRoot::in_memory(tree.clone(), "snapshot"));
     for (live, replayed) in live.iter().zip(&replayed) {
         assert_eq!(live, replayed);
@@ -123,7 +123,7 @@ fn process_arguments_and_environment_are_withheld() {
     recording_root.read("/proc/self/limits").unwrap();
     recording_root.read("/proc/cmdline").unwrap();
     // ...and the recording keeps none of the process's own.
-    let tree = recording.tree();
+    let tree = recording.take();
     for path in ["/proc/4242/environ", "/proc/4242/cmdline"] {
         assert_eq!(
             tree.node(path),

@@ -54,7 +54,7 @@ impl Snapshot {
             .ok_or_else(|| CaptureError::AlreadyASnapshot(root.display()))?;
         let facts = Facts::collect(&recording_root);
         let report = zerohop_doctor::run(&facts, &Profile::default(), &Selection::all());
-        let tree = recording.tree();
+        let tree = recording.take();
         // Read apart from the recording: they describe the snapshot, they
         // are not what the doctor read.
         let value = |path: &str| {

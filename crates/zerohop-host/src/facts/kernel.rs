@@ -147,7 +147,8 @@ fn cpu_vendor(root: &HostRoot) -> Fact<CpuVendor> {
 
 /// The locked-memory limits of the process that reads `root`'s
 /// `/proc/self` (`limits`, and `CapEff` of `status` for `CAP_IPC_LOCK`).
-/// Read on the live host only by [`KernelFacts::collect`]; public so that a
+/// Read by [`KernelFacts::collect`] on the live host and on a snapshot of one
+/// ([`HostRoot::process_view`]); public so that a
 /// fixture tree can show what a process with these files gets.
 pub fn memlock(root: &HostRoot) -> Fact<Memlock> {
     const LIMITS: &str = "/proc/self/limits";
