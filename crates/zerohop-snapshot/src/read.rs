@@ -291,6 +291,15 @@ struct Head {
 }
 
 fn parse_manifest(bytes: &[u8]) -> Result<Manifest, OpenError> {
+    // Parsed whole once; its head alone only when that fails or when it
+    // is not this format, to say why.
+    let full = serde_json::from_slice::<Manifest>(bytes);
+    if let Ok(manifest) = &full
+        && manifest.format == FORMAT_NAME
+        && manifest.format_version <= FORMAT_VERSION
+    {
+        return full.map_err(|err| OpenError::Invalid(err.to_string()));
+    }
     let head: Head = serde_json::from_slice(bytes).map_err(|err| {
         OpenError::NotASnapshot(format!("manifest.json is not a snapshot manifest: {err}"))
     })?;
@@ -306,8 +315,7 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, OpenError> {
             written_by: clip(&head.zerohop_version),
         });
     }
-    serde_json::from_slice(bytes)
-        .map_err(|err| OpenError::Invalid(format!("manifest.json does not parse: {err}")))
+    full.map_err(|err| OpenError::Invalid(format!("manifest.json does not parse: {err}")))
 }
 
 /// Reads a member of at most `cap` bytes (its header said how many).
