@@ -201,16 +201,28 @@ impl Recorder {
     /// each one; `None` when the walk ends before the last (a missing or
     /// unreadable component, a loop).
     fn reach(&self, path: &str, follow_last: bool) -> Option<Reached> {
-        let mut resolved = String::new();
         let mut links = 0;
-        let parts: Vec<&str> = path.split('/').collect();
-        let kind = self.walk(
-            &mut resolved,
-            Kind::Directory,
-            &parts,
-            follow_last,
-            &mut links,
-        )?;
+        let (mut resolved, kind) = match path.rsplit_once('/') {
+            // The directory is walked once and remembered; only the last
+            // name is walked for each file in it.
+            Some((dir, name)) if !matches!(name, "" | "." | "..") => {
+                let (mut resolved, start) = self.dir(dir)?;
+                let kind = self.walk(&mut resolved, start, &[name], follow_last, &mut links)?;
+                (resolved, kind)
+            }
+            _ => {
+                let mut resolved = String::new();
+                let parts: Vec<&str> = path.split('/').collect();
+                let kind = self.walk(
+                    &mut resolved,
+                    Kind::Directory,
+                    &parts,
+                    follow_last,
+                    &mut links,
+                )?;
+                (resolved, kind)
+            }
+        };
         if resolved.is_empty() {
             resolved.push('/');
         }
