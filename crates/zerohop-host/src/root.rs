@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::kmsg_device::{self, KMSG, KmsgRead};
+use crate::kmsg_device::{KMSG, KmsgRead};
+use crate::memory::MemoryTree;
+use crate::record::Recorder;
+use crate::source::Source;
 use crate::tree::Tree;
 use crate::watchdog::{Lane, Watchdog};
 
@@ -64,7 +67,7 @@ pub enum RootError {
 /// clones share what was learnt about the tree, stuck paths included.
 #[derive(Clone)]
 pub struct HostRoot {
-    tree: Arc<Tree>,
+    tree: Arc<Source>,
     watchdog: Arc<Watchdog>,
     /// The lane this handle reads in, inside [`HostRoot::guarded`].
     lane: Option<Arc<Lane>>,
@@ -73,10 +76,10 @@ pub struct HostRoot {
 impl HostRoot {
     /// The live host this process runs on.
     pub fn live() -> HostRoot {
-        HostRoot::new(Tree::live())
+        HostRoot::new(Source::tree(Tree::live()))
     }
 
-    fn new(tree: Tree) -> HostRoot {
+    fn new(tree: Source) -> HostRoot {
         HostRoot {
             tree: Arc::new(tree),
             watchdog: Arc::new(Watchdog::new(READ_TIMEOUT)),
@@ -95,7 +98,7 @@ impl HostRoot {
         let target = dir.clone();
         let opened = watchdog.run(move |lane| lane.read(&shown, || Ok(open_tree(&target))));
         match opened {
-            Ok(tree) => Ok(HostRoot::new(tree?)),
+            Ok(tree) => Ok(HostRoot::new(Source::tree(tree?))),
             Err(err) => Err(RootError::Unreadable {
                 dir,
                 reason: err.to_string(),
@@ -145,6 +148,35 @@ impl HostRoot {
         Ok(root)
     }
 
+    /// A host tree held in memory, such as an opened snapshot, shown as
+    /// `shown` (the archive's path).
+    pub fn in_memory(tree: MemoryTree, shown: impl Into<String>) -> HostRoot {
+        HostRoot::new(Source::Memory {
+            tree,
+            shown: shown.into(),
+        })
+    }
+
+    /// The same directory (or live) root, reading afresh and recording
+    /// what its reads find, with the handle to what was recorded. `None`
+    /// for a root in memory, which holds nothing the recording would not.
+    pub fn recorded(&self) -> Option<(HostRoot, Recording)> {
+        let base = self.tree.base()?.to_path_buf();
+        let live = self.is_live();
+        let tree = if live { Tree::live() } else { Tree::at(&base) };
+        let recorder = Recorder::new(base, live);
+        let source = Arc::new(Source::Tree {
+            tree,
+            recorder: Some(Box::new(recorder)),
+        });
+        let root = HostRoot {
+            tree: Arc::clone(&source),
+            watchdog: Arc::new(Watchdog::new(self.read_timeout())),
+            lane: None,
+        };
+        Some((root, Recording { source }))
+    }
+
     /// The same root with another deadline for each read.
     #[must_use]
     pub fn with_read_timeout(self, timeout: Duration) -> HostRoot {
@@ -165,9 +197,16 @@ impl HostRoot {
         self.tree.is_live()
     }
 
-    /// The directory this root stands for, for display.
+    /// Whether `/proc/self` under this root describes a zerohop process on
+    /// the host (its memlock limits, its capabilities): on the live host,
+    /// and in a snapshot recorded on one.
+    pub fn process_view(&self) -> bool {
+        self.tree.process_view()
+    }
+
+    /// The directory (or snapshot) this root stands for, for display.
     pub fn display(&self) -> String {
-        self.tree.base().display().to_string()
+        self.tree.display()
     }
 
     /// Runs `work` with every read of this root under the deadline, on a
@@ -200,15 +239,22 @@ impl HostRoot {
     fn op<R, F>(&self, path: &str, read: F) -> Result<R, ReadError>
     where
         R: Send + 'static,
-        F: Fn(&Tree, &str) -> Result<R, ReadError> + Send + Sync + Copy + 'static,
+        F: Fn(&Source, &str) -> Result<R, ReadError> + Send + Sync + Copy + 'static,
     {
-        match &self.lane {
+        let result = match &self.lane {
             Some(lane) => lane.read(path, || read(&self.tree, path)),
             None => {
                 let path = path.to_owned();
-                self.guarded(move |root| root.op(&path, read))
+                return self.guarded(move |root| root.op(&path, read));
             }
+        };
+        // A read cut by the deadline never returned to the recorder.
+        if let (Err(err), Some(recorder)) = (&result, self.tree.recorder())
+            && err.is_timeout()
+        {
+            recorder.timed_out(err);
         }
+        result
     }
 
     /// Reads a text file of at most [`DEFAULT_READ_CAP`] bytes. A missing
@@ -244,7 +290,7 @@ impl HostRoot {
     /// The names in a directory, sorted, at most [`MAX_DIR_ENTRIES`] (more
     /// is [`ReadError::TooManyEntries`]). A missing directory is `Ok(None)`.
     pub fn list(&self, path: &str) -> Result<Option<Vec<String>>, ReadError> {
-        let mut names = self.op(path, Tree::list)?;
+        let mut names = self.op(path, Source::list)?;
         if let Some(names) = &mut names {
             names.sort_unstable();
         }
@@ -254,7 +300,7 @@ impl HostRoot {
     /// The target of a symlink, as written. `Ok(None)` when `path` is missing
     /// or not a symlink.
     pub fn read_link(&self, path: &str) -> Result<Option<String>, ReadError> {
-        self.op(path, Tree::read_link)
+        self.op(path, Source::read_link)
     }
 
     /// The last component of a symlink's target: the driver name of
@@ -272,19 +318,19 @@ impl HostRoot {
     /// directory `/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0` for
     /// `/sys/bus/pci/devices/0000:3b:00.0`. `Ok(None)` when it does not exist.
     pub fn canonical(&self, path: &str) -> Result<Option<String>, ReadError> {
-        self.op(path, Tree::canonical)
+        self.op(path, Source::canonical)
     }
 
     /// Whether anything exists at `path` (a dangling symlink counts as
     /// absent). An error says that it could not be told.
     pub fn exists(&self, path: &str) -> Result<bool, ReadError> {
-        self.op(path, Tree::exists)
+        self.op(path, Source::exists)
     }
 
     /// The last `cap` bytes of a regular file (all of it when smaller), for
     /// logs that grow at their end. A missing file is `Ok(None)`.
     pub fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
-        self.op(path, move |tree, path| tree.read_tail(path, cap))
+        self.op(path, move |source, path| source.read_tail(path, cap))
     }
 
     /// Whether this root shows the kernel this process runs on: the live
@@ -319,9 +365,23 @@ impl HostRoot {
             return Ok(None);
         }
         let budget = self.read_timeout() / 2;
-        self.op(KMSG, move |tree, _| {
-            kmsg_device::read(tree, since_usec, budget)
-        })
+        self.op(KMSG, move |source, _| source.kmsg(since_usec, budget))
+    }
+}
+
+/// What a recording root found: a handle that outlives the root's clones.
+pub struct Recording {
+    source: Arc<Source>,
+}
+
+impl Recording {
+    /// What the root's reads found, as a tree that answers the same reads
+    /// the same way; taken out, so that the recording starts afresh.
+    pub fn take(&self) -> MemoryTree {
+        self.source
+            .recorder()
+            .map(Recorder::take)
+            .unwrap_or_default()
     }
 }
 

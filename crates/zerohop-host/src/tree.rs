@@ -194,6 +194,10 @@ impl Tree {
         match target {
             Ok(target) => Ok(Some(target)),
             Err(err) if is_missing(&err) || err.kind() == io::ErrorKind::InvalidInput => Ok(None),
+            // A loop on the way to the link, as every other read says it.
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => Err(ReadError::SymlinkLoop {
+                path: path.to_owned(),
+            }),
             Err(err) => Err(io_error(path, &err)),
         }
     }

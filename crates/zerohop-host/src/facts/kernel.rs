@@ -151,7 +151,7 @@ impl KernelFacts {
                 group: read_parsed(root, "/proc/sys/kernel/io_uring_group", str::parse::<i64>),
             },
             iommu_units: root.list("/sys/class/iommu").map_err(Gap::from),
-            memlock: root.is_live().then(|| memlock(root)),
+            memlock: root.process_view().then(|| memlock(root)),
             release: release(root),
             uptime_seconds: read_parsed(root, UPTIME, parse_uptime),
             iommu_group_types: iommu_group_types(root),
@@ -260,7 +260,8 @@ fn cpu_vendor(root: &HostRoot) -> Fact<CpuVendor> {
 
 /// The locked-memory limits of the process that reads `root`'s
 /// `/proc/self` (`limits`, and `CapEff` of `status` for `CAP_IPC_LOCK`).
-/// Read on the live host only by [`KernelFacts::collect`]; public so that a
+/// Read by [`KernelFacts::collect`] on the live host and on a snapshot of one
+/// ([`HostRoot::process_view`]); public so that a
 /// fixture tree can show what a process with these files gets.
 pub fn memlock(root: &HostRoot) -> Fact<Memlock> {
     const LIMITS: &str = "/proc/self/limits";

@@ -4,12 +4,14 @@
 mod agent;
 mod bench;
 mod catalog;
+mod diff;
 mod doctor;
 #[cfg(feature = "cluster")]
 mod fleet;
 mod host;
 mod lint;
 mod plan;
+mod snapshot;
 mod topo;
 mod validate;
 #[cfg(feature = "cluster")]
@@ -30,6 +32,12 @@ pub(crate) enum Command {
     Explain(catalog::ExplainArgs),
     /// Show each GPU's nearest RDMA NIC and the matching NCCL_IB_HCA.
     Topo(topo::Args),
+    /// Record what the doctor reads on this host (or a host tree) into one
+    /// archive that `doctor --snapshot` and `diff` read elsewhere.
+    Snapshot(snapshot::Args),
+    /// Show what differs between two hosts (snapshots, host trees, or `-`
+    /// for this one): findings, then facts by layer, then files.
+    Diff(diff::Args),
     /// Render the full manifest set for an intent file, in deploy order.
     Plan(plan::Args),
     /// Find mistakes in existing Kubernetes manifests.
@@ -56,6 +64,8 @@ pub(crate) fn run(command: Command) -> Result<i32, CliError> {
         Command::Checks(args) => catalog::checks(args),
         Command::Explain(args) => catalog::explain(args),
         Command::Topo(args) => topo::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Bench(args) => bench::run(args),

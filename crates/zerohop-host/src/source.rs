@@ -1,0 +1,174 @@
+//! Where a [`HostRoot`]'s reads go: a directory tree (the live `/` among
+//! them), optionally recording what they find, or a tree held in memory.
+//!
+//! [`HostRoot`]: crate::HostRoot
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::kmsg_device::{self, KmsgRead};
+use crate::memory::MemoryTree;
+use crate::read_error::ReadError;
+use crate::record::Recorder;
+use crate::tree::{Tail, Tree};
+
+/// The files a root reads.
+pub(crate) enum Source {
+    /// A directory, or the live `/`.
+    Tree {
+        tree: Tree,
+        /// Notes every read's result when recording (boxed: most roots
+        /// do not record).
+        recorder: Option<Box<Recorder>>,
+    },
+    /// A tree in memory, shown as `shown`.
+    Memory { tree: MemoryTree, shown: String },
+}
+
+impl Source {
+    pub(crate) fn tree(tree: Tree) -> Source {
+        Source::Tree {
+            tree,
+            recorder: None,
+        }
+    }
+
+    pub(crate) fn is_live(&self) -> bool {
+        match self {
+            Source::Tree { tree, .. } => tree.is_live(),
+            Source::Memory { .. } => false,
+        }
+    }
+
+    pub(crate) fn process_view(&self) -> bool {
+        match self {
+            Source::Tree { tree, .. } => tree.is_live(),
+            Source::Memory { tree, .. } => tree.process_view(),
+        }
+    }
+
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Source::Tree { tree, .. } => tree.base().display().to_string(),
+            Source::Memory { shown, .. } => shown.clone(),
+        }
+    }
+
+    /// The directory behind a tree; `None` in memory.
+    pub(crate) fn base(&self) -> Option<&Path> {
+        match self {
+            Source::Tree { tree, .. } => Some(tree.base()),
+            Source::Memory { .. } => None,
+        }
+    }
+
+    pub(crate) fn recorder(&self) -> Option<&Recorder> {
+        match self {
+            Source::Tree { recorder, .. } => recorder.as_deref(),
+            Source::Memory { .. } => None,
+        }
+    }
+
+    pub(crate) fn pseudo_file_system(&self) -> Option<&'static str> {
+        match self {
+            Source::Tree { tree, .. } => tree.pseudo_file_system(),
+            Source::Memory { .. } => None,
+        }
+    }
+
+    pub(crate) fn read_bytes(&self, path: &str, cap: usize) -> Result<Option<Vec<u8>>, ReadError> {
+        match self {
+            Source::Tree { tree, recorder } => {
+                let result = tree.read_bytes(path, cap);
+                if let Some(recorder) = recorder {
+                    recorder.read(path, &result);
+                }
+                result
+            }
+            Source::Memory { tree, .. } => tree.read_bytes(path, cap),
+        }
+    }
+
+    pub(crate) fn list(&self, path: &str) -> Result<Option<Vec<String>>, ReadError> {
+        match self {
+            Source::Tree { tree, recorder } => {
+                let result = tree.list(path);
+                if let Some(recorder) = recorder {
+                    recorder.list(path, &result);
+                }
+                result
+            }
+            Source::Memory { tree, .. } => tree.list(path),
+        }
+    }
+
+    pub(crate) fn read_link(&self, path: &str) -> Result<Option<String>, ReadError> {
+        match self {
+            Source::Tree { tree, recorder } => {
+                if let Some(recorder) = recorder {
+                    recorder.link(path);
+                }
+                tree.read_link(path)
+            }
+            Source::Memory { tree, .. } => tree.read_link(path),
+        }
+    }
+
+    pub(crate) fn canonical(&self, path: &str) -> Result<Option<String>, ReadError> {
+        match self {
+            Source::Tree { tree, recorder } => {
+                if let Some(recorder) = recorder {
+                    recorder.resolved(path);
+                }
+                tree.canonical(path)
+            }
+            Source::Memory { tree, .. } => tree.canonical(path),
+        }
+    }
+
+    pub(crate) fn exists(&self, path: &str) -> Result<bool, ReadError> {
+        match self {
+            Source::Tree { tree, recorder } => {
+                if let Some(recorder) = recorder {
+                    recorder.resolved(path);
+                }
+                tree.exists(path)
+            }
+            Source::Memory { tree, .. } => tree.exists(path),
+        }
+    }
+
+    /// The last `cap` bytes of a file. A recording keeps the part read;
+    /// in memory, that part is the file.
+    pub(crate) fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
+        match self {
+            Source::Tree { tree, recorder } => {
+                let result = tree.read_tail(path, cap);
+                if let Some(recorder) = recorder {
+                    let read = match &result {
+                        Ok(tail) => Ok(tail.as_ref().map(|tail| tail.bytes.clone())),
+                        Err(err) => Err(err.clone()),
+                    };
+                    recorder.read(path, &read);
+                }
+                result
+            }
+            Source::Memory { tree, .. } => Ok(tree
+                .read_bytes(path, cap)?
+                .map(|bytes| Tail { bytes, skipped: 0 })),
+        }
+    }
+
+    /// The running kernel's log records (see `kmsg_device`). A tree in
+    /// memory has none: a snapshot holds files, not the device.
+    pub(crate) fn kmsg(
+        &self,
+        since_usec: u64,
+        budget: Duration,
+    ) -> Result<Option<KmsgRead>, ReadError> {
+        match self {
+            Source::Tree { tree, .. } => kmsg_device::read(tree, since_usec, budget),
+            Source::Memory { .. } => Ok(None),
+        }
+    }
+}

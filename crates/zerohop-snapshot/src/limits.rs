@@ -1,0 +1,38 @@
+//! The caps every archive is held to, writing and reading alike: what a
+//! snapshot writes is always small enough to be opened again, and what is
+//! opened is refused as soon as it passes a cap, before it is all read.
+//!
+//! A doctor pass over a large host (2,080 PCI functions, 2,064 RDMA
+//! devices and netdevs) records about 40,000 files and links holding less
+//! than 1 MiB; the caps leave room for hosts several times that size.
+
+use zerohop_host::root::DEFAULT_READ_CAP;
+
+/// The most members (files and links) an archive holds.
+pub const MAX_MEMBERS: usize = 80_000;
+
+/// The most bytes of file content an archive holds, all files together.
+pub const MAX_CONTENT_BYTES: u64 = 64 << 20;
+
+/// The most bytes one file holds: the most one host read returns.
+pub const MAX_FILE_BYTES: u64 = DEFAULT_READ_CAP as u64;
+
+/// The most bytes of `manifest.json`.
+pub const MAX_MANIFEST_BYTES: u64 = 32 << 20;
+
+/// The most bytes of `report.json`.
+pub const MAX_REPORT_BYTES: u64 = 16 << 20;
+
+/// The most bytes of a compressed archive file.
+pub const MAX_ARCHIVE_BYTES: usize = 64 << 20;
+
+/// The most bytes the compressed stream may expand to: the content, the
+/// manifest and the report, and per member its header, a long-name record
+/// and padding.
+pub const MAX_TAR_BYTES: u64 =
+    MAX_CONTENT_BYTES + MAX_MANIFEST_BYTES + MAX_REPORT_BYTES + MAX_MEMBERS as u64 * 3 * 512;
+
+/// The largest zstd window a reader allocates (2^24 bytes = 16 MiB); the
+/// writer's level uses far less, and a frame asking for more is refused
+/// rather than allowed to claim memory.
+pub const MAX_WINDOW_LOG: u32 = 24;

@@ -1,0 +1,340 @@
+//! `manifest.json`, the first member of every archive: what the snapshot
+//! is (format version, zerohop version, time, host name, kernel), and one
+//! entry per path the doctor's pass looked at, with what it found there:
+//! a file with its size and SHA-256, a link with its target, a directory
+//! with its names, an absence, or why it could not be read.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use zerohop_host::FileKind;
+use zerohop_host::memory::{Content, Listing, Node, Reason};
+
+/// The archive format this zerohop writes and the newest it reads.
+/// Bumped when a reader of the previous version would misread an archive.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The value of [`Manifest::format`].
+pub const FORMAT_NAME: &str = "zerohop-snapshot";
+
+/// What a snapshot is, and every path it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// The archive format, see [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The zerohop that wrote it.
+    pub zerohop_version: String,
+    /// When it was recorded, RFC 3339 in UTC.
+    pub created_at: String,
+    /// The same instant in seconds since the Unix epoch; also every
+    /// member's modification time.
+    pub created_unix: u64,
+    /// The host's name (`/proc/sys/kernel/hostname`), when readable.
+    pub hostname: Option<String>,
+    /// The kernel release (`/proc/sys/kernel/osrelease`), when readable.
+    pub kernel_release: Option<String>,
+    /// The root the doctor read: `/` for the live host, else a directory.
+    pub root: String,
+    /// Whether it was recorded on the live host, so that `/proc/self`
+    /// describes a zerohop process there.
+    pub live: bool,
+    /// How many members follow the manifest and how many bytes they hold.
+    pub totals: Totals,
+    /// `report.json`, the doctor's report at recording time.
+    pub report: Member,
+    /// Every path, sorted.
+    pub entries: Vec<Entry>,
+}
+
+/// Counts over the archive's members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Members after the manifest: the report, the files and the links.
+    pub members: usize,
+    /// Bytes of file content, the report included.
+    pub bytes: u64,
+}
+
+/// A member's size and SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Bytes.
+    pub size: u64,
+    /// SHA-256, lowercase hex.
+    pub sha256: String,
+}
+
+impl Member {
+    /// The size and hash of `bytes`.
+    pub fn of(bytes: &[u8]) -> Member {
+        Member {
+            size: bytes.len() as u64,
+            sha256: sha256_hex(bytes),
+        }
+    }
+}
+
+/// What a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symlink.
+    Link,
+    /// A FIFO, a socket, a device: never read.
+    Special,
+    /// Looked for and not there.
+    Absent,
+    /// Looking at it failed.
+    Unknown,
+}
+
+/// One path and what the pass found there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The host path.
+    pub path: String,
+    /// What it is.
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    /// A file read: its member's size in bytes (the member is `root` +
+    /// the path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// A file read: its member's SHA-256, lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A link's target, relative to its directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// A directory listed: its names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<Vec<String>>,
+    /// A special file: what it is (`fifo`, `socket`, `character device`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special: Option<String>,
+    /// Why reading (a file), listing (a directory) or looking at it
+    /// (unknown) failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Failure>,
+}
+
+/// Why a read failed, as a snapshot keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum Failure {
+    /// Larger than the read's cap.
+    TooLarge,
+    /// More entries than a listing returns.
+    TooManyEntries {
+        /// The cap.
+        cap: usize,
+    },
+    /// Past the read deadline.
+    Timeout {
+        /// The deadline in seconds.
+        seconds: f64,
+    },
+    /// Not attempted: too many stuck reads.
+    GaveUp {
+        /// How many were stuck.
+        stuck: usize,
+    },
+    /// Another error.
+    Io {
+        /// The operating system's message.
+        message: String,
+    },
+    /// Never kept in a snapshot (process arguments, environment, keys).
+    Withheld,
+}
+
+impl From<&Reason> for Failure {
+    fn from(reason: &Reason) -> Failure {
+        match reason {
+            Reason::TooLarge => Failure::TooLarge,
+            Reason::TooManyEntries { cap } => Failure::TooManyEntries { cap: *cap },
+            Reason::Timeout { seconds } => Failure::Timeout { seconds: *seconds },
+            Reason::GaveUp { stuck } => Failure::GaveUp { stuck: *stuck },
+            Reason::Io { message } => Failure::Io {
+                message: message.clone(),
+            },
+            Reason::Withheld => Failure::Withheld,
+        }
+    }
+}
+
+impl From<&Failure> for Reason {
+    fn from(failure: &Failure) -> Reason {
+        match failure {
+            Failure::TooLarge => Reason::TooLarge,
+            Failure::TooManyEntries { cap } => Reason::TooManyEntries { cap: *cap },
+            Failure::Timeout { seconds } => Reason::Timeout { seconds: *seconds },
+            Failure::GaveUp { stuck } => Reason::GaveUp { stuck: *stuck },
+            Failure::Io { message } => Reason::Io {
+                message: message.clone(),
+            },
+            Failure::Withheld => Reason::Withheld,
+        }
+    }
+}
+
+/// The special kinds by name, as [`FileKind::name`] writes them.
+const SPECIALS: [FileKind; 6] = [
+    FileKind::Fifo,
+    FileKind::Socket,
+    FileKind::CharDevice,
+    FileKind::BlockDevice,
+    FileKind::Symlink,
+    FileKind::Other,
+];
+
+impl Entry {
+    /// The size and hash of the file's member, when it has one.
+    pub fn member(&self) -> Option<Member> {
+        Some(Member {
+            size: self.size?,
+            sha256: self.sha256.clone()?,
+        })
+    }
+
+    fn bare(path: &str, kind: EntryType) -> Entry {
+        Entry {
+            path: path.to_owned(),
+            kind,
+            size: None,
+            sha256: None,
+            target: None,
+            names: None,
+            special: None,
+            error: None,
+        }
+    }
+
+    /// The entry for `node` at `path`; for a file read, its content too.
+    pub fn of<'a>(path: &str, node: &'a Node) -> (Entry, Option<&'a [u8]>) {
+        let mut content = None;
+        let entry = match node {
+            Node::File(file) => {
+                let mut entry = Entry::bare(path, EntryType::File);
+                match file {
+                    Content::Read(bytes) => {
+                        let member = Member::of(bytes);
+                        entry.size = Some(member.size);
+                        entry.sha256 = Some(member.sha256);
+                        content = Some(&bytes[..]);
+                    }
+                    Content::NotRead => {}
+                    Content::Failed(reason) => entry.error = Some(reason.into()),
+                }
+                entry
+            }
+            Node::Dir(listing) => {
+                let mut entry = Entry::bare(path, EntryType::Dir);
+                match listing {
+                    Listing::Names(names) => entry.names = Some(names.clone()),
+                    Listing::NotListed => {}
+                    Listing::Failed(reason) => entry.error = Some(reason.into()),
+                }
+                entry
+            }
+            Node::Link(target) => Entry {
+                target: Some(target.clone()),
+                ..Entry::bare(path, EntryType::Link)
+            },
+            Node::Special(kind) => Entry {
+                special: Some(kind.name().to_owned()),
+                ..Entry::bare(path, EntryType::Special)
+            },
+            Node::Absent => Entry::bare(path, EntryType::Absent),
+            Node::Unknown(reason) => Entry {
+                error: Some(reason.into()),
+                ..Entry::bare(path, EntryType::Unknown)
+            },
+        };
+        (entry, content)
+    }
+
+    /// The node this entry stands for, with the content of its member;
+    /// `Err` with a lowercase fragment when its fields do not fit its type.
+    pub fn node(&self, content: Option<Arc<[u8]>>) -> Result<Node, String> {
+        let extra = |what: &str| Err(format!("a {} entry has {what}", self.kind_name()));
+        if self.kind != EntryType::Link && self.target.is_some() {
+            return extra("a target");
+        }
+        if self.kind != EntryType::Dir && self.names.is_some() {
+            return extra("names");
+        }
+        if self.kind != EntryType::Special && self.special.is_some() {
+            return extra("a special kind");
+        }
+        if self.kind != EntryType::File && (self.size.is_some() || self.sha256.is_some()) {
+            return extra("a size or hash");
+        }
+        if self.size.is_some() != self.sha256.is_some() {
+            return extra("a size without a hash or a hash without a size");
+        }
+        let reason = self.error.as_ref().map(Reason::from);
+        Ok(match (self.kind, reason) {
+            (EntryType::File, None) => Node::File(match content {
+                Some(bytes) => Content::Read(bytes),
+                None => Content::NotRead,
+            }),
+            (EntryType::File, Some(_)) if self.size.is_some() => {
+                return extra("both content and an error");
+            }
+            (EntryType::File, Some(reason)) => Node::File(Content::Failed(reason)),
+            (EntryType::Dir, None) => Node::Dir(match &self.names {
+                Some(names) => Listing::Names(names.clone()),
+                None => Listing::NotListed,
+            }),
+            (EntryType::Dir, Some(_)) if self.names.is_some() => {
+                return extra("both names and an error");
+            }
+            (EntryType::Dir, Some(reason)) => Node::Dir(Listing::Failed(reason)),
+            (EntryType::Link, None) => match &self.target {
+                Some(target) => Node::Link(target.clone()),
+                None => return Err("a link entry has no target".to_owned()),
+            },
+            (EntryType::Special, None) => {
+                let name = self.special.as_deref().unwrap_or_default();
+                match SPECIALS.iter().find(|kind| kind.name() == name) {
+                    Some(kind) => Node::Special(*kind),
+                    None => return Err(format!("unknown special kind {name:?}")),
+                }
+            }
+            (EntryType::Absent, None) => Node::Absent,
+            (EntryType::Unknown, Some(reason)) => Node::Unknown(reason),
+            (EntryType::Unknown, None) => return Err("an unknown entry has no error".to_owned()),
+            (_, Some(_)) => return extra("an error"),
+        })
+    }
+
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            EntryType::File => "file",
+            EntryType::Dir => "dir",
+            EntryType::Link => "link",
+            EntryType::Special => "special",
+            EntryType::Absent => "absent",
+            EntryType::Unknown => "unknown",
+        }
+    }
+}
+
+/// SHA-256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    hex
+}

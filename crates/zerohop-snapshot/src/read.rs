@@ -1,0 +1,435 @@
+//! Opening an archive, which may come from anyone: every cap is checked
+//! before what it bounds is read, every member is matched against the
+//! manifest (name, type, size, hash, link target) and nothing is written
+//! anywhere. The result is a [`Snapshot`] in memory.
+//!
+//! The manifest comes first and is read first: its format version is
+//! checked before anything else in it is trusted, and its totals before
+//! any member is read. A member's size is checked against the manifest
+//! from its header, before its content is read, and its hash after.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read};
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use zerohop_host::memory::{MemoryTree, check_link, check_path};
+use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
+
+use crate::limits::{
+    MAX_ARCHIVE_BYTES, MAX_CONTENT_BYTES, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, MAX_MEMBERS,
+    MAX_REPORT_BYTES, MAX_TAR_BYTES, MAX_WINDOW_LOG,
+};
+use crate::manifest::{EntryType, FORMAT_NAME, FORMAT_VERSION, Manifest, Member, sha256_hex};
+use crate::snapshot::{Meta, Snapshot};
+
+/// The zstd frame's first four bytes.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Why an archive was refused. Messages name the member and the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The file could not be read.
+    #[error("{0}")]
+    File(String),
+    /// Not a zstd stream, or not a tar inside, or no manifest first.
+    #[error("not a zerohop snapshot: {0}")]
+    NotASnapshot(String),
+    /// Written in a format this zerohop does not read.
+    #[error(
+        "written by zerohop {written_by} in snapshot format {version}; this zerohop reads format \
+         {FORMAT_VERSION} and older: open it with zerohop {written_by} or later"
+    )]
+    NewerFormat {
+        /// The archive's format version.
+        version: u32,
+        /// The zerohop that wrote it.
+        written_by: String,
+    },
+    /// Past one of the caps in [`crate::limits`].
+    #[error("refused: {0}")]
+    TooLarge(String),
+    /// A member or an entry is unsafe or does not match the manifest.
+    #[error("refused: {0}")]
+    Invalid(String),
+    /// The archive ends early or does not decompress.
+    #[error("refused: the archive is truncated or corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Opens the archive at `path`: a regular file of at most
+/// [`MAX_ARCHIVE_BYTES`], read without waiting on a FIFO or a device.
+/// Messages do not repeat the path: callers say which file they opened.
+pub fn open_file(path: &Path) -> Result<Snapshot, OpenError> {
+    let bytes = read_regular(path, Follow::Links, MAX_ARCHIVE_BYTES).map_err(|err| {
+        OpenError::File(match err {
+            NotRegular::Kind(kind) => format!("it is {kind}, not a snapshot file"),
+            NotRegular::Io(err) => format!("cannot read it: {}", os_reason(&err)),
+        })
+    })?;
+    if bytes.len() > MAX_ARCHIVE_BYTES {
+        return Err(OpenError::TooLarge(format!(
+            "it is larger than {MAX_ARCHIVE_BYTES} bytes, more than a snapshot may be"
+        )));
+    }
+    open(&bytes)
+}
+
+/// Opens an archive held in `bytes`.
+pub fn open(bytes: &[u8]) -> Result<Snapshot, OpenError> {
+    if !bytes.starts_with(&ZSTD_MAGIC) {
+        return Err(OpenError::NotASnapshot(
+            "it is not zstd-compressed (a snapshot is a .zhsnap written by `zerohop snapshot`)"
+                .to_owned(),
+        ));
+    }
+    let mut decoder = zstd::Decoder::with_buffer(bytes).map_err(corrupt)?;
+    decoder.window_log_max(MAX_WINDOW_LOG).map_err(corrupt)?;
+    let exceeded = Rc::new(Cell::new(false));
+    let mut stream = Capped {
+        inner: decoder,
+        left: MAX_TAR_BYTES,
+        exceeded: Rc::clone(&exceeded),
+    };
+    let over = |err: OpenError| {
+        if exceeded.get() {
+            OpenError::TooLarge(format!(
+                "the archive decompresses to more than {MAX_TAR_BYTES} bytes"
+            ))
+        } else {
+            err
+        }
+    };
+    let snapshot = read_tar(&mut stream).map_err(over)?;
+    // The rest of the stream must decompress too: a truncated or damaged
+    // frame fails its checksum here even after the last member.
+    io::copy(&mut stream, &mut io::sink()).map_err(|err| over(stream_error(&err)))?;
+    Ok(snapshot)
+}
+
+fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
+    let mut archive = tar::Archive::new(stream);
+    let mut members = archive.entries().map_err(|err| stream_error(&err))?;
+
+    let manifest = match members.next() {
+        Some(first) => {
+            let mut first = first.map_err(|err| stream_error(&err))?;
+            if first.path_bytes().as_ref() != b"manifest.json" {
+                return Err(OpenError::NotASnapshot(
+                    "its first member is not manifest.json".to_owned(),
+                ));
+            }
+            let bytes = read_member(&mut first, "manifest.json", MAX_MANIFEST_BYTES)?;
+            parse_manifest(&bytes)?
+        }
+        None => return Err(OpenError::NotASnapshot("the archive is empty".to_owned())),
+    };
+    let mut expected = Expected::of(&manifest)?;
+
+    let report = match members.next() {
+        Some(second) => {
+            let mut second = second.map_err(|err| stream_error(&err))?;
+            if second.path_bytes().as_ref() != b"report.json" {
+                return Err(OpenError::Invalid(
+                    "the second member is not report.json".to_owned(),
+                ));
+            }
+            expect_size(&second, "report.json", manifest.report.size)?;
+            let bytes = read_member(&mut second, "report.json", MAX_REPORT_BYTES)?;
+            expect_hash(&bytes, "report.json", &manifest.report)?;
+            bytes
+        }
+        None => return Err(truncated("report.json")),
+    };
+
+    let mut count = 1;
+    let mut seen = HashSet::new();
+    let mut contents: HashMap<String, Arc<[u8]>> = HashMap::new();
+    for member in members {
+        let mut member = member.map_err(|err| stream_error(&err))?;
+        count += 1;
+        if count > manifest.totals.members {
+            return Err(OpenError::Invalid(format!(
+                "more members than the {} the manifest lists",
+                manifest.totals.members
+            )));
+        }
+        let name = String::from_utf8(member.path_bytes().into_owned())
+            .map_err(|_| OpenError::Invalid("a member name is not UTF-8".to_owned()))?;
+        let shown = clip(&name);
+        let Some(path) = name.strip_prefix("root").filter(|p| p.starts_with('/')) else {
+            return Err(OpenError::Invalid(format!(
+                "member {shown} is outside root/ (a snapshot holds only host files there)"
+            )));
+        };
+        check_path(path).map_err(|err| OpenError::Invalid(format!("member {shown}: {err}")))?;
+        if !seen.insert(path.to_owned()) {
+            return Err(OpenError::Invalid(format!("member {shown} appears twice")));
+        }
+        match member.header().entry_type() {
+            tar::EntryType::Regular => {
+                let Some(want) = expected.files.remove(path) else {
+                    return Err(unlisted(&shown, "file"));
+                };
+                expect_size(&member, &shown, want.size)?;
+                let bytes = read_member(&mut member, &shown, MAX_FILE_BYTES)?;
+                expect_hash(&bytes, &shown, &want)?;
+                contents.insert(path.to_owned(), Arc::from(bytes));
+            }
+            tar::EntryType::Symlink => {
+                let Some(want) = expected.links.remove(path) else {
+                    return Err(unlisted(&shown, "link"));
+                };
+                let target = member
+                    .link_name_bytes()
+                    .map(|t| String::from_utf8_lossy(&t).into_owned())
+                    .unwrap_or_default();
+                check_link(path, &target).map_err(|err| OpenError::Invalid(err.to_string()))?;
+                if target != want {
+                    return Err(OpenError::Invalid(format!(
+                        "link {shown} points to {:?}, the manifest says {:?}",
+                        clip(&target),
+                        clip(&want)
+                    )));
+                }
+            }
+            other => {
+                return Err(OpenError::Invalid(format!(
+                    "member {shown} is a {}, not a file or a link",
+                    type_name(other)
+                )));
+            }
+        }
+    }
+    if let Some(path) = expected.files.keys().chain(expected.links.keys()).min() {
+        return Err(truncated(&format!("root{path}")));
+    }
+
+    let mut tree = MemoryTree::new();
+    tree.set_process_view(manifest.live);
+    for entry in &manifest.entries {
+        let content = contents.remove(&entry.path);
+        let node = entry
+            .node(content)
+            .map_err(|why| OpenError::Invalid(format!("entry {}: {why}", clip(&entry.path))))?;
+        tree.insert(&entry.path, node)
+            .map_err(|err| OpenError::Invalid(err.to_string()))?;
+    }
+    Ok(Snapshot {
+        meta: Meta::from(&manifest),
+        report,
+        tree,
+    })
+}
+
+/// What the manifest says the members are.
+struct Expected {
+    files: HashMap<String, Member>,
+    links: HashMap<String, String>,
+}
+
+impl Expected {
+    /// The members the manifest lists, after checking its totals against
+    /// the caps and against its own entries.
+    fn of(manifest: &Manifest) -> Result<Expected, OpenError> {
+        let totals = manifest.totals;
+        if totals.members > MAX_MEMBERS {
+            return Err(OpenError::TooLarge(format!(
+                "the manifest lists {} members, more than the {MAX_MEMBERS} a snapshot may hold",
+                totals.members
+            )));
+        }
+        if totals.bytes > MAX_CONTENT_BYTES {
+            return Err(OpenError::TooLarge(format!(
+                "the manifest lists {} bytes of files, more than the {MAX_CONTENT_BYTES} a \
+                 snapshot may hold",
+                totals.bytes
+            )));
+        }
+        let mut files = HashMap::new();
+        let mut links = HashMap::new();
+        let mut bytes = manifest.report.size;
+        for entry in &manifest.entries {
+            if let Some(member) = entry.member() {
+                if member.size > MAX_FILE_BYTES {
+                    return Err(OpenError::TooLarge(format!(
+                        "the manifest lists {} with {} bytes, more than the {MAX_FILE_BYTES} a \
+                         file may hold",
+                        clip(&entry.path),
+                        member.size
+                    )));
+                }
+                bytes = bytes.saturating_add(member.size);
+                files.insert(entry.path.clone(), member);
+            }
+            if let (EntryType::Link, Some(target)) = (entry.kind, &entry.target) {
+                links.insert(entry.path.clone(), target.clone());
+            }
+        }
+        let members = 1 + files.len() + links.len();
+        if members != totals.members || bytes != totals.bytes {
+            return Err(OpenError::Invalid(format!(
+                "the manifest's totals ({} members, {} bytes) do not match its entries ({members} \
+                 members, {bytes} bytes)",
+                totals.members, totals.bytes
+            )));
+        }
+        Ok(Expected { files, links })
+    }
+}
+
+/// The manifest's format and version, read before the rest of it.
+#[derive(Deserialize)]
+struct Head {
+    format: String,
+    format_version: u32,
+    #[serde(default)]
+    zerohop_version: String,
+}
+
+fn parse_manifest(bytes: &[u8]) -> Result<Manifest, OpenError> {
+    // Parsed whole once; its head alone only when that fails or when it
+    // is not this format, to say why.
+    let full = serde_json::from_slice::<Manifest>(bytes);
+    if let Ok(manifest) = &full
+        && manifest.format == FORMAT_NAME
+        && manifest.format_version <= FORMAT_VERSION
+    {
+        return full.map_err(|err| OpenError::Invalid(err.to_string()));
+    }
+    let head: Head = serde_json::from_slice(bytes).map_err(|err| {
+        OpenError::NotASnapshot(format!("manifest.json is not a snapshot manifest: {err}"))
+    })?;
+    if head.format != FORMAT_NAME {
+        return Err(OpenError::NotASnapshot(format!(
+            "manifest.json is for {:?}, not {FORMAT_NAME}",
+            clip(&head.format)
+        )));
+    }
+    if head.format_version > FORMAT_VERSION {
+        return Err(OpenError::NewerFormat {
+            version: head.format_version,
+            written_by: clip(&head.zerohop_version),
+        });
+    }
+    full.map_err(|err| OpenError::Invalid(format!("manifest.json does not parse: {err}")))
+}
+
+/// Reads a member of at most `cap` bytes (its header said how many).
+fn read_member(member: &mut impl Read, shown: &str, cap: u64) -> Result<Vec<u8>, OpenError> {
+    let mut bytes = Vec::new();
+    member
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| stream_error(&err))?;
+    if bytes.len() as u64 > cap {
+        return Err(OpenError::TooLarge(format!(
+            "{shown} is larger than {cap} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
+fn expect_size<R: Read>(
+    member: &tar::Entry<'_, R>,
+    shown: &str,
+    size: u64,
+) -> Result<(), OpenError> {
+    let header = member.header().size().map_err(|err| stream_error(&err))?;
+    if header != size {
+        return Err(OpenError::Invalid(format!(
+            "{shown} holds {header} bytes, the manifest says {size}"
+        )));
+    }
+    Ok(())
+}
+
+fn expect_hash(bytes: &[u8], shown: &str, want: &Member) -> Result<(), OpenError> {
+    if sha256_hex(bytes) != want.sha256 {
+        return Err(OpenError::Invalid(format!(
+            "{shown} does not match its SHA-256 in the manifest (altered or damaged)"
+        )));
+    }
+    Ok(())
+}
+
+fn unlisted(shown: &str, what: &str) -> OpenError {
+    OpenError::Invalid(format!("{what} {shown} is not in the manifest"))
+}
+
+fn truncated(member: &str) -> OpenError {
+    OpenError::Corrupt(format!("member {} is missing", clip(member)))
+}
+
+fn corrupt(err: io::Error) -> OpenError {
+    OpenError::Corrupt(err.to_string())
+}
+
+/// A read error of the stream (one past the cap is told apart by the
+/// caller, which knows whether the cap was reached).
+fn stream_error(err: &io::Error) -> OpenError {
+    if err.kind() == io::ErrorKind::UnexpectedEof {
+        OpenError::Corrupt("it ends in the middle of a member".to_owned())
+    } else {
+        OpenError::Corrupt(err.to_string())
+    }
+}
+
+fn type_name(kind: tar::EntryType) -> &'static str {
+    match kind {
+        tar::EntryType::Directory => "directory",
+        tar::EntryType::Link => "hard link",
+        tar::EntryType::Char => "character device",
+        tar::EntryType::Block => "block device",
+        tar::EntryType::Fifo => "fifo",
+        tar::EntryType::GNUSparse => "sparse file",
+        _ => "special member",
+    }
+}
+
+/// A name or value from the archive, shortened for a message.
+fn clip(text: &str) -> String {
+    const MAX: usize = 120;
+    let printable: String = text
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    match printable.char_indices().nth(MAX) {
+        Some((index, _)) => format!("{}…", &printable[..index]),
+        None => printable,
+    }
+}
+
+/// A reader that fails once more than `left` bytes came through it, and
+/// says so in `exceeded` (the tar reader may wrap the error).
+struct Capped<R> {
+    inner: R,
+    left: u64,
+    exceeded: Rc<Cell<bool>>,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            // One byte more than the cap tells a stream at the cap from
+            // one past it.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => {
+                    self.exceeded.set(true);
+                    Err(io::Error::from(io::ErrorKind::FileTooLarge))
+                }
+            };
+        }
+        let room = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let read = self.inner.read(&mut buf[..room])?;
+        self.left -= read as u64;
+        Ok(read)
+    }
+}

@@ -1,0 +1,345 @@
+//! Archives from anyone: each hostile shape is refused with its reason,
+//! and before more than a cap's worth of it is read.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::symlink;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use zerohop_host::HostRoot;
+use zerohop_snapshot::limits::{MAX_MEMBERS, MAX_TAR_BYTES};
+use zerohop_snapshot::manifest::Manifest;
+use zerohop_snapshot::{OpenError, Snapshot, encode, open};
+
+/// One tar member as this test writes it, names and all, unchecked.
+#[derive(Clone)]
+struct Raw {
+    name: String,
+    kind: tar::EntryType,
+    data: Vec<u8>,
+    link: String,
+}
+
+/// A small host: a file, a link to a directory, a listing.
+fn good() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("sys/devices/pci0000:00/0000:00:01.0");
+    fs::create_dir_all(&dev).unwrap();
+    fs::write(dev.join("numa_node"), "0\n").unwrap();
+    fs::write(dev.join("current_link_width"), "16\n").unwrap();
+    fs::create_dir_all(dir.path().join("sys/bus/pci/devices")).unwrap();
+    symlink(
+        "../../../devices/pci0000:00/0000:00:01.0",
+        dir.path().join("sys/bus/pci/devices/0000:00:01.0"),
+    )
+    .unwrap();
+    fs::create_dir_all(dir.path().join("proc")).unwrap();
+    fs::write(dir.path().join("proc/cmdline"), "ro iommu=pt\n").unwrap();
+    let root = HostRoot::at(dir.path()).unwrap();
+    let snapshot = Snapshot::capture(&root, UNIX_EPOCH + Duration::from_secs(1)).unwrap();
+    encode(&snapshot).unwrap()
+}
+
+fn unpack(archive: &[u8]) -> Vec<Raw> {
+    let decoder = zstd::Decoder::new(archive).unwrap();
+    let mut tar = tar::Archive::new(decoder);
+    tar.entries()
+        .unwrap()
+        .map(|entry| {
+            let mut entry = entry.unwrap();
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).unwrap();
+            Raw {
+                name: String::from_utf8(entry.path_bytes().into_owned()).unwrap(),
+                kind: entry.header().entry_type(),
+                link: entry
+                    .link_name_bytes()
+                    .map(|l| String::from_utf8(l.into_owned()).unwrap())
+                    .unwrap_or_default(),
+                data,
+            }
+        })
+        .collect()
+}
+
+/// Writes `members` with raw GNU headers: names are copied as given (the
+/// tar crate's own checks would refuse `..`), each at most 100 bytes.
+fn pack(members: &[Raw]) -> Vec<u8> {
+    let mut out = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    for member in members {
+        write_member(&mut out, member, member.data.len() as u64);
+    }
+    out.write_all(&[0; 1024]).unwrap();
+    out.finish().unwrap()
+}
+
+fn write_member(out: &mut impl Write, member: &Raw, size: u64) {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(member.kind);
+    header.set_size(size);
+    header.set_mode(0o644);
+    let gnu = header.as_gnu_mut().unwrap();
+    gnu.name[..member.name.len()].copy_from_slice(member.name.as_bytes());
+    gnu.linkname[..member.link.len()].copy_from_slice(member.link.as_bytes());
+    header.set_cksum();
+    out.write_all(header.as_bytes()).unwrap();
+    out.write_all(&member.data).unwrap();
+    let padding = (512 - member.data.len() % 512) % 512;
+    out.write_all(&vec![0; padding]).unwrap();
+}
+
+fn manifest_of(members: &[Raw]) -> Manifest {
+    serde_json::from_slice(&members[0].data).unwrap()
+}
+
+fn with_manifest(members: &mut [Raw], manifest: &Manifest) {
+    members[0].data = serde_json::to_vec(manifest).unwrap();
+}
+
+fn refused(archive: &[u8]) -> String {
+    match open(archive) {
+        Ok(_) => panic!("a hostile archive was opened"),
+        Err(err) => err.to_string(),
+    }
+}
+
+fn index_of(members: &[Raw], name: &str) -> usize {
+    members.iter().position(|m| m.name == name).unwrap()
+}
+
+const CMDLINE: &str = "root/proc/cmdline";
+
+#[test]
+fn the_good_archive_opens() {
+    let members = unpack(&good());
+    // Unpacked and packed again member for member, it still opens.
+    assert!(open(&pack(&members)).is_ok());
+    assert_eq!(members[0].name, "manifest.json");
+    assert_eq!(members[1].name, "report.json");
+}
+
+#[test]
+fn a_decompression_bomb_is_refused_at_the_cap() {
+    // A valid archive followed by zstd frames of zeros: 1 MiB each, a few
+    // dozen bytes compressed, enough of them to pass the cap.
+    let mut archive = good();
+    let frame = zstd::encode_all(&vec![0u8; 1 << 20][..], 19).unwrap();
+    let frames = usize::try_from(MAX_TAR_BYTES >> 20).unwrap() + 64;
+    for _ in 0..frames {
+        archive.extend_from_slice(&frame);
+    }
+    assert!(archive.len() < 1 << 20, "{} bytes", archive.len());
+    let started = Instant::now();
+    let why = refused(&archive);
+    assert!(why.contains("decompresses to more than"), "{why}");
+    eprintln!("bomb refused in {:?}", started.elapsed());
+
+    // A member whose header claims 1 GiB is refused from its header.
+    let mut members = unpack(&good());
+    let index = index_of(&members, CMDLINE);
+    let mut out = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    for member in &members[..index] {
+        write_member(&mut out, member, member.data.len() as u64);
+    }
+    members[index].data.clear();
+    write_member(&mut out, &members[index], 1 << 30);
+    let why = refused(&out.finish().unwrap());
+    assert!(
+        why.contains("holds 1073741824 bytes, the manifest says 12"),
+        "{why}"
+    );
+}
+
+#[test]
+fn too_many_members_are_refused_before_they_are_read() {
+    let mut members = unpack(&good());
+    let mut manifest = manifest_of(&members);
+    let base = manifest.totals.members;
+    let template = manifest
+        .entries
+        .iter()
+        .find(|e| e.path == "/proc/cmdline")
+        .unwrap()
+        .clone();
+    let tiny = Raw {
+        data: b"ro iommu=pt\n".to_vec(),
+        ..members[index_of(&members, CMDLINE)].clone()
+    };
+    let mut extra = Vec::new();
+    for n in 0..100_000 {
+        let path = format!("/proc/m/{n}");
+        manifest.entries.push(zerohop_snapshot::manifest::Entry {
+            path: path.clone(),
+            ..template.clone()
+        });
+        extra.push(Raw {
+            name: format!("root{path}"),
+            ..tiny.clone()
+        });
+    }
+    manifest.totals.members += 100_000;
+    manifest.totals.bytes += 100_000 * 12;
+    with_manifest(&mut members, &manifest);
+    members.extend(extra);
+    let why = refused(&pack(&members));
+    assert!(
+        why.contains(&format!(
+            "lists {} members, more than the {MAX_MEMBERS}",
+            base + 100_000
+        )),
+        "{why}"
+    );
+
+    // A manifest that lists few members does not let more in.
+    let mut manifest = manifest.clone();
+    manifest.entries.truncate(manifest.entries.len() - 100_000);
+    manifest.totals.members -= 100_000;
+    manifest.totals.bytes -= 100_000 * 12;
+    with_manifest(&mut members, &manifest);
+    let why = refused(&pack(&members));
+    assert!(
+        why.contains(&format!("more members than the {base} the manifest lists")),
+        "{why}"
+    );
+}
+
+#[test]
+fn names_outside_the_root_are_refused() {
+    let good = unpack(&good());
+    for (name, reason) in [
+        ("root/../../etc/passwd", "not a plain absolute path"),
+        ("root/proc/../../etc/passwd", "not a plain absolute path"),
+        ("/etc/passwd", "is outside root/"),
+        ("root//etc/passwd", "not a plain absolute path"),
+        ("etc/passwd", "is outside root/"),
+    ] {
+        let mut members = good.clone();
+        let index = index_of(&members, CMDLINE);
+        members[index].name = name.to_owned();
+        let why = refused(&pack(&members));
+        assert!(why.contains(reason), "{name}: {why}");
+    }
+}
+
+#[test]
+fn links_out_of_the_snapshot_are_refused() {
+    let good = unpack(&good());
+    let link = good
+        .iter()
+        .position(|m| m.kind == tar::EntryType::Symlink)
+        .unwrap();
+    for target in ["/", "/etc", "../../../../../etc/passwd", "../../../../.."] {
+        let mut members = good.clone();
+        members[link].link = target.to_owned();
+        // The manifest agrees with the member: the link itself is refused.
+        let mut manifest = manifest_of(&members);
+        let path = members[link].name.trim_start_matches("root").to_owned();
+        for entry in &mut manifest.entries {
+            if entry.path == path {
+                entry.target = Some(target.to_owned());
+            }
+        }
+        with_manifest(&mut members, &manifest);
+        let why = refused(&pack(&members));
+        assert!(why.contains("points outside the tree"), "{target}: {why}");
+    }
+}
+
+#[test]
+fn a_manifest_that_does_not_match_the_members_is_refused() {
+    let good = unpack(&good());
+    let index = index_of(&good, CMDLINE);
+
+    // The manifest lies about a size.
+    let mut members = good.clone();
+    members[index].data = b"ro iommu=pt quiet\n".to_vec();
+    let why = refused(&pack(&members));
+    assert!(
+        why.contains("holds 18 bytes, the manifest says 12"),
+        "{why}"
+    );
+
+    // The same size, other bytes: the hash tells.
+    let mut members = good.clone();
+    members[index].data = b"ro iommu=on\n".to_vec();
+    let why = refused(&pack(&members));
+    assert!(why.contains("does not match its SHA-256"), "{why}");
+
+    // A member the manifest does not list.
+    let mut members = good.clone();
+    let mut stray = members[index].clone();
+    stray.name = "root/proc/stray".to_owned();
+    members.push(stray);
+    let why = refused(&pack(&members));
+    assert!(why.contains("more members than"), "{why}");
+    let mut manifest = manifest_of(&members);
+    manifest.totals.members += 1;
+    with_manifest(&mut members, &manifest);
+    let why = refused(&pack(&members));
+    assert!(why.contains("do not match its entries"), "{why}");
+
+    // The same member twice.
+    let mut members = good.clone();
+    members.insert(index + 1, members[index].clone());
+    let mut manifest = manifest_of(&members);
+    manifest.totals.members += 1;
+    with_manifest(&mut members, &manifest);
+    let why = refused(&pack(&members));
+    assert!(why.contains("do not match its entries"), "{why}");
+    let mut members = good.clone();
+    let last = members.len() - 1;
+    members[last] = members[index].clone();
+    let why = refused(&pack(&members));
+    assert!(why.contains("appears twice"), "{why}");
+
+    // A member missing.
+    let mut members = good.clone();
+    members.remove(index);
+    let why = refused(&pack(&members));
+    assert!(why.contains("member root/proc/cmdline is missing"), "{why}");
+
+    // A device where a file was.
+    let mut members = good;
+    members[index].kind = tar::EntryType::Char;
+    members[index].data.clear();
+    let why = refused(&pack(&members));
+    assert!(why.contains("is a character device"), "{why}");
+}
+
+#[test]
+fn a_truncated_or_damaged_archive_is_refused() {
+    let archive = good();
+    for cut in [archive.len() / 2, archive.len() - 1, 10] {
+        let why = refused(&archive[..cut]);
+        assert!(why.contains("truncated or corrupt"), "cut at {cut}: {why}");
+    }
+    let mut flipped = archive.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x55;
+    let why = refused(&flipped);
+    assert!(
+        why.contains("truncated or corrupt") || why.contains("refused"),
+        "{why}"
+    );
+    let why = refused(b"not an archive at all");
+    assert!(why.contains("not zstd-compressed"), "{why}");
+}
+
+#[test]
+fn a_newer_format_is_refused_with_the_version_it_needs() {
+    let mut members = unpack(&good());
+    let mut manifest = manifest_of(&members);
+    manifest.format_version = 2;
+    manifest.zerohop_version = "0.9.0".to_owned();
+    with_manifest(&mut members, &manifest);
+    match open(&pack(&members)) {
+        Err(err @ OpenError::NewerFormat { .. }) => {
+            let why = err.to_string();
+            assert!(
+                why.contains("snapshot format 2") && why.contains("zerohop 0.9.0 or later"),
+                "{why}"
+            );
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
