@@ -67,8 +67,10 @@ pub enum Listing {
 }
 
 /// Why a path that exists could not be read, without the path: the part of
-/// a [`ReadError`] a tree keeps.
-#[derive(Debug, Clone, PartialEq)]
+/// a [`ReadError`] a tree keeps. A snapshot's manifest writes it as is
+/// (`{"reason": "timeout", "seconds": 2.0}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
 pub enum Reason {
     /// Larger than the read's cap.
     TooLarge,

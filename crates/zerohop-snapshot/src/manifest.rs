@@ -122,67 +122,7 @@ pub struct Entry {
     /// Why reading (a file), listing (a directory) or looking at it
     /// (unknown) failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<Failure>,
-}
-
-/// Why a read failed, as a snapshot keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "kebab-case")]
-pub enum Failure {
-    /// Larger than the read's cap.
-    TooLarge,
-    /// More entries than a listing returns.
-    TooManyEntries {
-        /// The cap.
-        cap: usize,
-    },
-    /// Past the read deadline.
-    Timeout {
-        /// The deadline in seconds.
-        seconds: f64,
-    },
-    /// Not attempted: too many stuck reads.
-    GaveUp {
-        /// How many were stuck.
-        stuck: usize,
-    },
-    /// Another error.
-    Io {
-        /// The operating system's message.
-        message: String,
-    },
-    /// Never kept in a snapshot (process arguments, environment, keys).
-    Withheld,
-}
-
-impl From<&Reason> for Failure {
-    fn from(reason: &Reason) -> Failure {
-        match reason {
-            Reason::TooLarge => Failure::TooLarge,
-            Reason::TooManyEntries { cap } => Failure::TooManyEntries { cap: *cap },
-            Reason::Timeout { seconds } => Failure::Timeout { seconds: *seconds },
-            Reason::GaveUp { stuck } => Failure::GaveUp { stuck: *stuck },
-            Reason::Io { message } => Failure::Io {
-                message: message.clone(),
-            },
-            Reason::Withheld => Failure::Withheld,
-        }
-    }
-}
-
-impl From<&Failure> for Reason {
-    fn from(failure: &Failure) -> Reason {
-        match failure {
-            Failure::TooLarge => Reason::TooLarge,
-            Failure::TooManyEntries { cap } => Reason::TooManyEntries { cap: *cap },
-            Failure::Timeout { seconds } => Reason::Timeout { seconds: *seconds },
-            Failure::GaveUp { stuck } => Reason::GaveUp { stuck: *stuck },
-            Failure::Io { message } => Reason::Io {
-                message: message.clone(),
-            },
-            Failure::Withheld => Reason::Withheld,
-        }
-    }
+    pub error: Option<Reason>,
 }
 
 /// The special kinds by name, as [`FileKind::name`] writes them.
@@ -231,7 +171,7 @@ impl Entry {
                         content = Some(&bytes[..]);
                     }
                     Content::NotRead => {}
-                    Content::Failed(reason) => entry.error = Some(reason.into()),
+                    Content::Failed(reason) => entry.error = Some(reason.clone()),
                 }
                 entry
             }
@@ -240,7 +180,7 @@ impl Entry {
                 match listing {
                     Listing::Names(names) => entry.names = Some(names.clone()),
                     Listing::NotListed => {}
-                    Listing::Failed(reason) => entry.error = Some(reason.into()),
+                    Listing::Failed(reason) => entry.error = Some(reason.clone()),
                 }
                 entry
             }
@@ -254,7 +194,7 @@ impl Entry {
             },
             Node::Absent => Entry::bare(path, EntryType::Absent),
             Node::Unknown(reason) => Entry {
-                error: Some(reason.into()),
+                error: Some(reason.clone()),
                 ..Entry::bare(path, EntryType::Unknown)
             },
         };
@@ -280,7 +220,7 @@ impl Entry {
         if self.size.is_some() != self.sha256.is_some() {
             return extra("a size without a hash or a hash without a size");
         }
-        let reason = self.error.as_ref().map(Reason::from);
+        let reason = self.error.clone();
         Ok(match (self.kind, reason) {
             (EntryType::File, None) => Node::File(match content {
                 Some(bytes) => Content::Read(bytes),
