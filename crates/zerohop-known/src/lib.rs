@@ -8,6 +8,7 @@
 
 pub mod cpuset;
 pub mod cufile;
+pub mod image;
 pub mod jsonc;
 pub mod kernel_log;
 pub mod memlock;
@@ -17,6 +18,7 @@ pub mod nic;
 pub mod operators;
 pub mod pci;
 pub mod rdma_counters;
+pub mod resource_name;
 pub mod roce;
 pub mod shell;
 pub mod suggest;

@@ -37,20 +37,6 @@ pub(crate) fn doca_env_near_miss(name: &str) -> Option<&'static str> {
         .or_else(|| zerohop_known::suggest::closest(name, DOCA_DRIVER_ENV.iter().copied()))
 }
 
-/// Whether `name` matches `^[A-Za-z0-9]([A-Za-z0-9<extra>]*[A-Za-z0-9])?$`:
-/// alphanumeric ends, `extra` characters allowed inside.
-pub(crate) fn is_resource_name(name: &str, extra: &[char]) -> bool {
-    let bytes = name.as_bytes();
-    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
-        return false;
-    };
-    first.is_ascii_alphanumeric()
-        && last.is_ascii_alphanumeric()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || extra.contains(&c))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,14 +50,5 @@ mod tests {
         );
         assert_eq!(doca_env_near_miss("ENABLE_NFSRDMA"), None);
         assert_eq!(doca_env_near_miss("HTTP_PROXY"), None);
-    }
-
-    #[test]
-    fn resource_names() {
-        assert!(is_resource_name("rdma_shared_device_a", &['_']));
-        assert!(!is_resource_name("sriov-rdma", &['_']));
-        assert!(is_resource_name("sriov-rdma", &['_', '-']));
-        assert!(!is_resource_name("_x", &['_']));
-        assert!(!is_resource_name("", &['_']));
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
+use zerohop_known::resource_name;
 
 use super::facts::{self, DOCA_DRIVER_ENV};
 use super::resources::{Advertiser, advertised};
@@ -420,19 +421,19 @@ fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for resource in advertised(workspace) {
         let (allowed, who): (&[char], &str) = match resource.by {
             Advertiser::RdmaSharedDevicePlugin => (
-                &['_'],
+                resource_name::RDMA_SHARED_DEVICE_PLUGIN,
                 "the rdma shared device plugin accepts only letters, digits and `_`",
             ),
             Advertiser::SriovDevicePlugin => (
-                &['_'],
+                resource_name::SRIOV_DEVICE_PLUGIN,
                 "the network operator webhook rejects `-` and the sriov device plugin rejects `.`",
             ),
             Advertiser::SriovOperator => (
-                &['_', '-'],
+                resource_name::SRIOV_OPERATOR,
                 "the sriov network operator webhook accepts only letters, digits, `_` and `-`",
             ),
         };
-        if !facts::is_resource_name(&resource.name, allowed)
+        if !resource_name::matches(&resource.name, allowed)
             && !sink.counted_only(resource.object.file)
         {
             sink.report(
@@ -447,7 +448,7 @@ fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let path = [PathStep::Key("spec"), PathStep::Key("resourceName")];
         if let Some(name) = object.str_at(&path) {
             let bare = name.rsplit('/').next().unwrap_or(name);
-            if !facts::is_resource_name(bare, &['_', '-', '.']) {
+            if !resource_name::matches(bare, resource_name::HOST_DEVICE_NETWORK) {
                 sink.report(
                     object,
                     &path,
