@@ -210,6 +210,9 @@ fn lint_cluster<'a>(loaded: impl Iterator<Item = &'a Loaded>, options: &Options)
                 for node in yaml::objects(documents) {
                     match Object::from_node(name, node) {
                         Some(object) => workspace.objects.push(object),
+                        None if zerohop_known::operators::is_helm_values_file(name) => {
+                            workspace.helm_values.push((name, node));
+                        }
                         None => workspace.other_documents.push((name, node)),
                     }
                 }

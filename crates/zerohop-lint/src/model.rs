@@ -99,6 +99,10 @@ pub struct Workspace<'a> {
     pub objects: Vec<Object<'a>>,
     /// Documents that are not Kubernetes objects, with their file.
     pub other_documents: Vec<(&'a str, &'a Node)>,
+    /// Documents of Helm values files
+    /// (`zerohop_known::operators::is_helm_values_file`), with their file:
+    /// not objects, but what a chart makes of them.
+    pub helm_values: Vec<(&'a str, &'a Node)>,
     /// `cufile.json` documents, with their file.
     pub cufiles: Vec<(&'a str, &'a Node)>,
     /// Inputs that could not be read or parsed.

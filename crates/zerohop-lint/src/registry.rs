@@ -56,6 +56,8 @@ pub static RULES: &[&Rule] = &[
     &crate::rules::gpu_operator::MULTIPLE_CLUSTERPOLICIES,
     &crate::rules::gpu_operator::CLUSTERPOLICY_WITH_GPUCLUSTER,
     &crate::rules::gpu_operator::GDS_WITHOUT_OPEN_KERNEL_MODULES,
+    &crate::rules::gpu_operator::CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY,
+    &crate::rules::gpu_operator::CLUSTERPOLICY_WITHOUT_IMAGES,
     &crate::rules::network_operator::NICCLUSTERPOLICY_NAME_IGNORED,
     &crate::rules::network_operator::REMOVED_NICCLUSTERPOLICY_FIELD,
     &crate::rules::network_operator::UNKNOWN_DOCA_DRIVER_ENV,

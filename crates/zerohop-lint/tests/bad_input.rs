@@ -92,12 +92,23 @@ fn bad_inputs_are_reported_and_the_rest_is_linted() {
 
 #[test]
 fn non_kubernetes_documents_are_skipped_with_a_note() {
-    let inputs = vec![input("values.yaml", "replicaCount: 2\nimage:\n  tag: v1\n")];
+    let inputs = vec![input(
+        "settings.yaml",
+        "replicaCount: 2\nimage:\n  tag: v1\n",
+    )];
     let outcome = lint(&inputs, &Options::default());
     assert_eq!(outcome.invalid_inputs, 0);
     let ids: Vec<&str> = outcome.findings.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["ZL006"]);
     assert_eq!(outcome.findings[0].status, Status::Info);
+}
+
+#[test]
+fn helm_values_files_are_read_as_values_without_a_note() {
+    let inputs = vec![input("values.yaml", "replicaCount: 2\nimage:\n  tag: v1\n")];
+    let outcome = lint(&inputs, &Options::default());
+    assert_eq!(outcome.invalid_inputs, 0);
+    assert_eq!(outcome.findings, Vec::new());
 }
 
 #[test]

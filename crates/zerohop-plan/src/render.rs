@@ -3,6 +3,7 @@
 pub mod agent;
 mod gpu;
 mod host;
+mod install;
 mod network;
 mod readme;
 mod unit;
@@ -27,8 +28,9 @@ pub struct ManifestFile {
 /// The rendered set, in deploy order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManifestSet {
-    /// Numbered manifests, then `kustomization.yaml`, `README.md` and
-    /// auxiliary files, each path once.
+    /// Numbered manifests, then `kustomization.yaml`, `README.md`, the
+    /// Helm values under `helm/` (Kubernetes) and auxiliary files, each
+    /// path once.
     pub files: Vec<ManifestFile>,
 }
 
@@ -46,18 +48,27 @@ pub(crate) struct Step {
 
 /// Renders the full set for a validated plan.
 pub fn render(plan: &Plan) -> ManifestSet {
+    let openshift = plan.platform == crate::intent::Platform::Openshift;
     let mut steps = Vec::new();
     steps.push(workload::namespace_step(plan));
+    if openshift {
+        steps.extend(install::olm_steps(plan));
+    }
     steps.extend(host::node_steps(plan));
     steps.push(network::nic_cluster_policy_step(plan));
     steps.extend(network::rdma_steps(plan));
-    steps.push(gpu::cluster_policy_step(plan));
+    steps.push(if openshift {
+        gpu::cluster_policy_step(plan)
+    } else {
+        install::gpu_operator_step(plan)
+    });
     steps.extend(host::storage_steps(plan));
     steps.extend(agent::step(plan));
     steps.extend(workload::workload_steps(plan));
 
     let mut files: Vec<ManifestFile> = steps
         .iter()
+        .filter(|step| !install::is_helm_values(&step.path))
         .map(|step| ManifestFile {
             path: step.path.clone(),
             contents: to_yaml(&step.objects),
@@ -69,13 +80,21 @@ pub fn render(plan: &Plan) -> ManifestSet {
         to_yaml(&[kustomization(&steps)]),
     ));
     files.push(plain("README.md", readme::readme(plan, &steps)));
+    if !openshift {
+        files.extend(install::values_files(plan));
+    }
     files.extend(host::aux_files(plan));
     files.extend(validate::files(plan));
     ManifestSet { files }
 }
 
 fn kustomization(steps: &[Step]) -> Value {
-    let resources: Vec<&str> = steps.iter().map(|s| s.path.as_str()).collect();
+    // Helm values are installed with `helm`, not applied.
+    let resources: Vec<&str> = steps
+        .iter()
+        .map(|s| s.path.as_str())
+        .filter(|path| !install::is_helm_values(path))
+        .collect();
     serde_json::json!({
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",

@@ -91,6 +91,35 @@ fn check_builtin(object: &Value) -> Result<(), String> {
         // its required fields.
         (Some("security.openshift.io/v1"), Some("SecurityContextConstraints")) => Ok(()),
         (Some("v1"), Some("Namespace")) => round_trips::<Namespace>(object),
+        // OLM's and Red Hat NFD's CRDs are not in the reference set: the
+        // fields their controllers need, with their types.
+        (Some("operators.coreos.com/v1"), Some("OperatorGroup")) => {
+            let targets = object["spec"]["targetNamespaces"]
+                .as_array()
+                .ok_or("no spec.targetNamespaces")?;
+            if targets.len() == 1 && targets[0] == object["metadata"]["namespace"] {
+                Ok(())
+            } else {
+                Err("an OperatorGroup targets its own namespace".to_owned())
+            }
+        }
+        (Some("operators.coreos.com/v1alpha1"), Some("Subscription")) => {
+            let spec = object["spec"].as_object().ok_or("no spec")?;
+            for key in ["channel", "name", "source", "sourceNamespace"] {
+                if !spec.get(key).is_some_and(Value::is_string) {
+                    return Err(format!("Subscription spec.{key} is not a string"));
+                }
+            }
+            Ok(())
+        }
+        (Some("nfd.openshift.io/v1"), Some("NodeFeatureDiscovery")) => {
+            let config = object["spec"]["workerConfig"]["configData"]
+                .as_str()
+                .ok_or("no spec.workerConfig.configData")?;
+            serde_saphyr::from_str::<Value>(config)
+                .map(drop)
+                .map_err(|err| err.to_string())
+        }
         (Some("v1"), Some("ConfigMap")) => round_trips::<ConfigMap>(object),
         (Some("v1"), Some("Service")) => round_trips::<Service>(object),
         (Some("machineconfiguration.openshift.io/v1"), Some("KubeletConfig")) => {
@@ -739,5 +768,121 @@ fn openshift_tuning_targets_a_pool_per_node_pool() {
         }
         // Kernel arguments and storage, per pool.
         assert_eq!(configs, 2 * plan.pools.len(), "{name}");
+    }
+}
+
+/// A file of the set by path.
+fn file<'a>(set: &'a ManifestSet, path: &str) -> Option<&'a zerohop_plan::ManifestFile> {
+    set.files.iter().find(|f| f.path == path)
+}
+
+/// Issue #14, defect 3: the operators are installed by the set itself, and
+/// the cluster ends up with one ClusterPolicy that has every image. On
+/// Kubernetes the GPU Operator chart creates it from the values file (the
+/// set has none of its own, which the operator would ignore as the younger
+/// of two); on OpenShift OLM creates none, so the set's is the only one,
+/// and it names the GDS image the operator's CSV lacks.
+#[test]
+fn the_operators_are_installed_with_one_complete_cluster_policy() {
+    use zerohop_known::operators::CLUSTER_POLICY_COMPONENTS;
+    for name in EXAMPLES {
+        // Kubernetes: Helm values, versions pinned, one NFD, no ClusterPolicy.
+        let set = rendered(name, Platform::Kubernetes);
+        let policies = objects(&set)
+            .filter(|(_, o)| o["kind"] == "ClusterPolicy")
+            .count();
+        assert_eq!(policies, 0, "{name}: the chart's ClusterPolicy is the one");
+        let values = |path: &str| -> Value {
+            let file = file(&set, path).unwrap_or_else(|| panic!("{name}: {path}"));
+            assert!(file.objects.is_empty(), "{path} holds no manifest");
+            serde_saphyr::from_str(&file.contents).expect("values yaml")
+        };
+        let gpu = values("helm/gpu-operator-values.yaml");
+        let network = values("helm/network-operator-values.yaml");
+        assert_ne!(gpu["clusterPolicy"]["deployCR"], false, "{name}");
+        assert_eq!(gpu["driver"]["kernelModuleType"], "open");
+        assert_eq!(gpu["driver"]["rdma"]["enabled"], true);
+        assert_eq!(gpu["driver"]["rdma"]["useHostMofed"], false);
+        assert_eq!(
+            gpu["gds"]["enabled"],
+            *name == "cluster.yaml",
+            "only cluster.yaml asks for gds"
+        );
+        let nfds = [&gpu, &network]
+            .iter()
+            .filter(|v| v["nfd"]["enabled"] != false)
+            .count();
+        assert_eq!(nfds, 1, "{name}: one NFD per cluster");
+        assert_eq!(network["sriovNetworkOperator"]["enabled"], true);
+        let readme = &file(&set, "README.md").unwrap().contents;
+        for install in [
+            "helm install network-operator nvidia/network-operator --version 26.7.0 --namespace nvidia-network-operator --create-namespace -f helm/network-operator-values.yaml",
+            "helm install gpu-operator nvidia/gpu-operator --version v26.7.0 --namespace gpu-operator --create-namespace -f helm/gpu-operator-values.yaml",
+        ] {
+            assert!(readme.contains(install), "{name}: {install}");
+        }
+        assert!(!readme.contains("apply -f helm/"), "{name}");
+        let kustomization = &file(&set, "kustomization.yaml").unwrap().contents;
+        assert!(!kustomization.contains("helm/"), "{name}");
+
+        // OpenShift: OLM objects, the NFD instance, one complete ClusterPolicy.
+        let set = rendered(name, Platform::Openshift);
+        assert!(set.files.iter().all(|f| !f.path.starts_with("helm/")));
+        let policies: Vec<&Value> = objects(&set)
+            .filter(|(_, o)| o["kind"] == "ClusterPolicy")
+            .map(|(_, o)| o)
+            .collect();
+        let [policy] = policies.as_slice() else {
+            panic!("{name}: {} ClusterPolicies", policies.len());
+        };
+        for component in CLUSTER_POLICY_COMPONENTS {
+            let spec = &policy["spec"][component.key];
+            let enabled = spec["enabled"]
+                .as_bool()
+                .unwrap_or(component.enabled_by_default);
+            if enabled && !component.in_olm_bundle {
+                for field in ["repository", "image", "version"] {
+                    assert!(
+                        spec[field].as_str().is_some_and(|s| !s.is_empty()),
+                        "{name}: {}.{field}",
+                        component.key
+                    );
+                }
+            }
+        }
+        let packages: Vec<&str> = objects(&set)
+            .filter(|(_, o)| o["kind"] == "Subscription")
+            .filter_map(|(_, o)| o["spec"]["name"].as_str())
+            .collect();
+        assert_eq!(
+            packages,
+            [
+                "nfd",
+                "sriov-network-operator",
+                "nvidia-network-operator",
+                "gpu-operator-certified"
+            ]
+        );
+        let gpu_subscription = objects(&set)
+            .find(|(_, o)| o["spec"]["name"] == "gpu-operator-certified")
+            .unwrap()
+            .1;
+        assert_eq!(gpu_subscription["spec"]["channel"], "v26.7");
+        assert_eq!(
+            gpu_subscription["spec"]["startingCSV"],
+            "gpu-operator-certified.v26.7.0"
+        );
+        let paths: Vec<&str> = set.files.iter().map(|f| f.path.as_str()).collect();
+        let at = |p: &str| paths.iter().position(|x| *x == p).unwrap();
+        assert!(at("01-operators.yaml") < at("02-node-feature-discovery.yaml"));
+        assert!(at("02-node-feature-discovery.yaml") < at("20-nic-cluster-policy.yaml"));
+        let nfd = &file(&set, "02-node-feature-discovery.yaml")
+            .unwrap()
+            .objects[0];
+        let config = nfd["spec"]["workerConfig"]["configData"].as_str().unwrap();
+        // The NICs' classes (0200 Ethernet, 0207 InfiniBand) and the GPUs'.
+        for class in ["\"0200\"", "\"0207\"", "\"0300\"", "\"0302\""] {
+            assert!(config.contains(class), "{name}: {config}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
+use zerohop_known::operators;
 
 use crate::model::Workspace;
 use crate::registry::declare_rule;
@@ -241,5 +242,212 @@ fn gds_without_open_kernel_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_
             ),
             Remediation::new("set `spec.driver.kernelModuleType: open`").command("kernelModuleType: open"),
         );
+    }
+}
+
+/// A Helm values document of the GPU Operator chart: a mapping with a
+/// top-level value only that chart has.
+struct GpuOperatorValues<'a> {
+    /// The values file.
+    file: &'a str,
+    /// The document.
+    node: &'a Node,
+}
+
+impl GpuOperatorValues<'_> {
+    /// Whether the chart creates its ClusterPolicy from these values:
+    /// `clusterPolicy.deployCR`, true by default.
+    fn deploys_cluster_policy(&self) -> bool {
+        self.node
+            .get("clusterPolicy")
+            .and_then(|policy| policy.get("deployCR"))
+            .and_then(Node::as_bool)
+            != Some(false)
+    }
+
+    /// Whether the values give the operator's Deployment the environment
+    /// variable `name` (`operator.env`).
+    fn sets_operator_env(&self, name: &str) -> bool {
+        self.node
+            .get("operator")
+            .and_then(|operator| operator.get("env"))
+            .is_some_and(|env| {
+                env.items()
+                    .iter()
+                    .any(|var| var.get("name").and_then(Node::as_str) == Some(name))
+            })
+    }
+}
+
+/// The GPU Operator chart's values documents among the run's Helm values.
+fn gpu_operator_values<'a>(workspace: &Workspace<'a>) -> Vec<GpuOperatorValues<'a>> {
+    workspace
+        .helm_values
+        .iter()
+        .filter(|(_, node)| {
+            node.entries()
+                .iter()
+                .any(|entry| operators::is_gpu_operator_value(&entry.key))
+        })
+        .map(|&(file, node)| GpuOperatorValues { file, node })
+        .collect()
+}
+
+declare_rule! {
+    /// A ClusterPolicy manifest beside GPU Operator chart values that make the chart create one.
+    ///
+    /// ## What it checks
+    /// ClusterPolicy objects linted together with a Helm values file of
+    /// the GPU Operator chart (`values.yaml`, `*-values.yaml`, … with a
+    /// value only that chart has, such as `driver`, `toolkit` or
+    /// `clusterPolicy`) that leaves `clusterPolicy.deployCR` at its
+    /// default, `true`.
+    ///
+    /// ## Why it matters
+    /// With `deployCR` true the chart creates ClusterPolicy
+    /// `cluster-policy` from its values when it is installed
+    /// (NVIDIA/gpu-operator
+    /// `deployments/gpu-operator/templates/clusterpolicy.yaml`). The
+    /// operator reconciles only the oldest ClusterPolicy and marks every
+    /// other `ignored` (`controllers/clusterpolicy_controller.go`): a
+    /// manifest applied after the chart changes nothing, and its settings
+    /// (GPUDirect RDMA, the open kernel modules, GDS) never apply.
+    ///
+    /// ## How to fix
+    /// Move the manifest's settings into the values file (the chart's
+    /// values spell the ClusterPolicy's fields the same) and delete the
+    /// manifest. Or set `clusterPolicy.deployCR: false` and give the
+    /// manifest every component's image, which the chart no longer does.
+    pub(crate) static CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY = "ZL025", "clusterpolicy-beside-chart-clusterpolicy", Error, clusterpolicy_beside_chart_clusterpolicy;
+}
+
+fn clusterpolicy_beside_chart_clusterpolicy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let values = gpu_operator_values(workspace);
+    let Some(chart) = values.iter().find(|v| v.deploys_cluster_policy()) else {
+        return;
+    };
+    for object in workspace.of_kind(GROUP, "ClusterPolicy") {
+        sink.report(
+            object,
+            &[PathStep::Key("metadata"), PathStep::Key("name")],
+            format!(
+                "the gpu-operator chart installed with `{}` creates ClusterPolicy `{}` (`clusterPolicy.deployCR` is true); the operator uses the oldest ClusterPolicy and ignores the others, so `{}` applied after it does nothing",
+                short(chart.file),
+                operators::GPU_OPERATOR_CHART_CLUSTER_POLICY,
+                short(object.name)
+            ),
+            Remediation::new(format!(
+                "move these settings into `{}` and delete this ClusterPolicy, or set `clusterPolicy.deployCR: false` there and give this ClusterPolicy every image",
+                short(chart.file)
+            ))
+            .doc("https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html"),
+        );
+    }
+}
+
+declare_rule! {
+    /// A ClusterPolicy component has no image, and nothing gives the operator one.
+    ///
+    /// ## What it checks
+    /// Every enabled component of a ClusterPolicy (`driver`, `toolkit`,
+    /// `devicePlugin`, `dcgm`, `dcgmExporter`, `gfd`, `migManager`,
+    /// `nodeStatusExporter`, `gds`, `gdrcopy`; enabled as the operator
+    /// defaults them when `enabled` is unset) whose `repository`, `image`
+    /// and `version` are all empty, where the operator has no image for it
+    /// either:
+    /// - linted with the GPU Operator chart's values (a Helm install), for
+    ///   every component whose variable the chart does not set on the
+    ///   operator (it sets only `DRIVER_MANAGER_IMAGE`, `VALIDATOR_IMAGE`
+    ///   and `operator.env`);
+    /// - otherwise, for the components whose variable the operator's OLM
+    ///   bundle lacks too: `gds` (`GDS_IMAGE`). A ClusterPolicy without
+    ///   chart values may be installed either way, so the others are not
+    ///   reported.
+    ///
+    /// ## Why it matters
+    /// The operator builds each image from the component's `repository`,
+    /// `image` and `version`, and when they are empty reads an environment
+    /// variable of its own Deployment (`DRIVER_IMAGE`, `GDS_IMAGE`, …);
+    /// without either it fails with "empty image path provided through
+    /// both ClusterPolicy CR and ENV" and deploys nothing
+    /// (NVIDIA/gpu-operator `api/nvidia/v1/clusterpolicy_types.go`,
+    /// `ImagePath`). OLM sets the variables from the bundle's CSV
+    /// (`bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml`),
+    /// which has no `GDS_IMAGE`; the Helm chart sets almost none, and puts
+    /// the images into the ClusterPolicy it creates instead
+    /// (`deployments/gpu-operator/templates/operator.yaml`,
+    /// `templates/clusterpolicy.yaml`) — which `clusterPolicy.deployCR:
+    /// false` turns off.
+    ///
+    /// ## How to fix
+    /// Set the component's `repository`, `image` and `version` (the chart's
+    /// `values.yaml` of the operator release lists them), or let the chart
+    /// create the ClusterPolicy from values.
+    pub(crate) static CLUSTERPOLICY_WITHOUT_IMAGES = "ZL026", "clusterpolicy-without-images", Error, clusterpolicy_without_images;
+}
+
+/// Whether a component's image is left to the operator's environment: its
+/// `repository`, `image` and `version` all unset or empty.
+fn names_no_image(component: &Node) -> bool {
+    ["repository", "image", "version"].iter().all(|key| {
+        component
+            .get(key)
+            .and_then(Node::scalar_text)
+            .is_none_or(|text| text.is_empty())
+    })
+}
+
+fn clusterpolicy_without_images(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    let values = gpu_operator_values(workspace);
+    for object in workspace.of_kind(GROUP, "ClusterPolicy") {
+        let Some(spec) = object.get(&[PathStep::Key("spec")]) else {
+            continue;
+        };
+        for component in operators::CLUSTER_POLICY_COMPONENTS {
+            let node = spec.get(component.key);
+            let enabled = node
+                .and_then(|n| n.get("enabled"))
+                .and_then(Node::as_bool)
+                .unwrap_or(component.enabled_by_default);
+            if !enabled || !node.is_none_or(names_no_image) {
+                continue;
+            }
+            // The driver of an NVIDIADriver resource has its own image.
+            let by_driver_crd = component.key == "driver"
+                && node
+                    .and_then(|n| n.get("useNvidiaDriverCRD"))
+                    .and_then(Node::as_bool)
+                    == Some(true);
+            if by_driver_crd {
+                continue;
+            }
+            let provided = if values.is_empty() {
+                component.in_olm_bundle
+            } else {
+                operators::GPU_OPERATOR_CHART_IMAGE_ENV.contains(&component.env)
+                    || values.iter().any(|v| v.sets_operator_env(component.env))
+            };
+            if provided {
+                continue;
+            }
+            let installed = if values.is_empty() {
+                "the operator's OLM bundle has no"
+            } else {
+                "the gpu-operator chart sets no"
+            };
+            let path = [PathStep::Key("spec"), PathStep::Key(component.key)];
+            sink.report(
+                object,
+                &path,
+                format!(
+                    "`spec.{}` is enabled without `repository`, `image` and `version`, and {installed} `{}`: the operator fails with \"empty image path provided through both ClusterPolicy CR and ENV\"",
+                    component.key, component.env
+                ),
+                Remediation::new(format!(
+                    "set `spec.{}.repository`, `image` and `version` (the gpu-operator chart's values.yaml of your release lists them)",
+                    component.key
+                )),
+            );
+        }
     }
 }

@@ -369,8 +369,10 @@ declare_rule! {
     /// A document that is not a Kubernetes object was skipped.
     ///
     /// ## What it checks
-    /// Documents without a string `apiVersion` and `kind`, such as Helm
-    /// values or other configuration mixed into the input.
+    /// Documents without a string `apiVersion` and `kind`, such as
+    /// configuration mixed into the input. Helm values files (`values.yaml`,
+    /// `values-*.yaml`, `*-values.yaml`) are not reported: the rules that
+    /// know a chart read them as its values.
     ///
     /// ## Why it matters
     /// Nothing in them is checked; if the document was meant to be an object,

@@ -2,8 +2,6 @@
 
 use std::fmt::Write;
 
-use zerohop_known::operators::NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX;
-
 use super::{Step, host};
 use crate::intent::{Platform, RdmaMode};
 use crate::plan::Plan;
@@ -42,47 +40,28 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
             out,
             "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool, run `update-grub` (or `grub2-mkconfig`), `sysctl --system`, `systemctl daemon-reload`,{enable} restart the kubelet after removing `/var/lib/kubelet/cpu_manager_state`, and reboot. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`)."
         );
-        let prefix = if plan.rdma_mode == RdmaMode::Sriov
-            && plan.resource_prefix != NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX
-        {
-            format!(
-                ", its resource prefix set to the plan's (`sriov-network-operator.operator.resourcePrefix={}`)",
-                plan.resource_prefix
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "2. Install the Network Operator {} in `{}` with Helm, SR-IOV operator enabled (`sriovNetworkOperator.enabled=true`){prefix} and its NFD disabled (`nfd.enabled=false`): run exactly one NFD per cluster.",
-            plan.network_operator_version, plan.network_operator_namespace
-        );
-        let _ = writeln!(
-            out,
-            "3. Install the GPU Operator {} in `{}` with Helm (its NFD is the cluster's one); the `ClusterPolicy` below replaces the chart's.",
-            plan.gpu_operator_version, plan.gpu_operator_namespace
-        );
+        // Operator installation: `render::install`.
+        let _ = writeln!(out, "2. {}", super::install::kubernetes_prerequisite(plan));
         if plan.rdma_mode == RdmaMode::Sriov {
             let _ = writeln!(
                 out,
-                "4. Install the whereabouts IPAM plugin if `rdma.ipam` is `whereabouts` (the Network Operator no longer ships it)."
+                "3. Install the whereabouts IPAM plugin if `rdma.ipam` is `whereabouts` (the Network Operator no longer ships it)."
             );
         }
     } else {
+        // Operator installation: `render::install`.
         let _ = writeln!(
             out,
-            "1. Install from OperatorHub: Node Feature Discovery, the SR-IOV Network Operator (`{}`), the NVIDIA Network Operator {} (`{}`) and the NVIDIA GPU Operator {} (`{}`).",
-            plan.sriov_namespace,
-            plan.network_operator_version,
-            plan.network_operator_namespace,
-            plan.gpu_operator_version,
-            plan.gpu_operator_namespace
+            "1. Log in with `oc` as a cluster administrator: the operators come from OperatorHub's catalogs with the Subscriptions of the first steps."
         );
     }
     let _ = writeln!(out, "\n## Deploy order\n");
     for (index, step) in steps.iter().enumerate() {
         let _ = writeln!(out, "### {}. `{}` — {}\n", index + 1, step.path, step.title);
-        let _ = writeln!(out, "```sh\n{kubectl} apply -f {}", step.path);
+        // Helm values are installed, manifests applied.
+        let apply = super::install::install_command(plan, &step.path)
+            .unwrap_or_else(|| format!("{kubectl} apply -f {}", step.path));
+        let _ = writeln!(out, "```sh\n{apply}");
         for check in &step.checks {
             let _ = writeln!(out, "{check}");
         }
