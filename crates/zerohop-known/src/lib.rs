@@ -21,4 +21,5 @@ pub mod roce;
 pub mod shell;
 pub mod suggest;
 pub mod systemd;
+pub mod topology;
 pub mod zerohop_api;
