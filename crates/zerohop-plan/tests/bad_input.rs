@@ -35,8 +35,8 @@ fn more_vfs_than_the_nic_supports() {
 #[test]
 fn vlan_on_the_nfs_over_rdma_network() {
     let text = cluster().replace(
-        "rail: 8, subnet: 10.10.0.0/24}",
-        "rail: 8, subnet: 10.10.0.0/24, vlan: 100}",
+        "rail: 8, subnet: 10.10.0.0/24,",
+        "rail: 8, subnet: 10.10.0.0/24, vlan: 100,",
     );
     insta::assert_snapshot!(error_for(&text));
 }
