@@ -275,7 +275,11 @@ pub fn admit(layout: &Layout, policy: Policy, demand: &Demand) -> Result<Vec<u32
     let candidates: Vec<u32> = match policy {
         Policy::None | Policy::BestEffort => return Ok(bits(every_node)),
         Policy::Restricted => masks.clone(),
-        Policy::SingleNumaNode => masks.iter().copied().filter(|m| m.count_ones() == 1).collect(),
+        Policy::SingleNumaNode => masks
+            .iter()
+            .copied()
+            .filter(|m| m.count_ones() == 1)
+            .collect(),
     };
     let mut ordered = candidates;
     ordered.sort_by_key(|m| (m.count_ones(), *m));
@@ -283,7 +287,11 @@ pub fn admit(layout: &Layout, policy: Policy, demand: &Demand) -> Result<Vec<u32
         .into_iter()
         .find(|m| providers.iter().all(|p| p.preferred.contains(m)))
     {
-        return Ok(bits(if providers.is_empty() { every_node } else { mask }));
+        return Ok(bits(if providers.is_empty() {
+            every_node
+        } else {
+            mask
+        }));
     }
     let wants: Vec<String> = providers
         .iter()

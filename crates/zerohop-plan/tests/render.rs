@@ -749,7 +749,11 @@ fn kubelet_configs(set: &ManifestSet) -> Vec<Value> {
         .filter(|(_, o)| o["kind"] == "KubeletConfig")
         .map(|(_, o)| o["spec"]["kubeletConfig"].clone())
         .collect();
-    for file in set.files.iter().filter(|f| f.path.ends_with("-topology.conf")) {
+    for file in set
+        .files
+        .iter()
+        .filter(|f| f.path.ends_with("-topology.conf"))
+    {
         let docs: Vec<Value> = serde_saphyr::from_multiple(&file.contents).expect("yaml");
         found.extend(docs);
     }
@@ -796,10 +800,14 @@ fn demand(spec: &Value, static_cpus: bool) -> zerohop_known::topology::Demand {
 /// Guaranteed (integer CPUs, requests equal limits), so its CPUs count.
 #[test]
 fn every_rendered_pod_is_admitted_by_the_topology_manager_it_configures() {
-    use zerohop_known::topology::{Layout, LAYOUT_ANNOTATION, Policy, admit};
+    use zerohop_known::topology::{LAYOUT_ANNOTATION, Layout, Policy, admit};
     for (name, set) in all_sets() {
         let kubelets = kubelet_configs(&set);
-        assert_eq!(kubelets.len(), 1, "{name}: one pool, one kubelet configuration");
+        assert_eq!(
+            kubelets.len(),
+            1,
+            "{name}: one pool, one kubelet configuration"
+        );
         let kubelet = &kubelets[0];
         assert_eq!(kubelet["topologyManagerScope"], "pod", "{name}");
         let policy = Policy::parse(kubelet["topologyManagerPolicy"].as_str().unwrap()).unwrap();
@@ -814,10 +822,17 @@ fn every_rendered_pod_is_admitted_by_the_topology_manager_it_configures() {
         // cluster.yaml puts 4 GPUs on each of 2 sockets: the 8-GPU pod needs
         // both, so single-numa-node would refuse it; infiniband.yaml has one
         // NUMA node.
-        let expected = if layout.0.len() == 2 { Policy::Restricted } else { Policy::SingleNumaNode };
+        let expected = if layout.0.len() == 2 {
+            Policy::Restricted
+        } else {
+            Policy::SingleNumaNode
+        };
         assert_eq!(policy, expected, "{name}");
         let example = demand(&pod["spec"], static_cpus);
-        assert!(example.cpus.is_some(), "{name}: the example pod is Guaranteed with whole cpus");
+        assert!(
+            example.cpus.is_some(),
+            "{name}: the example pod is Guaranteed with whole cpus"
+        );
         let mut pods = 0;
         for (path, object) in objects(&set) {
             let specs = [
@@ -835,7 +850,10 @@ fn every_rendered_pod_is_admitted_by_the_topology_manager_it_configures() {
                 }
             }
         }
-        assert!(pods > 2, "{name}: the example pod and the fabric tests were checked");
+        assert!(
+            pods > 2,
+            "{name}: the example pod and the fabric tests were checked"
+        );
     }
 }
 
@@ -843,11 +861,16 @@ fn every_rendered_pod_is_admitted_by_the_topology_manager_it_configures() {
 /// refused on the two-socket board of cluster.yaml, as issue #14 reports.
 #[test]
 fn the_old_policy_refuses_the_eight_gpu_pod() {
-    use zerohop_known::topology::{Layout, LAYOUT_ANNOTATION, Policy, admit};
+    use zerohop_known::topology::{LAYOUT_ANNOTATION, Layout, Policy, admit};
     let set = rendered("cluster.yaml", Platform::Kubernetes);
     let (_, pod) = objects(&set)
         .find(|(path, _)| *path == "90-workload-pod.yaml")
         .unwrap();
-    let layout = Layout::parse(pod["metadata"]["annotations"][LAYOUT_ANNOTATION].as_str().unwrap()).unwrap();
+    let layout = Layout::parse(
+        pod["metadata"]["annotations"][LAYOUT_ANNOTATION]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
     assert!(admit(&layout, Policy::SingleNumaNode, &demand(&pod["spec"], true)).is_err());
 }

@@ -44,7 +44,10 @@ fn rendered_plans_lint_clean() {
                 .into_iter()
                 .flatten()
                 .flatten()
-                .map(|pool| pool.path().join("etc/kubernetes/kubelet.conf.d/50-zerohop-topology.conf"))
+                .map(|pool| {
+                    pool.path()
+                        .join("etc/kubernetes/kubelet.conf.d/50-zerohop-topology.conf")
+                })
                 .collect();
             assert_eq!(
                 drop_ins.is_empty(),
@@ -75,7 +78,10 @@ fn rendered_plans_lint_clean() {
             // ZL090 had a pod to judge: the example pod carries its layout
             // and the set configures an enforcing Topology Manager policy.
             let pod = std::fs::read_to_string(out.join("90-workload-pod.yaml")).unwrap();
-            assert!(pod.contains(zerohop_known::topology::LAYOUT_ANNOTATION), "{example} {platform}");
+            assert!(
+                pod.contains(zerohop_known::topology::LAYOUT_ANNOTATION),
+                "{example} {platform}"
+            );
             let kubelet = if platform == "openshift" {
                 std::fs::read_to_string(out.join("11-kubeletconfig-topology.yaml")).unwrap()
             } else {
@@ -107,7 +113,10 @@ fn the_old_single_numa_node_policy_is_caught_on_the_rendered_pod() {
     assert!(plan.status.success());
     let drop_in = out.join("host/h100/etc/kubernetes/kubelet.conf.d/50-zerohop-topology.conf");
     let settings = std::fs::read_to_string(&drop_in).unwrap();
-    let old = settings.replace("topologyManagerPolicy: restricted", "topologyManagerPolicy: single-numa-node");
+    let old = settings.replace(
+        "topologyManagerPolicy: restricted",
+        "topologyManagerPolicy: single-numa-node",
+    );
     assert_ne!(old, settings);
     let old_path = dir.path().join("old-kubelet.yaml");
     std::fs::write(&old_path, old).unwrap();

@@ -142,7 +142,9 @@ fn not_pinnable(container: &Node) -> Option<(&'static str, String)> {
         }
     }
     let cpu = limits.and_then(|l| l.get("cpu"));
-    let whole = cpu.and_then(quantity).is_some_and(|c| c >= 1.0 && c.fract() == 0.0);
+    let whole = cpu
+        .and_then(quantity)
+        .is_some_and(|c| c >= 1.0 && c.fract() == 0.0);
     if !whole {
         let text = cpu.and_then(Node::scalar_text).unwrap_or_default();
         return Some(("limits", format!("has cpu {text}, not whole cpus")));
@@ -357,7 +359,11 @@ fn gpu_pod_not_pinned(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let name = container.get("name").and_then(Node::as_str).unwrap_or("?");
         let mut path = template.path(container_path);
         path.push(PathStep::Key("resources"));
-        if container.get("resources").and_then(|r| r.get(field)).is_some() {
+        if container
+            .get("resources")
+            .and_then(|r| r.get(field))
+            .is_some()
+        {
             path.push(PathStep::Key(field));
         }
         sink.report(

@@ -85,8 +85,8 @@ fn kernel_arguments(pool: &PoolPlan) -> Vec<String> {
 /// cores (`SMTAlignmentError`), and the pod's size is not held to that.
 fn kubelet_settings(pool: &PoolPlan) -> Value {
     use zerohop_known::topology::{
-        CPU_MANAGER_POLICY_KEY, DEFAULT_MAX_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES,
-        POLICY_KEY, POLICY_OPTIONS_KEY, SCOPE_KEY, STATIC_CPU_MANAGER, Scope,
+        CPU_MANAGER_POLICY_KEY, DEFAULT_MAX_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES, POLICY_KEY,
+        POLICY_OPTIONS_KEY, SCOPE_KEY, STATIC_CPU_MANAGER, Scope,
     };
     let mut settings = json!({
         CPU_MANAGER_POLICY_KEY: STATIC_CPU_MANAGER,

@@ -32,9 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_saphyr::{Location, Spanned};
 use zerohop_known::cpuset::CpuSet;
-use zerohop_known::topology::{
-    Demand, GPU_RESOURCE, MAX_LAYOUT_NUMA_NODES, Policy, admit,
-};
+use zerohop_known::topology::{Demand, GPU_RESOURCE, MAX_LAYOUT_NUMA_NODES, Policy, admit};
 
 use super::Checker;
 use crate::intent::{NumaNodeSpec, RdmaMode};
@@ -62,11 +60,7 @@ pub(super) fn numa_nodes(
     if specs.is_empty() || specs.len() > MAX_LAYOUT_NUMA_NODES {
         c.error(
             &pool.referenced,
-            format!(
-                "pool {:?} lists {} numa nodes",
-                pool.value,
-                specs.len()
-            ),
+            format!("pool {:?} lists {} numa nodes", pool.value, specs.len()),
             format!("list 1 to {MAX_LAYOUT_NUMA_NODES} numa nodes, as lscpu shows them"),
         );
         return Vec::new();
@@ -118,12 +112,18 @@ pub(super) fn nic_numa_node(
     match numa_node {
         Some(node) if numa_nodes == 0 => c.error(
             &node.referenced,
-            format!("pf {:?} gives a numaNode but its pool gives no numaNodes", pf.value),
+            format!(
+                "pf {:?} gives a numaNode but its pool gives no numaNodes",
+                pf.value
+            ),
             "describe the pool's numaNodes (cpus and gpus of each), or remove numaNode",
         ),
         Some(node) if node.value as usize >= numa_nodes => c.error(
             &node.referenced,
-            format!("numaNode {} but the pool has {numa_nodes} numa nodes", node.value),
+            format!(
+                "numaNode {} but the pool has {numa_nodes} numa nodes",
+                node.value
+            ),
             "give the numa node as /sys/class/net/<pf>/device/numa_node shows it",
         ),
         None if numa_nodes > 0 => c.error(
@@ -175,7 +175,10 @@ fn usable_cpus(pool: &PoolPlan, numa: &NumaPlan) -> u32 {
 /// the NUMA nodes its GPUs need; the pod (its GPUs, its rails' VFs and its
 /// CPUs) must be admissible under the pool's policy on an empty node, else
 /// the problem is reported at `at`.
-#[expect(clippy::too_many_arguments, reason = "the pod's shape and the pool's resources")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pod's shape and the pool's resources"
+)]
 pub(super) fn pod_cpus(
     c: &mut Checker,
     written: Option<&Spanned<u32>>,
@@ -197,7 +200,9 @@ pub(super) fn pod_cpus(
         );
     }
     let Some(layout) = numa_layout(pool, rails, resource_prefix, rdma_mode) else {
-        return written.map_or(gpus.saturating_mul(CPUS_PER_GPU_WITHOUT_LAYOUT), |c| c.value);
+        return written.map_or(gpus.saturating_mul(CPUS_PER_GPU_WITHOUT_LAYOUT), |c| {
+            c.value
+        });
     };
     let mut demand = Demand::default();
     demand
