@@ -23,4 +23,5 @@ pub mod roce;
 pub mod shell;
 pub mod suggest;
 pub mod systemd;
+pub mod topology;
 pub mod zerohop_api;

@@ -93,6 +93,8 @@ pub static RULES: &[&Rule] = &[
     &crate::rules::machine_config::NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER,
     &crate::rules::storage::XFS_NOBARRIER,
     &crate::rules::storage::UNKNOWN_CUFILE_KEY,
+    &crate::rules::topology::POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER,
+    &crate::rules::topology::GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER,
 ];
 
 /// Every rule's metadata, in ID order, for `zerohop checks` and `zerohop

@@ -155,6 +155,26 @@ pub struct NodePool {
     #[serde(default = "defaults::reserved_cpus")]
     #[schemars(with = "String")]
     pub reserved_cpus: Spanned<String>,
+    /// The NUMA nodes of the pool's nodes, in NUMA id order (`lscpu`,
+    /// `zerohop topo`): each with its CPUs and GPUs; give each NIC its
+    /// `numaNode` too. From it the plan chooses the Topology Manager policy
+    /// and sizes the example pod's CPUs; without it the policy is
+    /// `best-effort`, which admits every pod but proves no alignment.
+    #[serde(default)]
+    pub numa_nodes: Option<Vec<NumaNodeSpec>>,
+}
+
+/// One NUMA node of a pool's nodes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NumaNodeSpec {
+    /// Its logical CPUs as a cpuset list (`/sys/devices/system/node/nodeN/cpulist`),
+    /// e.g. `0-27,56-83`.
+    #[schemars(with = "String")]
+    pub cpus: Spanned<String>,
+    /// GPUs attached to it.
+    #[schemars(with = "u32")]
+    pub gpus: Spanned<u32>,
 }
 
 /// Node labels that select a pool's nodes, each key and value with its
@@ -257,6 +277,11 @@ pub struct Nic {
     #[serde(default)]
     #[schemars(with = "Option<DeviceType>")]
     pub device_type: Option<Spanned<DeviceType>>,
+    /// The NUMA node the port is attached to (`/sys/class/net/<pf>/device/numa_node`);
+    /// required when the pool gives `numaNodes`.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub numa_node: Option<Spanned<u32>>,
 }
 
 /// Link layer of a NIC port.
@@ -447,6 +472,14 @@ pub struct Workload {
     #[serde(default)]
     #[schemars(with = "Option<u32>")]
     pub vfs_per_pod: Option<Spanned<u32>>,
+    /// Exclusive CPUs per pod (request and limit, an integer, so that the
+    /// pod is Guaranteed and the static CPU manager pins them). By default
+    /// the CPUs outside `reservedCpus` (the isolated ones, when given) of
+    /// the NUMA nodes the pod's GPUs need, less 2 per NUMA node for the
+    /// node's daemon sets; without `numaNodes`, 8 per GPU.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub cpus: Option<Spanned<u32>>,
     /// Memory request and limit, e.g. `256Gi`.
     #[serde(default = "defaults::memory")]
     #[schemars(with = "String")]

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use crate::grammar;
 use crate::intent::{CpuVendor, HugepageSize, Ipam, LinkType, Monitor, Platform, RdmaMode};
+use zerohop_known::cpuset::CpuSet;
 use zerohop_known::nic::NicModel;
+use zerohop_known::topology::{Layout, Policy};
 
 /// A validated intent with every default resolved; what the renderers read.
 #[derive(Debug, Clone)]
@@ -83,6 +85,24 @@ pub struct PoolPlan {
     pub isolated_cpus: Option<String>,
     /// Reserved CPUs.
     pub reserved_cpus: String,
+    /// The NUMA nodes, in NUMA id order; empty when the intent does not say.
+    pub numa: Vec<NumaPlan>,
+    /// The Topology Manager policy its kubelets run (always with the `pod`
+    /// scope), chosen from the NUMA layout and the pods the plan renders.
+    pub topology_policy: Policy,
+    /// Whether its rail VFs are advertised without their NUMA node
+    /// (`excludeTopology`), so that a pod spanning NUMA nodes can prefer
+    /// one mask for its GPUs and CPUs.
+    pub exclude_rail_topology: bool,
+}
+
+/// One NUMA node of a pool's nodes.
+#[derive(Debug, Clone)]
+pub struct NumaPlan {
+    /// Its logical CPUs.
+    pub cpus: CpuSet,
+    /// GPUs attached to it.
+    pub gpus: u32,
 }
 
 /// One NIC port.
@@ -98,6 +118,8 @@ pub struct NicPlan {
     pub num_vfs: u32,
     /// Rail number.
     pub rail: u32,
+    /// NUMA node, when the intent gives the layout.
+    pub numa_node: Option<u32>,
 }
 
 /// One rail network, shared by the NICs with that rail number.
@@ -142,8 +164,10 @@ pub struct WorkloadPlan {
     pub image: String,
     /// GPUs per pod.
     pub gpus: u32,
-    /// RDMA devices per pod.
-    pub vfs: u32,
+    /// The rails the pod takes one RDMA device of, in order.
+    pub rails: Vec<u32>,
+    /// Exclusive CPUs per pod (request and limit).
+    pub cpus: u32,
     /// Memory request/limit.
     pub memory: String,
     /// `/dev/shm` size.
@@ -205,5 +229,70 @@ impl Default for AgentPlan {
             image: zerohop_known::zerohop_api::default_image(),
             monitors: Vec::new(),
         }
+    }
+}
+
+/// The extended resource of a rail's RDMA device under `prefix`
+/// (`nvidia.com/rdma_rail0`).
+pub(crate) fn rail_resource(prefix: &str, rail: &RailPlan) -> String {
+    format!("{prefix}/{}", rail.resource_name)
+}
+
+/// The NUMA layout of `pool`'s nodes as the kubelet's hint providers see
+/// it: per NUMA node its CPUs, those of them reserved, its GPUs (the GPU
+/// device plugin reports each GPU's NUMA node) and, with SR-IOV VFs that
+/// keep their topology, the VFs of each rail (the SR-IOV network device
+/// plugin reports the NUMA node of each VF unless `excludeTopology`,
+/// k8snetworkplumbingwg/sriov-network-device-plugin `README.md`). The RDMA
+/// shared device plugin reports none (Mellanox/k8s-rdma-shared-dev-plugin
+/// issue 117). `None` when the intent gives no layout.
+pub(crate) fn numa_layout(
+    pool: &PoolPlan,
+    rails: &BTreeMap<u32, RailPlan>,
+    resource_prefix: &str,
+    rdma_mode: RdmaMode,
+) -> Option<Layout> {
+    use zerohop_known::topology::{GPU_RESOURCE, NumaNode};
+    if pool.numa.is_empty() {
+        return None;
+    }
+    let reserved = CpuSet::parse(&pool.reserved_cpus).unwrap_or_default();
+    let vfs_have_topology = rdma_mode == RdmaMode::Sriov && !pool.exclude_rail_topology;
+    let nodes = pool
+        .numa
+        .iter()
+        .enumerate()
+        .map(|(index, numa)| {
+            let mut devices = BTreeMap::new();
+            if numa.gpus > 0 {
+                devices.insert(GPU_RESOURCE.to_owned(), numa.gpus);
+            }
+            let local = pool
+                .nics
+                .iter()
+                .filter(|n| vfs_have_topology && n.num_vfs > 0)
+                .filter(|n| n.numa_node.is_some_and(|node| node as usize == index));
+            for nic in local {
+                if let Some(rail) = rails.get(&nic.rail) {
+                    *devices
+                        .entry(rail_resource(resource_prefix, rail))
+                        .or_insert(0) += nic.num_vfs;
+                }
+            }
+            NumaNode {
+                cpus: u32::try_from(numa.cpus.0.len()).unwrap_or(u32::MAX),
+                reserved_cpus: u32::try_from(numa.cpus.0.intersection(&reserved.0).count())
+                    .unwrap_or(u32::MAX),
+                devices,
+            }
+        })
+        .collect();
+    Some(Layout(nodes))
+}
+
+impl Plan {
+    /// [`numa_layout`] of one of the plan's pools.
+    pub(crate) fn numa_layout(&self, pool: &PoolPlan) -> Option<Layout> {
+        numa_layout(pool, &self.rails, &self.resource_prefix, self.rdma_mode)
     }
 }

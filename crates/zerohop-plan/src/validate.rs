@@ -5,6 +5,7 @@
 
 mod nic;
 mod storage;
+mod topology;
 mod workload;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +16,7 @@ use crate::diagnostic::Diagnostic;
 use crate::grammar;
 use crate::intent::{API_VERSION, DataPathPlan, KIND, NodePool, Operators, Platform, RdmaMode};
 use crate::plan::{Plan, PoolPlan};
+use zerohop_known::topology::Policy;
 
 /// Collects every problem of an intent, in any order.
 pub(crate) struct Checker {
@@ -122,7 +124,17 @@ pub(crate) fn validate(
     }
     let storage = storage::storage(&mut c, spec.storage, &all_pfs);
     let rails = rails.by_number;
-    let workload = workload::workload(&mut c, spec.workload, &pools, &rails);
+    for pool in &mut pools {
+        (pool.topology_policy, pool.exclude_rail_topology) = topology::policy(pool, rdma_mode);
+    }
+    let workload = workload::workload(
+        &mut c,
+        spec.workload,
+        &pools,
+        &rails,
+        &resource_prefix,
+        rdma_mode,
+    );
     let validation = workload::validation(&mut c, spec.validation);
     let agent = workload::agent(&mut c, spec.agent);
 
@@ -340,9 +352,11 @@ fn node_pool(
             "list the rdma nic ports (pfs)",
         );
     }
+    let numa = topology::numa_nodes(c, pool.numa_nodes, &pool.name, gpus);
     let mut pfs = BTreeSet::new();
     let mut nics = Vec::new();
     for nic in pool.nics {
+        topology::nic_numa_node(c, nic.numa_node.as_ref(), &nic.pf, numa.len());
         if !pfs.insert(nic.pf.value.clone()) {
             c.error(
                 &nic.pf.referenced,
@@ -367,5 +381,9 @@ fn node_pool(
         hugepages: pool.hugepages.map(|h| (h.size, h.count.value)),
         isolated_cpus: pool.isolated_cpus.map(|s| s.value),
         reserved_cpus: pool.reserved_cpus.value,
+        numa,
+        // Chosen once the workload is known.
+        topology_policy: Policy::BestEffort,
+        exclude_rail_topology: false,
     }
 }

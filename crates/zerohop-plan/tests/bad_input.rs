@@ -35,8 +35,8 @@ fn more_vfs_than_the_nic_supports() {
 #[test]
 fn vlan_on_the_nfs_over_rdma_network() {
     let text = cluster().replace(
-        "rail: 8, subnet: 10.10.0.0/24}",
-        "rail: 8, subnet: 10.10.0.0/24, vlan: 100}",
+        "rail: 8, subnet: 10.10.0.0/24,",
+        "rail: 8, subnet: 10.10.0.0/24, vlan: 100,",
     );
     insta::assert_snapshot!(error_for(&text));
 }
@@ -121,5 +121,30 @@ fn openshift_pools_selecting_the_same_nodes() {
         .replace("- name: h100", "- name: h100-b")
         .replace("{pf: ens", "{pf: enx");
     let text = format!("{}{second}{}", &cluster[..end], &cluster[end..]);
+    insta::assert_snapshot!(error_for(&text));
+}
+
+/// Issue #14, defect 4: 40 CPUs fit one socket, so the CPU manager prefers
+/// one NUMA node while the 8 GPUs need both; `restricted` would refuse the
+/// pod, and the intent is refused with the reason instead.
+#[test]
+fn workload_cpus_that_do_not_span_the_gpus_numa_nodes() {
+    let text = cluster().replace("    memory: 512Gi", "    cpus: 40\n    memory: 512Gi");
+    insta::assert_snapshot!(error_for(&text));
+}
+
+/// A NUMA layout whose GPUs do not add up to the pool's, and a NIC on a
+/// NUMA node the pool does not have.
+#[test]
+fn numa_layout_that_contradicts_the_pool() {
+    let text = cluster()
+        .replace(
+            "{cpus: \"28-55,84-111\", gpus: 4}",
+            "{cpus: \"28-55,84-111\", gpus: 2}",
+        )
+        .replace(
+            "rail: 7, subnet: 192.168.107.0/24, numaNode: 1}",
+            "rail: 7, subnet: 192.168.107.0/24, numaNode: 2}",
+        );
     insta::assert_snapshot!(error_for(&text));
 }

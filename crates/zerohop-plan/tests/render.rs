@@ -50,7 +50,7 @@ fn kubelet_settings_ok(settings: &Value) -> Result<(), String> {
             "apiVersion" => value == "kubelet.config.k8s.io/v1beta1",
             "kind" => value == "KubeletConfiguration",
             "cpuManagerPolicy" => value == "static",
-            "topologyManagerPolicy" => value == "single-numa-node",
+            "topologyManagerPolicy" => value == "single-numa-node" || value == "restricted",
             "topologyManagerScope" => value == "pod" || value == "container",
             "cpuManagerReconcilePeriod" | "reservedSystemCPUs" => value.is_string(),
             _ => false,
@@ -885,4 +885,137 @@ fn the_operators_are_installed_with_one_complete_cluster_policy() {
             assert!(config.contains(class), "{name}: {config}");
         }
     }
+}
+
+/// The kubelet settings a set renders: the `KubeletConfig`'s
+/// `spec.kubeletConfig` (OpenShift) or the host drop-in (Kubernetes).
+fn kubelet_configs(set: &ManifestSet) -> Vec<Value> {
+    let mut found: Vec<Value> = objects(set)
+        .filter(|(_, o)| o["kind"] == "KubeletConfig")
+        .map(|(_, o)| o["spec"]["kubeletConfig"].clone())
+        .collect();
+    for file in set
+        .files
+        .iter()
+        .filter(|f| f.path.ends_with("-topology.conf"))
+    {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&file.contents).expect("yaml");
+        found.extend(docs);
+    }
+    found
+}
+
+/// What a pod (template) asks the Topology Manager's hint providers for,
+/// the whole pod at once (the `pod` scope): its devices, and its CPUs when
+/// it is Guaranteed with integer CPUs under the static CPU manager.
+fn demand(spec: &Value, static_cpus: bool) -> zerohop_known::topology::Demand {
+    let mut demand = zerohop_known::topology::Demand::default();
+    let mut guaranteed = true;
+    let mut cpus = 0u64;
+    for container in spec["containers"].as_array().into_iter().flatten() {
+        let (limits, requests) = (
+            &container["resources"]["limits"],
+            &container["resources"]["requests"],
+        );
+        for (name, value) in limits.as_object().into_iter().flatten() {
+            if name.contains('/') {
+                let count: u64 = value.as_str().and_then(|v| v.parse().ok()).unwrap_or(0);
+                *demand.devices.entry(name.clone()).or_insert(0) += count;
+            }
+        }
+        for key in ["cpu", "memory"] {
+            guaranteed &= !limits[key].is_null() && limits[key] == requests[key];
+        }
+        match limits["cpu"].as_str().and_then(|v| v.parse::<u64>().ok()) {
+            Some(whole) => cpus += whole,
+            None => guaranteed = false,
+        }
+    }
+    if static_cpus && guaranteed {
+        demand.cpus = Some(cpus);
+    }
+    demand
+}
+
+/// Issue #14, defect 4: every pod the plan renders, the example pod and
+/// the fabric tests, can be admitted by the Topology Manager it configures
+/// on the layout the intent gives, read from the rendered files: the
+/// policy from the kubelet settings, the layout from the example pod's
+/// annotation, the demand from each pod's resources. The example pod is
+/// Guaranteed (integer CPUs, requests equal limits), so its CPUs count.
+#[test]
+fn every_rendered_pod_is_admitted_by_the_topology_manager_it_configures() {
+    use zerohop_known::topology::{LAYOUT_ANNOTATION, Layout, Policy, admit};
+    for (name, set) in all_sets() {
+        let kubelets = kubelet_configs(&set);
+        assert_eq!(
+            kubelets.len(),
+            1,
+            "{name}: one pool, one kubelet configuration"
+        );
+        let kubelet = &kubelets[0];
+        assert_eq!(kubelet["topologyManagerScope"], "pod", "{name}");
+        let policy = Policy::parse(kubelet["topologyManagerPolicy"].as_str().unwrap()).unwrap();
+        let static_cpus = kubelet["cpuManagerPolicy"] == "static";
+        let (_, pod) = objects(&set)
+            .find(|(path, _)| *path == "90-workload-pod.yaml")
+            .expect("the example pod");
+        let layout = pod["metadata"]["annotations"][LAYOUT_ANNOTATION]
+            .as_str()
+            .map(|text| Layout::parse(text).unwrap())
+            .expect("both examples give the layout");
+        // cluster.yaml puts 4 GPUs on each of 2 sockets: the 8-GPU pod needs
+        // both, so single-numa-node would refuse it; infiniband.yaml has one
+        // NUMA node.
+        let expected = if layout.0.len() == 2 {
+            Policy::Restricted
+        } else {
+            Policy::SingleNumaNode
+        };
+        assert_eq!(policy, expected, "{name}");
+        let example = demand(&pod["spec"], static_cpus);
+        assert!(
+            example.cpus.is_some(),
+            "{name}: the example pod is Guaranteed with whole cpus"
+        );
+        let mut pods = 0;
+        for (path, object) in objects(&set) {
+            let specs = [
+                &object["spec"],
+                &object["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"],
+            ];
+            for spec in specs.into_iter().filter(|s| s["containers"].is_array()) {
+                let wanted = demand(spec, static_cpus);
+                if wanted.devices.is_empty() {
+                    continue;
+                }
+                pods += 1;
+                if let Err(rejection) = admit(&layout, policy, &wanted) {
+                    panic!("{name}: {path} is refused: {}", rejection.0);
+                }
+            }
+        }
+        assert!(
+            pods > 2,
+            "{name}: the example pod and the fabric tests were checked"
+        );
+    }
+}
+
+/// The same pod under the policy the plan used to render, `single-numa-node`:
+/// refused on the two-socket board of cluster.yaml, as issue #14 reports.
+#[test]
+fn the_old_policy_refuses_the_eight_gpu_pod() {
+    use zerohop_known::topology::{LAYOUT_ANNOTATION, Layout, Policy, admit};
+    let set = rendered("cluster.yaml", Platform::Kubernetes);
+    let (_, pod) = objects(&set)
+        .find(|(path, _)| *path == "90-workload-pod.yaml")
+        .unwrap();
+    let layout = Layout::parse(
+        pod["metadata"]["annotations"][LAYOUT_ANNOTATION]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(admit(&layout, Policy::SingleNumaNode, &demand(&pod["spec"], true)).is_err());
 }

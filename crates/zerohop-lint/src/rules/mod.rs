@@ -8,6 +8,7 @@ pub(crate) mod network_operator;
 pub(crate) mod schema;
 pub(crate) mod sriov;
 pub(crate) mod storage;
+pub(crate) mod topology;
 pub(crate) mod workloads;
 
 mod facts;

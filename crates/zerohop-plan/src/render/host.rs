@@ -75,14 +75,31 @@ fn kernel_arguments(pool: &PoolPlan) -> Vec<String> {
     args
 }
 
+/// The kubelet settings of a pool: the static CPU manager, so that
+/// Guaranteed pods get whole CPUs and the Topology Manager their NUMA
+/// hint, and the Topology Manager with the policy chosen from the pool's
+/// layout (`validate::topology`) and the `pod` scope. More than 8 NUMA
+/// nodes need `max-allowable-numa-nodes`, or the kubelet does not start
+/// (Kubernetes documentation, "Control Topology Management Policies on a
+/// node"). No `full-pcpus-only`: it rejects a pod whose CPUs are not whole
+/// cores (`SMTAlignmentError`), and the pod's size is not held to that.
 fn kubelet_settings(pool: &PoolPlan) -> Value {
-    json!({
-        "cpuManagerPolicy": "static",
+    use zerohop_known::topology::{
+        CPU_MANAGER_POLICY_KEY, DEFAULT_MAX_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES, POLICY_KEY,
+        POLICY_OPTIONS_KEY, SCOPE_KEY, STATIC_CPU_MANAGER, Scope,
+    };
+    let mut settings = json!({
+        CPU_MANAGER_POLICY_KEY: STATIC_CPU_MANAGER,
         "cpuManagerReconcilePeriod": "5s",
-        "topologyManagerPolicy": "single-numa-node",
-        "topologyManagerScope": "pod",
+        POLICY_KEY: pool.topology_policy.as_str(),
+        SCOPE_KEY: Scope::Pod.as_str(),
         "reservedSystemCPUs": pool.reserved_cpus,
-    })
+    });
+    if pool.numa.len() > DEFAULT_MAX_NUMA_NODES {
+        settings[POLICY_OPTIONS_KEY] =
+            json!({MAX_ALLOWABLE_NUMA_NODES: pool.numa.len().to_string()});
+    }
+    settings
 }
 
 /// A MachineConfig for the nodes of `pool`: its role is the pool's name.
@@ -181,7 +198,7 @@ pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
         Step {
             path: "11-kubeletconfig-topology.yaml".to_owned(),
             objects: kubelets,
-            title: "Kubelet: Topology Manager single-numa-node, CPU Manager static".to_owned(),
+            title: "Kubelet: Topology Manager chosen from the NUMA layout, pod scope; CPU Manager static".to_owned(),
             checks: vec![format!("oc get kubeletconfig; {}", pools_updated(plan))],
         },
     ]

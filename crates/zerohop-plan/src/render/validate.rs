@@ -262,11 +262,16 @@ fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -
 }
 
 /// A perftest pod of one rail: one GPU and one RDMA device of that rail,
-/// on the pool's nodes; the client never on its server's node.
+/// on the pool's nodes; the client never on its server's node. Guaranteed,
+/// with 2 whole CPUs (the benchmark's thread and its completion polling)
+/// that the static CPU manager pins on the GPU's NUMA node: a measurement
+/// that shares its CPUs measures its neighbours too.
 fn perftest_pod(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> Value {
     let resources = json!({
-        "nvidia.com/gpu": "1",
+        zerohop_known::topology::GPU_RESOURCE: "1",
         rail_resource(plan, rail): "1",
+        "cpu": "2",
+        "memory": "8Gi",
     });
     // perftest does not use NCCL: the pod carries no NCCL environment.
     let mut env = Vec::new();

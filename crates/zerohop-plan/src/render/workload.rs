@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use zerohop_known::shell::quote;
+use zerohop_known::topology::{GPU_RESOURCE, LAYOUT_ANNOTATION};
 
 use super::Step;
 use crate::intent::{HugepageSize, LinkType, RdmaMode};
@@ -103,12 +104,13 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
             )],
         });
     }
-    let rails: Vec<&RailPlan> = plan.rails.values().take(w.vfs as usize).collect();
+    let rails: Vec<&RailPlan> = w.rails.iter().filter_map(|r| plan.rails.get(r)).collect();
     let mut resources: BTreeMap<String, Value> = BTreeMap::new();
-    resources.insert("nvidia.com/gpu".to_owned(), json!(w.gpus.to_string()));
+    resources.insert(GPU_RESOURCE.to_owned(), json!(w.gpus.to_string()));
     for rail in &rails {
         resources.insert(rail_resource(plan, rail), json!("1"));
     }
+    resources.insert("cpu".to_owned(), json!(w.cpus.to_string()));
     resources.insert("memory".to_owned(), json!(w.memory));
     if let Some((size, count)) = w.hugepages {
         let (name, mib) = hugepage_resource(size);
@@ -139,18 +141,19 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         mounts.push(json!({"name": "cufile", "mountPath": CUFILE_DIR, "readOnly": true}));
         volumes.push(json!({"name": "cufile", "configMap": {"name": "cufile-config"}}));
     }
-    let selector = plan
-        .pools
-        .first()
-        .map(|p| json!(p.node_selector))
-        .unwrap_or(json!({}));
+    let pool = plan.pools.first();
+    let selector = pool.map(|p| json!(p.node_selector)).unwrap_or(json!({}));
+    let mut annotations = json!({NETWORKS_ANNOTATION: networks_annotation(&rails)});
+    if let Some(layout) = pool.and_then(|p| plan.numa_layout(p)) {
+        annotations[LAYOUT_ANNOTATION] = json!(layout.to_json());
+    }
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": w.name,
             "namespace": w.namespace,
-            "annotations": {NETWORKS_ANNOTATION: networks_annotation(&rails)},
+            "annotations": annotations,
         },
         "spec": {
             "restartPolicy": "Never",
@@ -160,8 +163,12 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
                 "image": w.image,
                 "command": ["sleep", "infinity"],
                 "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                // Requests equal limits: extended resources and huge pages demand it,
-                // and the Guaranteed class lets the static CPU manager pin cores.
+                // Requests equal limits, integer CPUs, one container: the pod
+                // is Guaranteed, so the static CPU manager pins its CPUs and
+                // gives the Topology Manager their NUMA hint (Kubernetes
+                // documentation, "Configure Quality of Service for Pods" and
+                // "Control CPU Management Policies on the Node"); extended
+                // resources and huge pages demand it anyway.
                 "resources": {"requests": resources, "limits": resources},
                 "env": env,
                 "volumeMounts": mounts,
@@ -196,7 +203,7 @@ pub(crate) fn networks_annotation(rails: &[&RailPlan]) -> String {
 
 /// The extended resource of a rail's RDMA device (`nvidia.com/rdma_rail0`).
 pub(crate) fn rail_resource(plan: &Plan, rail: &RailPlan) -> String {
-    format!("{}/{}", plan.resource_prefix, rail.resource_name)
+    crate::plan::rail_resource(&plan.resource_prefix, rail)
 }
 
 /// The NCCL environment of a pod attached to `rails`: the RDMA devices it

@@ -221,5 +221,6 @@ pub(super) fn nic(
         model: model?,
         num_vfs,
         rail: nic.rail.value,
+        numa_node: nic.numa_node.map(|n| n.value),
     })
 }

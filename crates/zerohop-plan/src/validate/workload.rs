@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{Checker, DNS_LABEL_HELP};
 use crate::grammar;
-use crate::intent::{Agent, Validation, Workload};
+use crate::intent::{Agent, RdmaMode, Validation, Workload};
 use crate::plan::{AgentPlan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan};
 
 /// Checks the workload against the pools and rails it runs on.
@@ -14,6 +14,8 @@ pub(super) fn workload(
     w: Workload,
     pools: &[PoolPlan],
     rails: &BTreeMap<u32, RailPlan>,
+    resource_prefix: &str,
+    rdma_mode: RdmaMode,
 ) -> WorkloadPlan {
     c.grammar(
         &w.namespace,
@@ -91,12 +93,30 @@ pub(super) fn workload(
         }
         (None, _) => None,
     };
+    // The pod runs on the first pool (its nodeSelector), one device of each
+    // of the first `vfs` rails.
+    let pod_rails: Vec<u32> = rails.keys().take(vfs as usize).copied().collect();
+    let cpus = match pools.first() {
+        Some(pool) => super::topology::pod_cpus(
+            c,
+            w.cpus.as_ref(),
+            &w.gpus_per_pod.referenced,
+            w.gpus_per_pod.value,
+            &pod_rails,
+            pool,
+            rails,
+            resource_prefix,
+            rdma_mode,
+        ),
+        None => w.cpus.as_ref().map_or(1, |c| c.value),
+    };
     WorkloadPlan {
         name: w.name.value,
         namespace: w.namespace.value,
         image: w.image.value,
         gpus: w.gpus_per_pod.value,
-        vfs,
+        rails: pod_rails,
+        cpus,
         memory: w.memory.value,
         shm_size: w.shm_size.value,
         hugepages,

@@ -1,0 +1,246 @@
+//! The NUMA layout of a pool, the Topology Manager policy chosen from it,
+//! and the example pod's exclusive CPUs, proved admissible with the
+//! kubelet's own rules (`zerohop_known::topology`).
+//!
+//! The choice, for the best alignment a training job can get:
+//!
+//! - `single-numa-node` when one NUMA node holds every GPU and rail NIC of
+//!   the pool: every pod the plan renders (the nccl-tests workers take every
+//!   GPU of a node) then fits one node, and each gets its GPUs, VFs and
+//!   pinned CPUs there;
+//! - otherwise `restricted`: a pod that spans NUMA nodes is still admitted
+//!   as long as its GPUs and exclusive CPUs prefer the same NUMA nodes
+//!   (Kubernetes documentation, "Control Topology Management Policies on a
+//!   node": `restricted` admits a pod only with a preferred merged hint;
+//!   `single-numa-node` rejects every pod whose devices no single node
+//!   holds, with `TopologyAffinityError`). The rail VFs are advertised
+//!   without their NUMA node (`excludeTopology`): a rail has one PF per
+//!   node, so its hint cannot choose anything, only make the masks of
+//!   rails on different sockets disagree and the pod be rejected. The pod
+//!   is not split per NUMA node: two pods on one node cannot reach each
+//!   other's GPUs over NVLink (NCCL's P2P and SHM transports need the
+//!   peers in one container's view), so the collective's intra-node part
+//!   would drop to the NICs;
+//! - `best-effort` when the layout is unknown: it admits every pod and
+//!   aligns what it can, and nothing is claimed about the layout.
+//!
+//! Always with the `pod` scope: the hints of all the pod's containers are
+//! merged into one placement (the `container` scope would place the
+//! trainer and any sidecar apart).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_saphyr::{Location, Spanned};
+use zerohop_known::cpuset::CpuSet;
+use zerohop_known::topology::{Demand, GPU_RESOURCE, MAX_LAYOUT_NUMA_NODES, Policy, admit};
+
+use super::Checker;
+use crate::intent::{NumaNodeSpec, RdmaMode};
+use crate::plan::{NumaPlan, PoolPlan, RailPlan, numa_layout, rail_resource};
+
+/// CPUs per NUMA node the default pod size leaves to the node's daemon
+/// sets (device plugins, CNI, the agent), which request CPU from the same
+/// allocatable CPUs: a pod asking for all of them would stay Pending.
+const DAEMON_SET_CPUS_PER_NUMA_NODE: u32 = 2;
+
+/// Exclusive CPUs per GPU when the layout is unknown.
+const CPUS_PER_GPU_WITHOUT_LAYOUT: u32 = 8;
+
+/// Checks a pool's NUMA nodes: CPU lists, no CPU in two nodes, the GPUs
+/// adding up to the pool's. Empty when the intent gives none.
+pub(super) fn numa_nodes(
+    c: &mut Checker,
+    specs: Option<Vec<NumaNodeSpec>>,
+    pool: &Spanned<String>,
+    gpus: u32,
+) -> Vec<NumaPlan> {
+    let Some(specs) = specs else {
+        return Vec::new();
+    };
+    if specs.is_empty() || specs.len() > MAX_LAYOUT_NUMA_NODES {
+        c.error(
+            &pool.referenced,
+            format!("pool {:?} lists {} numa nodes", pool.value, specs.len()),
+            format!("list 1 to {MAX_LAYOUT_NUMA_NODES} numa nodes, as lscpu shows them"),
+        );
+        return Vec::new();
+    }
+    let mut seen = BTreeSet::new();
+    let mut nodes = Vec::new();
+    for spec in specs {
+        let cpus = c
+            .grammar(
+                &spec.cpus,
+                "cpus",
+                |text| CpuSet::parse(text).map_err(|e| e.to_string()),
+                "write it as /sys/devices/system/node/nodeN/cpulist does: \"0-27,56-83\"",
+            )
+            .unwrap_or_default();
+        if let Some(twice) = cpus.0.iter().find(|cpu| !seen.insert(**cpu)) {
+            c.error(
+                &spec.cpus.referenced,
+                format!("cpu {twice} is in two numa nodes"),
+                "give each numa node its own cpus",
+            );
+        }
+        nodes.push(NumaPlan {
+            cpus,
+            gpus: spec.gpus.value,
+        });
+    }
+    let listed: u32 = nodes.iter().map(|n| n.gpus).sum();
+    if listed != gpus {
+        c.error(
+            &pool.referenced,
+            format!(
+                "the numa nodes of pool {:?} hold {listed} gpus but the pool has {gpus}",
+                pool.value
+            ),
+            "give each numa node the gpus attached to it (nvidia-smi topo -m, NUMA Affinity)",
+        );
+    }
+    nodes
+}
+
+/// Checks a NIC's `numaNode` against the pool's NUMA nodes.
+pub(super) fn nic_numa_node(
+    c: &mut Checker,
+    numa_node: Option<&Spanned<u32>>,
+    pf: &Spanned<String>,
+    numa_nodes: usize,
+) {
+    match numa_node {
+        Some(node) if numa_nodes == 0 => c.error(
+            &node.referenced,
+            format!(
+                "pf {:?} gives a numaNode but its pool gives no numaNodes",
+                pf.value
+            ),
+            "describe the pool's numaNodes (cpus and gpus of each), or remove numaNode",
+        ),
+        Some(node) if node.value as usize >= numa_nodes => c.error(
+            &node.referenced,
+            format!(
+                "numaNode {} but the pool has {numa_nodes} numa nodes",
+                node.value
+            ),
+            "give the numa node as /sys/class/net/<pf>/device/numa_node shows it",
+        ),
+        None if numa_nodes > 0 => c.error(
+            &pf.referenced,
+            format!("pf {:?} has no numaNode", pf.value),
+            "give each nic its numa node: cat /sys/class/net/<pf>/device/numa_node",
+        ),
+        _ => {}
+    }
+}
+
+/// The Topology Manager policy of a pool, and whether its rail VFs are
+/// advertised without their NUMA node (see the module documentation).
+pub(super) fn policy(pool: &PoolPlan, rdma_mode: RdmaMode) -> (Policy, bool) {
+    if pool.numa.is_empty() {
+        return (Policy::BestEffort, false);
+    }
+    let mut used: BTreeSet<u32> = pool.nics.iter().filter_map(|n| n.numa_node).collect();
+    used.extend(
+        pool.numa
+            .iter()
+            .zip(0u32..)
+            .filter(|(numa, _)| numa.gpus > 0)
+            .map(|(_, index)| index),
+    );
+    if used.len() <= 1 {
+        (Policy::SingleNumaNode, false)
+    } else {
+        (Policy::Restricted, rdma_mode == RdmaMode::Sriov)
+    }
+}
+
+/// The CPUs of a NUMA node a Guaranteed pod can get: its isolated CPUs
+/// when the pool isolates some, else those outside `reservedCpus`.
+fn usable_cpus(pool: &PoolPlan, numa: &NumaPlan) -> u32 {
+    let reserved = CpuSet::parse(&pool.reserved_cpus).unwrap_or_default();
+    let isolated = pool
+        .isolated_cpus
+        .as_deref()
+        .and_then(|list| CpuSet::parse(list).ok());
+    let usable = match isolated {
+        Some(isolated) => numa.cpus.0.intersection(&isolated.0).count(),
+        None => numa.cpus.minus(&reserved).0.len(),
+    };
+    u32::try_from(usable).unwrap_or(u32::MAX)
+}
+
+/// The example pod's exclusive CPUs on `pool`: `written`, or sized from
+/// the NUMA nodes its GPUs need; the pod (its GPUs, its rails' VFs and its
+/// CPUs) must be admissible under the pool's policy on an empty node, else
+/// the problem is reported at `at`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pod's shape and the pool's resources"
+)]
+pub(super) fn pod_cpus(
+    c: &mut Checker,
+    written: Option<&Spanned<u32>>,
+    at: &Location,
+    gpus: u32,
+    pod_rails: &[u32],
+    pool: &PoolPlan,
+    rails: &BTreeMap<u32, RailPlan>,
+    resource_prefix: &str,
+    rdma_mode: RdmaMode,
+) -> u32 {
+    if let Some(cpus) = written
+        && cpus.value == 0
+    {
+        c.error(
+            &cpus.referenced,
+            "cpus is 0",
+            "give the pod whole cpus, at least 1, so that the static cpu manager pins them",
+        );
+    }
+    let Some(layout) = numa_layout(pool, rails, resource_prefix, rdma_mode) else {
+        return written.map_or(gpus.saturating_mul(CPUS_PER_GPU_WITHOUT_LAYOUT), |c| {
+            c.value
+        });
+    };
+    let mut demand = Demand::default();
+    demand
+        .devices
+        .insert(GPU_RESOURCE.to_owned(), u64::from(gpus));
+    for rail in pod_rails.iter().filter_map(|r| rails.get(r)) {
+        demand
+            .devices
+            .insert(rail_resource(resource_prefix, rail), 1);
+    }
+    let cpus = match written {
+        Some(cpus) => cpus.value,
+        None => {
+            // The NUMA nodes the GPUs and VFs alone would be placed on.
+            let nodes = admit(&layout, pool.topology_policy, &demand).unwrap_or_default();
+            let mut cpus = 0u32;
+            for numa in nodes.iter().filter_map(|n| pool.numa.get(*n as usize)) {
+                cpus = cpus.saturating_add(
+                    usable_cpus(pool, numa).saturating_sub(DAEMON_SET_CPUS_PER_NUMA_NODE),
+                );
+            }
+            cpus.max(1)
+        }
+    };
+    demand.cpus = Some(u64::from(cpus));
+    if let Err(rejection) = admit(&layout, pool.topology_policy, &demand) {
+        let place = written.map_or(at, |w| &w.referenced);
+        c.error(
+            place,
+            format!(
+                "the example pod ({gpus} gpus, {} rdma devices, {cpus} cpus) can never be admitted on pool {:?} under topology manager policy {}: {}",
+                pod_rails.len(),
+                pool.name,
+                pool.topology_policy.as_str(),
+                rejection.0
+            ),
+            "give workload.cpus so that the cpus span the same numa nodes as the gpus, or fewer gpusPerPod/vfsPerPod",
+        );
+    }
+    cpus
+}
