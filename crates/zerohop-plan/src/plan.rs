@@ -90,10 +90,6 @@ pub struct PoolPlan {
     /// The Topology Manager policy its kubelets run (always with the `pod`
     /// scope), chosen from the NUMA layout and the pods the plan renders.
     pub topology_policy: Policy,
-    /// Whether its rail VFs are advertised without their NUMA node
-    /// (`excludeTopology`), so that a pod spanning NUMA nodes can prefer
-    /// one mask for its GPUs and CPUs.
-    pub exclude_rail_topology: bool,
 }
 
 /// One NUMA node of a pool's nodes.
@@ -240,9 +236,9 @@ pub(crate) fn rail_resource(prefix: &str, rail: &RailPlan) -> String {
 
 /// The NUMA layout of `pool`'s nodes as the kubelet's hint providers see
 /// it: per NUMA node its CPUs, those of them reserved, its GPUs (the GPU
-/// device plugin reports each GPU's NUMA node) and, with SR-IOV VFs that
-/// keep their topology, the VFs of each rail (the SR-IOV network device
-/// plugin reports the NUMA node of each VF unless `excludeTopology`,
+/// device plugin reports each GPU's NUMA node) and, with SR-IOV VFs, the
+/// VFs of each rail (the SR-IOV network device
+/// plugin reports the NUMA node of each VF,
 /// k8snetworkplumbingwg/sriov-network-device-plugin `README.md`). The RDMA
 /// shared device plugin reports none (Mellanox/k8s-rdma-shared-dev-plugin
 /// issue 117). `None` when the intent gives no layout.
@@ -257,7 +253,7 @@ pub(crate) fn numa_layout(
         return None;
     }
     let reserved = CpuSet::parse(&pool.reserved_cpus).unwrap_or_default();
-    let vfs_have_topology = rdma_mode == RdmaMode::Sriov && !pool.exclude_rail_topology;
+    let vfs_have_topology = rdma_mode == RdmaMode::Sriov;
     let nodes = pool
         .numa
         .iter()

@@ -125,7 +125,7 @@ pub(crate) fn validate(
     let storage = storage::storage(&mut c, spec.storage, &all_pfs);
     let rails = rails.by_number;
     for pool in &mut pools {
-        (pool.topology_policy, pool.exclude_rail_topology) = topology::policy(pool, rdma_mode);
+        pool.topology_policy = topology::policy(pool);
     }
     let workload = workload::workload(
         &mut c,
@@ -384,6 +384,5 @@ fn node_pool(
         numa,
         // Chosen once the workload is known.
         topology_policy: Policy::BestEffort,
-        exclude_rail_topology: false,
     }
 }

@@ -124,12 +124,12 @@ fn openshift_pools_selecting_the_same_nodes() {
     insta::assert_snapshot!(error_for(&text));
 }
 
-/// Issue #14, defect 4: 40 CPUs fit one socket, so the CPU manager prefers
-/// one NUMA node while the 8 GPUs need both; `restricted` would refuse the
-/// pod, and the intent is refused with the reason instead.
+/// Issue #14, defect 4: a pod no node of the pool can hold (200 exclusive
+/// CPUs where the layout has 104 outside `reservedCpus`) is refused with
+/// the reason, not rendered to stay Pending.
 #[test]
-fn workload_cpus_that_do_not_span_the_gpus_numa_nodes() {
-    let text = cluster().replace("    memory: 512Gi", "    cpus: 40\n    memory: 512Gi");
+fn workload_cpus_that_no_node_has() {
+    let text = cluster().replace("    memory: 512Gi", "    cpus: 200\n    memory: 512Gi");
     insta::assert_snapshot!(error_for(&text));
 }
 

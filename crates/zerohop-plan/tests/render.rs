@@ -50,7 +50,7 @@ fn kubelet_settings_ok(settings: &Value) -> Result<(), String> {
             "apiVersion" => value == "kubelet.config.k8s.io/v1beta1",
             "kind" => value == "KubeletConfiguration",
             "cpuManagerPolicy" => value == "static",
-            "topologyManagerPolicy" => value == "single-numa-node" || value == "restricted",
+            "topologyManagerPolicy" => value == "single-numa-node" || value == "best-effort",
             "topologyManagerScope" => value == "pod" || value == "container",
             "cpuManagerReconcilePeriod" | "reservedSystemCPUs" => value.is_string(),
             _ => false,
@@ -964,11 +964,12 @@ fn every_rendered_pod_is_admitted_by_the_topology_manager_it_configures() {
             .as_str()
             .map(|text| Layout::parse(text).unwrap())
             .expect("both examples give the layout");
-        // cluster.yaml puts 4 GPUs on each of 2 sockets: the 8-GPU pod needs
-        // both, so single-numa-node would refuse it; infiniband.yaml has one
-        // NUMA node.
+        // cluster.yaml puts 4 GPUs and 4 rails on each of 2 sockets: the
+        // 8-GPU pod needs both, and its rails' hints disagree, so
+        // single-numa-node and restricted would refuse it; infiniband.yaml
+        // has one NUMA node.
         let expected = if layout.0.len() == 2 {
-            Policy::Restricted
+            Policy::BestEffort
         } else {
             Policy::SingleNumaNode
         };

@@ -88,7 +88,7 @@ fn rendered_plans_lint_clean() {
                 std::fs::read_to_string(&drop_ins[0]).unwrap()
             };
             assert!(
-                kubelet.contains("topologyManagerPolicy: restricted")
+                kubelet.contains("topologyManagerPolicy: best-effort")
                     || kubelet.contains("topologyManagerPolicy: single-numa-node"),
                 "{example} {platform}: {kubelet}"
             );
@@ -114,7 +114,7 @@ fn the_old_single_numa_node_policy_is_caught_on_the_rendered_pod() {
     let drop_in = out.join("host/h100/etc/kubernetes/kubelet.conf.d/50-zerohop-topology.conf");
     let settings = std::fs::read_to_string(&drop_in).unwrap();
     let old = settings.replace(
-        "topologyManagerPolicy: restricted",
+        "topologyManagerPolicy: best-effort",
         "topologyManagerPolicy: single-numa-node",
     );
     assert_ne!(old, settings);

@@ -180,12 +180,6 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
             if rail.link_type == LinkType::Eth {
                 spec["eSwitchMode"] = json!("legacy");
             }
-            // The VFs' NUMA node would only reject a pod that spans NUMA
-            // nodes (`zerohop_known::topology`): with one PF per rail on a
-            // node, the kubelet has no VF to choose anyway.
-            if pool.exclude_rail_topology {
-                spec["excludeTopology"] = json!(true);
-            }
             policies.push(json!({
                 "apiVersion": "sriovnetwork.openshift.io/v1",
                 "kind": "SriovNetworkNodePolicy",

@@ -8,21 +8,23 @@
 //!   the pool: every pod the plan renders (the nccl-tests workers take every
 //!   GPU of a node) then fits one node, and each gets its GPUs, VFs and
 //!   pinned CPUs there;
-//! - otherwise `restricted`: a pod that spans NUMA nodes is still admitted
-//!   as long as its GPUs and exclusive CPUs prefer the same NUMA nodes
-//!   (Kubernetes documentation, "Control Topology Management Policies on a
-//!   node": `restricted` admits a pod only with a preferred merged hint;
-//!   `single-numa-node` rejects every pod whose devices no single node
-//!   holds, with `TopologyAffinityError`). The rail VFs are advertised
-//!   without their NUMA node (`excludeTopology`): a rail has one PF per
-//!   node, so its hint cannot choose anything, only make the masks of
-//!   rails on different sockets disagree and the pod be rejected. The pod
-//!   is not split per NUMA node: two pods on one node cannot reach each
-//!   other's GPUs over NVLink (NCCL's P2P and SHM transports need the
-//!   peers in one container's view), so the collective's intra-node part
-//!   would drop to the NICs;
-//! - `best-effort` when the layout is unknown: it admits every pod and
-//!   aligns what it can, and nothing is claimed about the layout.
+//! - otherwise `best-effort`. A pod that takes rails on both sockets has
+//!   no preferred merged hint: each rail's VFs sit on one NUMA node, so
+//!   the rails' hints disagree, and `single-numa-node` and `restricted`
+//!   both answer `TopologyAffinityError` (Kubernetes documentation,
+//!   "Control Topology Management Policies on a node": `restricted` admits
+//!   a pod only with a preferred merged hint). `best-effort` admits it,
+//!   and still places every pod by the best hint: a perftest pod of one
+//!   rail gets a GPU and CPUs on its NIC's NUMA node. `restricted` with
+//!   the rails' NUMA nodes hidden (`excludeTopology`) would admit the
+//!   spanning pod too, but then places a one-rail pod's GPU by its CPUs
+//!   alone, on the first socket, and half the rails would be measured
+//!   across the inter-socket link. The pod is not split per NUMA node: two
+//!   pods on one node cannot reach each other's GPUs over NVLink (NCCL's
+//!   P2P and SHM transports need the peers in one container's view), so
+//!   the collective's intra-node part would drop to the NICs;
+//! - `best-effort` as well when the layout is unknown: it admits every pod
+//!   and aligns what it can, and nothing is claimed about the layout.
 //!
 //! Always with the `pod` scope: the hints of all the pod's containers are
 //! merged into one placement (the `container` scope would place the
@@ -135,11 +137,10 @@ pub(super) fn nic_numa_node(
     }
 }
 
-/// The Topology Manager policy of a pool, and whether its rail VFs are
-/// advertised without their NUMA node (see the module documentation).
-pub(super) fn policy(pool: &PoolPlan, rdma_mode: RdmaMode) -> (Policy, bool) {
+/// The Topology Manager policy of a pool (see the module documentation).
+pub(super) fn policy(pool: &PoolPlan) -> Policy {
     if pool.numa.is_empty() {
-        return (Policy::BestEffort, false);
+        return Policy::BestEffort;
     }
     let mut used: BTreeSet<u32> = pool.nics.iter().filter_map(|n| n.numa_node).collect();
     used.extend(
@@ -150,9 +151,9 @@ pub(super) fn policy(pool: &PoolPlan, rdma_mode: RdmaMode) -> (Policy, bool) {
             .map(|(_, index)| index),
     );
     if used.len() <= 1 {
-        (Policy::SingleNumaNode, false)
+        Policy::SingleNumaNode
     } else {
-        (Policy::Restricted, rdma_mode == RdmaMode::Sriov)
+        Policy::BestEffort
     }
 }
 
@@ -216,8 +217,12 @@ pub(super) fn pod_cpus(
     let cpus = match written {
         Some(cpus) => cpus.value,
         None => {
-            // The NUMA nodes the GPUs and VFs alone would be placed on.
-            let nodes = admit(&layout, pool.topology_policy, &demand).unwrap_or_default();
+            // The NUMA nodes the GPUs and VFs alone align to (what
+            // `restricted` would prefer), else those the policy places
+            // them on.
+            let nodes = admit(&layout, Policy::Restricted, &demand)
+                .or_else(|_| admit(&layout, pool.topology_policy, &demand))
+                .unwrap_or_default();
             let mut cpus = 0u32;
             for numa in nodes.iter().filter_map(|n| pool.numa.get(*n as usize)) {
                 cpus = cpus.saturating_add(
