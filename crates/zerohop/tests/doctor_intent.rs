@@ -129,7 +129,10 @@ fn missing_hugepages_on_a_numa_node_fails() {
         text.contains("node 1 holds 0 pages, below its share of 32"),
         "{text}"
     );
-    assert!(text.contains("32 pages of 1 GiB reserved, expected 64"), "{text}");
+    assert!(
+        text.contains("32 pages of 1 GiB reserved, expected 64"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -150,7 +153,10 @@ fn isolcpus_that_differ_fail() {
         let cmdline = fs::read_to_string(&path).unwrap();
         fs::write(
             &path,
-            cmdline.replace("isolcpus=managed_irq,4-55,60-111", "isolcpus=managed_irq,4-55"),
+            cmdline.replace(
+                "isolcpus=managed_irq,4-55,60-111",
+                "isolcpus=managed_irq,4-55",
+            ),
         )
         .unwrap();
     });
@@ -248,7 +254,10 @@ fn the_pool_whose_selector_matches_is_chosen() {
 
 #[test]
 fn a_node_label_given_can_make_a_choice_ambiguous() {
-    let out = with_intent(TWO_POOLS, &["--node-label", "node-role.kubernetes.io/storage="]);
+    let out = with_intent(
+        TWO_POOLS,
+        &["--node-label", "node-role.kubernetes.io/storage="],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("several pools"), "{stderr}");
@@ -261,12 +270,18 @@ fn no_matching_pool_is_a_usage_error_listing_the_pools() {
     let out = with_intent(&text, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("no pool of the intent selects this host"), "{stderr}");
+    assert!(
+        stderr.contains("no pool of the intent selects this host"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("storage (nodeSelector node-role.kubernetes.io/storage=)"),
         "{stderr}"
     );
-    assert!(stderr.contains("kubernetes.io/hostname=gpu-node-1"), "{stderr}");
+    assert!(
+        stderr.contains("kubernetes.io/hostname=gpu-node-1"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -319,7 +334,11 @@ fn corpus_host_against_an_intent_it_does_not_match_fails_clearly() {
     };
     // The capture's PCI functions hold only `class` and `local_cpus`, no
     // vendor: no NVIDIA GPU is identified.
-    assert!(message("CONF001")[0].contains("seen 0"), "{:?}", message("CONF001"));
+    assert!(
+        message("CONF001")[0].contains("seen 0"),
+        "{:?}",
+        message("CONF001")
+    );
     // It has no /sys/class/net or /sys/class/infiniband: every port is missing.
     let nics = message("CONF002");
     assert_eq!(nics.len(), 9);
@@ -327,6 +346,14 @@ fn corpus_host_against_an_intent_it_does_not_match_fails_clearly() {
     // Its command line (`root=/dev/mapper/system-root ro crashkernel=auto
     // rd.lvm.lv=system/root LANG=en_US.UTF-8`) requests no hugepages and
     // isolates no CPU.
-    assert!(message("CONF003")[0].contains("requests 0 pages"), "{:?}", message("CONF003"));
-    assert!(message("CONF004")[0].contains("isolcpus= absent"), "{:?}", message("CONF004"));
+    assert!(
+        message("CONF003")[0].contains("requests 0 pages"),
+        "{:?}",
+        message("CONF003")
+    );
+    assert!(
+        message("CONF004")[0].contains("isolcpus= absent"),
+        "{:?}",
+        message("CONF004")
+    );
 }

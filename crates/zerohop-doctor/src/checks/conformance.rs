@@ -157,8 +157,7 @@ fn gpu_count(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// Each NIC port of the pool is present, with its VFs, MTU, link type
-    /// and rate.
+    /// Each NIC port of the pool is present, with its VFs, MTU and link type.
     ///
     /// ## What it checks
     /// For each expected NIC port (the pool's `nics`, by PF netdev name
@@ -247,12 +246,7 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
     }
     if !missing.is_empty() {
         // A listing of what the host has makes a renamed port obvious.
-        let netdevs: Vec<&str> = facts
-            .rdma
-            .list()
-            .iter()
-            .map(|d| d.name.as_str())
-            .collect();
+        let netdevs: Vec<&str> = facts.rdma.list().iter().map(|d| d.name.as_str()).collect();
         return Outcome::fail(format!(
             "expected nic {}{place}: {}",
             nic.name(),
@@ -286,7 +280,10 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
                 rdma.netdevs.join(" ")
             }
         ))
-        .evidence(format!("{}/device/net", rdma.sysfs()), rdma.netdevs.join(" "));
+        .evidence(
+            format!("{}/device/net", rdma.sysfs()),
+            rdma.netdevs.join(" "),
+        );
     }
     let mut comparison = Comparison::default();
     let pci = netdev
@@ -346,10 +343,9 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
                     Ok(seen) => {
                         comparison.evidence.push((path, seen.text.clone()));
                         if seen.gbps + f64::EPSILON < f64::from(rate) {
-                            comparison.drift.push(format!(
-                                "rate: expected {rate} Gb/s, seen {}",
-                                seen.text
-                            ));
+                            comparison
+                                .drift
+                                .push(format!("rate: expected {rate} Gb/s, seen {}", seen.text));
                         } else {
                             comparison.agreed.push(format!("rate {}", seen.text));
                         }
@@ -382,8 +378,7 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
 }
 
 declare_check! {
-    /// The hugepage pool is the size the pool declares, spread over the
-    /// NUMA nodes as the kernel spreads a boot-time reservation.
+    /// The hugepage pool is the size the pool declares, on every NUMA node.
     ///
     /// ## What it checks
     /// With an expected pool (the pool's `hugepages`: size and pages per
@@ -471,7 +466,9 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
         }
         Some(Err(gap)) => return vec![Outcome::gap(gap)],
         Some(Ok(None)) | None => {
-            drift.push(format!("no {size} hugepage pool in /sys/kernel/mm/hugepages"));
+            drift.push(format!(
+                "no {size} hugepage pool in /sys/kernel/mm/hugepages"
+            ));
         }
     }
     // The nodes the kernel spreads the reservation over: those with memory
@@ -542,8 +539,7 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// The kernel command line isolates the CPUs the pool declares, and
-    /// keeps its reserved CPUs for the system.
+    /// The kernel command line isolates the CPUs the pool declares.
     ///
     /// ## What it checks
     /// With expected isolated CPUs (the pool's `isolatedCpus`): each of
@@ -662,13 +658,7 @@ fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
     if let Some(text) = &expected.reserved {
         let reserved = need!(parse(text, "reserved"));
         let place = cite(expected.reserved_from.as_ref());
-        let overlap = CpuSet(
-            reserved
-                .0
-                .intersection(&isolated_now.0)
-                .copied()
-                .collect(),
-        );
+        let overlap = CpuSet(reserved.0.intersection(&isolated_now.0).copied().collect());
         if !overlap.is_empty() {
             drift.push(format!(
                 "reserved cpus {reserved}{place} include isolated cpus {overlap}"
@@ -711,8 +701,7 @@ fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 declare_check! {
-    /// Each NFS mount the intent declares is mounted, from its export,
-    /// with the options the plan renders.
+    /// Each NFS mount the intent declares is mounted with the plan's options.
     ///
     /// ## What it checks
     /// For each expected NFS mount (the intent's `storage.nfsRdma`): the
@@ -765,12 +754,7 @@ fn nfs_outcome(table: &zerohop_host::facts::mounts::MountTable, nfs: &NfsExpecta
     let place = cite(nfs.from.as_ref());
     let wanted = zerohop_host::facts::mounts::normalize(&nfs.mount_point);
     // The last mount at the point is the one in effect.
-    let Some(entry) = table
-        .entries
-        .iter()
-        .rev()
-        .find(|e| e.mount_point == wanted)
-    else {
+    let Some(entry) = table.entries.iter().rev().find(|e| e.mount_point == wanted) else {
         return Outcome::fail(format!(
             "expected an nfs mount at {}{place}: nothing is mounted there",
             nfs.mount_point
@@ -824,8 +808,7 @@ fn nfs_outcome(table: &zerohop_host::facts::mounts::MountTable, nfs: &NfsExpecta
 }
 
 declare_check! {
-    /// The node has a live NVMe-oF controller to each target the intent
-    /// declares, on its transport.
+    /// Each NVMe-oF target the intent declares has a live controller.
     ///
     /// ## What it checks
     /// For each expected target (the intent's `storage.nvmeOf.targets`,
@@ -910,7 +893,9 @@ fn nvme_outcome(facts: &Facts, target: &NvmeTargetExpectation) -> Outcome {
         comparison.value(
             "transport",
             transport,
-            best.transport.clone().ok_or_else(|| "unreadable".to_owned()),
+            best.transport
+                .clone()
+                .ok_or_else(|| "unreadable".to_owned()),
             format!("{}/transport", best.dir),
         );
     }

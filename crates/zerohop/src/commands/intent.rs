@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use zerohop_doctor::Profile;
 use zerohop_doctor::profile::{
-    CpuExpectation, GpuExpectation, HugepagesExpectation, LinkType, NfsExpectation,
-    NicExpectation, NvmeTargetExpectation,
+    CpuExpectation, GpuExpectation, HugepagesExpectation, LinkType, NfsExpectation, NicExpectation,
+    NvmeTargetExpectation,
 };
 use zerohop_host::{Facts, HostRoot};
 use zerohop_known::operators::{nfd_pci_class_vendor_label, nfd_pci_vendor_label};
@@ -69,8 +69,8 @@ pub(crate) fn profile(
     let file = path.display().to_string();
     let refused = |reason: String| CliError::usage(format!("--intent {reason}"));
     let text = zerohop_plan::read_intent(path).map_err(|err| refused(err.to_string()))?;
-    let (intent, plan) =
-        zerohop_plan::load_with_intent(&file, &text, None).map_err(|err| refused(err.to_string()))?;
+    let (intent, plan) = zerohop_plan::load_with_intent(&file, &text, None)
+        .map_err(|err| refused(err.to_string()))?;
     let mut labels = host_labels(root, facts);
     labels.extend(args.node_labels.iter().cloned());
     let pool = choose_pool(&plan, args.pool.as_deref(), &labels)?;
