@@ -246,7 +246,7 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
     }
     if !missing.is_empty() {
         // A listing of what the host has makes a renamed port obvious.
-        let netdevs: Vec<&str> = facts.rdma.list().iter().map(|d| d.name.as_str()).collect();
+        let devices: Vec<&str> = facts.rdma.list().iter().map(|d| d.name.as_str()).collect();
         return Outcome::fail(format!(
             "expected nic {}{place}: {}",
             nic.name(),
@@ -254,10 +254,10 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
         ))
         .evidence(
             "/sys/class/infiniband",
-            if netdevs.is_empty() {
+            if devices.is_empty() {
                 "<no rdma device>".to_owned()
             } else {
-                netdevs.join(" ")
+                devices.join(" ")
             },
         )
         .fix(
