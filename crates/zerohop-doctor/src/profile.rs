@@ -64,6 +64,168 @@ pub struct Profile {
     /// The transport NVMe-oF controllers must use (`rdma`, `tcp`, `fc`).
     #[serde(default)]
     pub nvme_transport: Option<String>,
+    /// The NVIDIA GPUs the host must have.
+    #[serde(default)]
+    pub gpus: Option<GpuExpectation>,
+    /// The RDMA NIC ports (physical functions) the host must have, each
+    /// with what it must show.
+    #[serde(default)]
+    pub nics: Vec<NicExpectation>,
+    /// The hugepage pool reserved at boot.
+    #[serde(default)]
+    pub hugepages: Option<HugepagesExpectation>,
+    /// The CPUs isolated for workloads and kept for the system.
+    #[serde(default)]
+    pub cpus: Option<CpuExpectation>,
+    /// The NFS mounts the host must have, with their options.
+    #[serde(default)]
+    pub nfs_mounts: Vec<NfsExpectation>,
+    /// The NVMe-oF targets the host must be connected to.
+    #[serde(default)]
+    pub nvme_targets: Vec<NvmeTargetExpectation>,
+}
+
+/// How many NVIDIA GPUs the host must have.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct GpuExpectation {
+    /// The count of NVIDIA GPU functions (physical, not VFs).
+    pub count: u32,
+    /// Where the expectation was written (`cluster.yaml:14`), for messages.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+/// One RDMA NIC port the host must have, named by its PF netdev, its RDMA
+/// device, or both; every other field is judged only when given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct NicExpectation {
+    /// The PF's netdev name (`ens1f0np0`).
+    #[serde(default)]
+    pub pf: Option<String>,
+    /// The PF's RDMA device name (`mlx5_0`).
+    #[serde(default)]
+    pub rdma_device: Option<String>,
+    /// The VFs the PF must have enabled (`sriov_numvfs`).
+    #[serde(default)]
+    pub vfs: Option<u32>,
+    /// The PF netdev's MTU.
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// The link layer of the RDMA port.
+    #[serde(default)]
+    pub link_type: Option<LinkType>,
+    /// The rate the RDMA port must reach, in Gb/s.
+    #[serde(default)]
+    pub rate_gbps: Option<u32>,
+    /// Where the expectation was written, for messages.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+impl NicExpectation {
+    /// How messages name the NIC: `ens1f0np0 (mlx5_0)`, or whichever name
+    /// is given.
+    pub fn name(&self) -> String {
+        match (&self.pf, &self.rdma_device) {
+            (Some(pf), Some(dev)) => format!("{pf} ({dev})"),
+            (Some(name), None) | (None, Some(name)) => name.clone(),
+            (None, None) => "<unnamed nic>".to_owned(),
+        }
+    }
+}
+
+/// The link layer of an RDMA port, as the intent spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum LinkType {
+    /// Ethernet (RoCE v2).
+    #[serde(rename = "ETH", alias = "eth")]
+    Ethernet,
+    /// InfiniBand.
+    #[serde(rename = "IB", alias = "ib")]
+    InfiniBand,
+}
+
+impl LinkType {
+    /// The name the kernel's `link_layer` file uses.
+    pub fn sysfs_name(self) -> &'static str {
+        match self {
+            LinkType::Ethernet => "Ethernet",
+            LinkType::InfiniBand => "InfiniBand",
+        }
+    }
+}
+
+/// The hugepage pool the host must reserve at boot.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HugepagesExpectation {
+    /// The page size in KiB (1048576 for 1 GiB, 2048 for 2 MiB).
+    pub size_kib: u64,
+    /// The pages of the whole host, spread by the kernel over the NUMA
+    /// nodes with memory.
+    pub pages: u64,
+    /// Where the expectation was written, for messages.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+/// The CPUs the host must isolate and keep, as cpuset lists (`4-55,60-111`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CpuExpectation {
+    /// The CPUs `isolcpus=`, `nohz_full=` and `rcu_nocbs=` must each name.
+    #[serde(default)]
+    pub isolated: Option<String>,
+    /// Where `isolated` was written.
+    #[serde(default)]
+    pub isolated_from: Option<String>,
+    /// The CPUs kept for the system and the kubelet: they must exist and
+    /// not be isolated.
+    #[serde(default)]
+    pub reserved: Option<String>,
+    /// Where `reserved` was written.
+    #[serde(default)]
+    pub reserved_from: Option<String>,
+}
+
+/// An NFS mount the host must have.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct NfsExpectation {
+    /// The mount point (`/mnt/ai-data`).
+    pub mount_point: String,
+    /// The source, `server:/export`, when it matters.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Options the mount must show: `key=value` for a value, `key` for a
+    /// flag (`proto=rdma`, `nconnect=16`, `hard`).
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// Where the expectation was written, for messages.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+/// An NVMe-oF target the host must have a live controller to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct NvmeTargetExpectation {
+    /// The target's address (`traddr`).
+    pub address: String,
+    /// The transport (`rdma`, `tcp`, `fc`).
+    #[serde(default)]
+    pub transport: Option<String>,
+    /// Where the expectation was written, for messages.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+/// ` (cluster.yaml:14)` for an expectation written at that place, empty
+/// for one given on the command line.
+pub fn cite(from: Option<&String>) -> String {
+    from.map(|place| format!(" ({place})")).unwrap_or_default()
 }
 
 /// How GPUDirect RDMA registers GPU memory with the NIC.

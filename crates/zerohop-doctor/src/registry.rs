@@ -30,6 +30,10 @@ pub enum Group {
     Gds,
     /// io_uring for the workloads.
     IoUring,
+    /// What the cluster intent (or a profile) asks of this node: GPUs,
+    /// NIC ports, hugepages, CPU isolation, mounts and targets, each
+    /// against its expected value.
+    Conformance,
     /// Faults only the kernel log shows, across the layers above: judged
     /// last, since a setting that fails above explains its symptoms here.
     KernelLog,
@@ -37,7 +41,7 @@ pub enum Group {
 
 impl Group {
     /// Every group in deploy order.
-    pub const ALL: [Group; 12] = [
+    pub const ALL: [Group; 13] = [
         Group::Kernel,
         Group::Pcie,
         Group::Memory,
@@ -49,6 +53,7 @@ impl Group {
         Group::Nvme,
         Group::Gds,
         Group::IoUring,
+        Group::Conformance,
         Group::KernelLog,
     ];
 
@@ -66,6 +71,7 @@ impl Group {
             Group::Nvme => "nvme",
             Group::Gds => "gds",
             Group::IoUring => "io-uring",
+            Group::Conformance => "conformance",
             Group::KernelLog => "kernel-log",
         }
     }
@@ -84,6 +90,7 @@ impl Group {
             Group::Nvme => "NVME",
             Group::Gds => "GDS",
             Group::IoUring => "URING",
+            Group::Conformance => "CONF",
             Group::KernelLog => "KLOG",
         }
     }

@@ -75,6 +75,17 @@ pub fn nfd_pci_vendor_label(vendor: &str) -> String {
     format!("feature.node.kubernetes.io/pci-{vendor}.present")
 }
 
+/// The Node Feature Discovery label of nodes with a PCI device of `class`
+/// (four hexadecimal digits, class and subclass: `0302`) and `vendor`:
+/// NFD's default `deviceLabelFields` are `[class, vendor]`
+/// (kubernetes-sigs/node-feature-discovery `docs/reference/feature-labels.md`,
+/// "PCI": `pci-<device label>.present`, and
+/// `docs/reference/worker-configuration-reference.md`,
+/// `sources.pci.deviceLabelFields`).
+pub fn nfd_pci_class_vendor_label(class: &str, vendor: &str) -> String {
+    nfd_pci_vendor_label(&format!("{class}_{vendor}"))
+}
+
 /// A value of an operator's Helm chart that users write into the custom
 /// resource, where it is no field: the chart reads it, the operator never
 /// sees it.

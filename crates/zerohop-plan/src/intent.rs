@@ -4,7 +4,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_saphyr::Spanned;
+pub use serde_saphyr::Spanned;
 
 /// The `apiVersion` this crate reads.
 pub const API_VERSION: &str = zerohop_known::zerohop_api::API_VERSION;
@@ -16,6 +16,13 @@ pub const KIND: &str = "DataPathPlan";
 /// the rdma-core and perftest tools).
 pub const DEFAULT_VALIDATION_IMAGE: &str =
     "ghcr.io/coreweave/nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e";
+
+/// The line of the intent file a value was written on; `None` for a value
+/// the file left to its default.
+pub fn line_of<T>(value: &Spanned<T>) -> Option<usize> {
+    let line = value.referenced.line();
+    (line > 0).then(|| usize::try_from(line).unwrap_or(usize::MAX))
+}
 
 /// A zero-copy data path plan for one cluster.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -34,6 +34,19 @@ pub fn load(file: &str, text: &str, platform: Option<Platform>) -> Result<Plan, 
     validate::validate(intent, platform).map_err(|d| PlanError::new(file, d))
 }
 
+/// Parses and validates an intent file as [`load`] does, and gives the
+/// parsed intent beside the plan: its spans say on which line each value was
+/// written, for messages that cite the intent (`zerohop doctor --intent`).
+pub fn load_with_intent(
+    file: &str,
+    text: &str,
+    platform: Option<Platform>,
+) -> Result<(DataPathPlan, Plan), PlanError> {
+    let plan = load(file, text, platform)?;
+    let intent = parse::parse(text).map_err(|d| PlanError::new(file, vec![d]))?;
+    Ok((intent, plan))
+}
+
 /// The JSON Schema of the intent format, pretty-printed with a final newline.
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(DataPathPlan);

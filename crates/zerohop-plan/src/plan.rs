@@ -149,6 +149,32 @@ pub struct NfsPlan {
     pub nconnect: u32,
 }
 
+impl NfsPlan {
+    /// The options the mount passes to the kernel, as the kernel shows them
+    /// back in the mount table: NFS 4.2 over RDMA on the RPC-over-RDMA port
+    /// (20049, RFC 8267), `nconnect` connections, 1 MiB transfers, `hard`.
+    pub fn kernel_options(&self) -> Vec<String> {
+        vec![
+            "vers=4.2".to_owned(),
+            "proto=rdma".to_owned(),
+            "port=20049".to_owned(),
+            format!("nconnect={}", self.nconnect),
+            "rsize=1048576".to_owned(),
+            "wsize=1048576".to_owned(),
+            "hard".to_owned(),
+        ]
+    }
+
+    /// The `Options=` of the mount unit: [`NfsPlan::kernel_options`] and
+    /// `_netdev`, which only `mount(8)` and systemd read (a network file
+    /// system: mounted after the network is up).
+    pub fn mount_options(&self) -> String {
+        let mut options = self.kernel_options();
+        options.push("_netdev".to_owned());
+        options.join(",")
+    }
+}
+
 /// The example workload.
 #[derive(Debug, Clone)]
 pub struct WorkloadPlan {

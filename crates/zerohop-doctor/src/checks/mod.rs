@@ -1,5 +1,6 @@
 //! Every check, one module per group, and the registry slice.
 
+pub mod conformance;
 pub mod gds;
 pub mod gpu;
 pub mod io_uring;
@@ -81,6 +82,12 @@ pub static CHECKS: &[&Check] = &[
     &gds::ODIRECT,
     &io_uring::IO_URING_DISABLED,
     &io_uring_probe::IO_URING_PROBE,
+    &conformance::GPU_COUNT,
+    &conformance::NIC_CONFORMANCE,
+    &conformance::HUGEPAGES_CONFORMANCE,
+    &conformance::CPU_ISOLATION_CONFORMANCE,
+    &conformance::NFS_MOUNT_CONFORMANCE,
+    &conformance::NVME_TARGET_CONFORMANCE,
     &kernel_log::PEERMEM_ERRORS,
     &kernel_log::LINK_FLAPS,
     &kernel_log::NFS_NOT_RESPONDING,

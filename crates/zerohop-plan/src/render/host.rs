@@ -233,10 +233,7 @@ fn mount_units(plan: &Plan) -> Option<(String, String, String, String)> {
     let nfs = plan.nfs.as_ref()?;
     let source = unit::value(&format!("{}:{}", nfs.server, nfs.export));
     let point = unit::value(&nfs.mount_point);
-    let options = unit::value(&format!(
-        "vers=4.2,proto=rdma,port=20049,nconnect={},rsize=1048576,wsize=1048576,hard,_netdev",
-        nfs.nconnect
-    ));
+    let options = unit::value(&nfs.mount_options());
     let mount = format!(
         "[Unit]\nDescription=NFS over RDMA: {source}\nWants=network-online.target\nAfter=network-online.target\n\n[Mount]\nWhat={source}\nWhere={point}\nType=nfs\nOptions={options}\nTimeoutSec=60\n",
     );

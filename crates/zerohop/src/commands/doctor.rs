@@ -8,6 +8,7 @@ use zerohop_host::facts::kernel_log::DEFAULT_WINDOW;
 use zerohop_host::{CollectOptions, Facts};
 
 use crate::commands::host::HostArgs;
+use crate::commands::intent::{self, IntentArgs};
 use crate::error::CliError;
 use crate::output::{self, Format};
 
@@ -16,6 +17,8 @@ use crate::output::{self, Format};
 pub(crate) struct Args {
     #[command(flatten)]
     host: HostArgs,
+    #[command(flatten)]
+    intent: IntentArgs,
     /// Output format: `npd` answers as a node-problem-detector custom
     /// plugin (exit 0 OK, 1 NonOK, 2 Unknown; one line of at most 80 bytes).
     #[arg(long, value_enum, default_value = "human")]
@@ -149,7 +152,7 @@ fn check(args: Args) -> Result<i32, CliError> {
             "`{name}` is neither a check group nor a check id: `zerohop checks` lists both"
         ))
     })?;
-    let profile = Profile {
+    let flags = Profile {
         sriov: args.expect_sriov,
         hugepages_1g_per_node: args.expect_hugepages_1g,
         rdma: args.expect_rdma,
@@ -164,6 +167,7 @@ fn check(args: Args) -> Result<i32, CliError> {
         nfs_rdma: args.expect_nfs_rdma,
         nvme_iopolicy: args.expect_iopolicy.clone(),
         nvme_transport: args.expect_nvme_transport.clone(),
+        ..Profile::default()
     };
     let options = CollectOptions {
         log_window: args.log_window.unwrap_or(DEFAULT_WINDOW),
@@ -175,6 +179,22 @@ fn check(args: Args) -> Result<i32, CliError> {
         facts.probes = zerohop_host::probe::run(&root, target)
             .map_err(|missing| CliError::usage(format!("--probe {missing}")))?;
     }
+    let profile = match intent::profile(&args.intent, &root, &facts)? {
+        Some((expected, pool)) => {
+            if args.format == DoctorFormat::Human {
+                eprintln!(
+                    "note: checking against pool `{pool}` of {}",
+                    args.intent
+                        .intent
+                        .as_deref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+            }
+            intent::overlay(flags, expected)
+        }
+        None => flags,
+    };
     let report = zerohop_doctor::run(&facts, &profile, &selection);
     let format = match args.format {
         DoctorFormat::Human => Format::Human,

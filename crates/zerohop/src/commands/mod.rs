@@ -9,6 +9,7 @@ mod doctor;
 #[cfg(feature = "cluster")]
 mod fleet;
 mod host;
+mod intent;
 mod lint;
 mod plan;
 mod snapshot;
