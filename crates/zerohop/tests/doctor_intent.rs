@@ -84,7 +84,8 @@ fn conforming_host_passes() {
 
 #[test]
 fn wrong_vf_count_fails_citing_the_nic_line() {
-    // ens1f0np0 is the function 0000:19:00.0; line 20 of the example is its nic.
+    // ens1f0np0 is the function 0000:19:00.0; the finding cites the line
+    // of the example that declares its nic.
     let (code, text) = drifted(|root| {
         write(
             root,
@@ -94,7 +95,12 @@ fn wrong_vf_count_fails_citing_the_nic_line() {
     });
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("vfs: expected 10, seen 4"), "{text}");
-    assert!(text.contains("cluster.yaml:20"), "{text}");
+    let intent = std::fs::read_to_string(repo("examples/cluster.yaml")).unwrap();
+    let line = 1 + intent
+        .lines()
+        .position(|l| l.contains("pf: ens1f0np0"))
+        .expect("the example declares ens1f0np0");
+    assert!(text.contains(&format!("cluster.yaml:{line}")), "{text}");
 }
 
 #[test]
