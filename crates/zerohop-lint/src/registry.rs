@@ -91,6 +91,11 @@ pub static RULES: &[&Rule] = &[
     &crate::rules::machine_config::NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER,
     &crate::rules::storage::XFS_NOBARRIER,
     &crate::rules::storage::UNKNOWN_CUFILE_KEY,
+    &crate::rules::images::IMAGE_REPEATS_REPOSITORY,
+    &crate::rules::images::PARTIAL_IMAGE_SPEC,
+    &crate::rules::networks::HOST_LOCAL_IPAM_ACROSS_NODES,
+    &crate::rules::nccl::NUMERIC_NCCL_NET_GDR_LEVEL,
+    &crate::rules::networks::PREFIXED_SRIOV_NETWORK_RESOURCE,
 ];
 
 /// Every rule's metadata, in ID order, for `zerohop checks` and `zerohop

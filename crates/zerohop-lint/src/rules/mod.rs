@@ -12,3 +12,7 @@ pub(crate) mod workloads;
 
 mod facts;
 pub(crate) mod resources;
+mod container_env;
+pub(crate) mod images;
+pub(crate) mod nccl;
+pub(crate) mod networks;
