@@ -626,7 +626,9 @@ mod tests {
     #[test]
     fn cufile_content_is_told_from_other_json() {
         // Two sections, or one section holding a key only cuFile reads.
-        assert!(looks_like_cufile(&json(r#"{"logging": {}, "properties": {}}"#)));
+        assert!(looks_like_cufile(&json(
+            r#"{"logging": {}, "properties": {}}"#
+        )));
         assert!(looks_like_cufile(&json(
             r#"{"properties": {"allow_compat_mode": false}}"#
         )));
@@ -636,7 +638,9 @@ mod tests {
             r#"{"type": "object", "properties": {"name": {}}}"#
         )));
         // Many programs have `logging.level`.
-        assert!(!looks_like_cufile(&json(r#"{"logging": {"level": "INFO"}}"#)));
+        assert!(!looks_like_cufile(&json(
+            r#"{"logging": {"level": "INFO"}}"#
+        )));
         assert!(!looks_like_cufile(&json(
             r#"{"apiVersion": "v1", "kind": "ConfigMap", "logging": {}, "fs": {}}"#
         )));

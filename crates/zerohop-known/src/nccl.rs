@@ -56,11 +56,8 @@ pub fn legacy_level(value: &str) -> Option<&'static str> {
     let end = digits
         .find(|c: char| !c.is_digit(radix))
         .unwrap_or(digits.len());
-    let number = u64::from_str_radix(&digits[..end], radix).unwrap_or(if end == 0 {
-        0
-    } else {
-        u64::MAX
-    });
+    let number =
+        u64::from_str_radix(&digits[..end], radix).unwrap_or(if end == 0 { 0 } else { u64::MAX });
     let last = LEGACY_LEVELS.len() - 1;
     let index = usize::try_from(number).map_or(last, |n| n.min(last));
     LEGACY_LEVELS.get(index).copied()

@@ -66,9 +66,7 @@ impl Loaded {
         match &self.content {
             Content::Documents {
                 text, documents, ..
-            } => {
-                text.capacity() + documents.iter().map(weight).sum::<usize>()
-            }
+            } => text.capacity() + documents.iter().map(weight).sum::<usize>(),
             Content::Invalid { line, .. } => line.as_ref().map_or(0, String::capacity),
             Content::NotRead(_) => 0,
         }
@@ -192,7 +190,7 @@ fn load_json(text: &str, limits: &Limits) -> (Result<Vec<Node>, LoadError>, bool
     let maybe_cufile = match &as_yaml {
         Ok(documents) => matches!(
             documents.as_slice(),
-            [root] if root.entries().first().is_some()
+            [root] if !root.entries().is_empty()
                 && root.get("apiVersion").is_none()
                 && root.get("kind").is_none()
         ),

@@ -97,13 +97,13 @@ pub(crate) fn settings(container: &Node, name: &str) -> Vec<Setting> {
 /// when set without a value one can read.
 pub(crate) fn value_of(container: &Node, name: &str) -> Option<String> {
     let all = settings(container, name);
-    let from_script = all
-        .iter()
-        .filter(|setting| setting.in_script)
-        .fold(None, |last: Option<String>, setting| match &setting.value {
+    let from_script = all.iter().filter(|setting| setting.in_script).fold(
+        None,
+        |last: Option<String>, setting| match &setting.value {
             Some(value) => Some(value.clone()),
             None => last.or_else(|| Some(String::new())),
-        });
+        },
+    );
     from_script.or_else(|| {
         all.iter()
             .rev()

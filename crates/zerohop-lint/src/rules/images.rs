@@ -37,7 +37,9 @@ impl ImageSpec<'_> {
     /// Whether the operator joins the fields rather than taking `image` as
     /// the whole reference.
     fn joins(&self) -> bool {
-        self.join == Join::NetworkOperator || !self.repository.is_empty() || !self.version.is_empty()
+        self.join == Join::NetworkOperator
+            || !self.repository.is_empty()
+            || !self.version.is_empty()
     }
 
     /// The image reference the operator builds.
@@ -260,7 +262,8 @@ fn partial_image_spec(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let Some(spec) = object.get(&[PathStep::Key("spec")]) else {
             continue;
         };
-        let mut components: Vec<(Vec<PathStep<'_>>, &Node)> = vec![(vec![PathStep::Key("spec")], spec)];
+        let mut components: Vec<(Vec<PathStep<'_>>, &Node)> =
+            vec![(vec![PathStep::Key("spec")], spec)];
         components.extend(spec.entries().iter().map(|entry| {
             (
                 vec![PathStep::Key("spec"), PathStep::Key(entry.key.as_str())],
@@ -352,6 +355,9 @@ mod tests {
     fn tags_and_digests_are_dropped() {
         assert_eq!(without_tag("driver:550.90.07"), "driver");
         assert_eq!(without_tag("k8s/toolkit@sha256:ab"), "k8s/toolkit");
-        assert_eq!(without_tag("registry:5000/x/driver"), "registry:5000/x/driver");
+        assert_eq!(
+            without_tag("registry:5000/x/driver"),
+            "registry:5000/x/driver"
+        );
     }
 }

@@ -10,9 +10,9 @@ pub(crate) mod sriov;
 pub(crate) mod storage;
 pub(crate) mod workloads;
 
-mod facts;
-pub(crate) mod resources;
 mod container_env;
+mod facts;
 pub(crate) mod images;
 pub(crate) mod nccl;
 pub(crate) mod networks;
+pub(crate) mod resources;

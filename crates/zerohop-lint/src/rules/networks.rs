@@ -95,11 +95,11 @@ fn why_several_nodes(workspace: &Workspace<'_>, network: &Object<'_>) -> Option<
                 .collect();
             let single = !policies.is_empty()
                 && policies.iter().all(|policy| {
-                    pins_one_node(policy.get(&[PathStep::Key("spec"), PathStep::Key("nodeSelector")]))
+                    pins_one_node(
+                        policy.get(&[PathStep::Key("spec"), PathStep::Key("nodeSelector")]),
+                    )
                 });
-            (!single).then(|| {
-                "an SR-IOV network serves every node its policies select".to_owned()
-            })
+            (!single).then(|| "an SR-IOV network serves every node its policies select".to_owned())
         }
         "mellanox.com" => Some(
             "the Network Operator's device plugins serve every node with an NVIDIA NIC".to_owned(),
@@ -163,7 +163,11 @@ declare_rule! {
     /// Every node runs the same configuration from the same range, so the
     /// first pod on each node gets the same address: RDMA connections and
     /// NCCL bootstrap between those pods reach the wrong peer or fail with
-    /// duplicate-address conflicts.
+    /// duplicate-address conflicts. The SR-IOV Network Operator's own
+    /// examples (`README.md`, `doc/*.md`) use `host-local` for brevity on
+    /// networks that serve every selected node, and get this warning: it is
+    /// a warning, not an error, because a network used by one pod, or only
+    /// on one node, is fine.
     ///
     /// ## How to fix
     /// Use cluster-wide IPAM (`whereabouts`, or `nv-ipam` with the Network
@@ -178,10 +182,7 @@ fn host_local_ipam_across_nodes(workspace: &Workspace<'_>, sink: &mut Sink<'_>) 
             continue;
         };
         let path = [PathStep::Key("spec"), PathStep::Key(field)];
-        let Some(Ok(json)) = object
-            .str_at(&path)
-            .map(|text| serde_json::from_str::<Json>(text))
-        else {
+        let Some(Ok(json)) = object.str_at(&path).map(serde_json::from_str::<Json>) else {
             continue;
         };
         let Some(subnet) = host_local_subnets(&json).into_iter().next() else {
@@ -232,7 +233,10 @@ declare_rule! {
 fn prefixed_sriov_network_resource(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for object in &workspace.objects {
         if object.group() != SRIOV_GROUP
-            || !matches!(object.kind, "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork")
+            || !matches!(
+                object.kind,
+                "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork"
+            )
         {
             continue;
         }
@@ -264,13 +268,20 @@ mod tests {
 
     #[test]
     fn host_local_is_found_in_each_place_it_may_be() {
-        let operator: Json = serde_json::from_str(r#"{"type":"host-local","subnet":"10.0.0.0/24"}"#).unwrap();
-        assert_eq!(host_local_subnets(&operator), vec![Some("10.0.0.0/24".to_owned())]);
+        let operator: Json =
+            serde_json::from_str(r#"{"type":"host-local","subnet":"10.0.0.0/24"}"#).unwrap();
+        assert_eq!(
+            host_local_subnets(&operator),
+            vec![Some("10.0.0.0/24".to_owned())]
+        );
         let nad: Json = serde_json::from_str(
             r#"{"type":"macvlan","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/16"}]]}}"#,
         )
         .unwrap();
-        assert_eq!(host_local_subnets(&nad), vec![Some("10.1.0.0/16".to_owned())]);
+        assert_eq!(
+            host_local_subnets(&nad),
+            vec![Some("10.1.0.0/16".to_owned())]
+        );
         let list: Json = serde_json::from_str(
             r#"{"plugins":[{"type":"sriov","ipam":{"type":"host-local"}},{"type":"rdma"}]}"#,
         )
