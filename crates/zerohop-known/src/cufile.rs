@@ -264,6 +264,51 @@ pub fn from_gdscheck(printed: &str) -> &str {
         .map_or(printed, |(_, json)| json)
 }
 
+/// Whether a document is a `cufile.json` by its content, whatever the file
+/// is called: an object without Kubernetes' `apiVersion`/`kind` that has at
+/// least two of cuFile's top-level sections (`logging`, `profile`,
+/// `execution`, `properties`, `fs`, `denylist`, ...; an old name such as
+/// `blacklist` counts), or one section other than `logging` holding a key
+/// libcufile reads there (`properties.allow_compat_mode`). `logging` alone
+/// is too common in other programs' configurations to tell.
+pub fn looks_like_cufile<'a, T: Tree<'a>>(root: T) -> bool {
+    if root.shape() != Shape::Object {
+        return false;
+    }
+    let members = root.members();
+    if members
+        .iter()
+        .any(|(key, _, _)| matches!(*key, "apiVersion" | "kind"))
+    {
+        return false;
+    }
+    let section = |key: &str| {
+        let key = RENAMED
+            .iter()
+            .find(|(old, _)| *old == key)
+            .map_or(key, |(_, new)| new);
+        lookup(&[key])
+            .filter(|known| known.ty == Type::Section)
+            .map(|known| known.path)
+    };
+    let mut sections = 0;
+    for (key, value, _) in &members {
+        let Some(name) = section(key) else {
+            continue;
+        };
+        sections += 1;
+        let holds_known_key = name != "logging"
+            && value
+                .members()
+                .iter()
+                .any(|(member, _, _)| lookup(&[name, member]).is_some());
+        if sections >= 2 || holds_known_key {
+            return true;
+        }
+    }
+    false
+}
+
 /// A value of a parsed document, as far as the schema looks at it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Shape<'a> {
@@ -573,6 +618,34 @@ fn suggestion(path: &[&str]) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn json(text: &str) -> serde_json::Value {
+        serde_json::from_str(text).expect("json")
+    }
+
+    #[test]
+    fn cufile_content_is_told_from_other_json() {
+        // Two sections, or one section holding a key only cuFile reads.
+        assert!(looks_like_cufile(&json(
+            r#"{"logging": {}, "properties": {}}"#
+        )));
+        assert!(looks_like_cufile(&json(
+            r#"{"properties": {"allow_compat_mode": false}}"#
+        )));
+        assert!(looks_like_cufile(&json(r#"{"fs": {}, "blacklist": {}}"#)));
+        // A JSON Schema has `properties` too, with other members.
+        assert!(!looks_like_cufile(&json(
+            r#"{"type": "object", "properties": {"name": {}}}"#
+        )));
+        // Many programs have `logging.level`.
+        assert!(!looks_like_cufile(&json(
+            r#"{"logging": {"level": "INFO"}}"#
+        )));
+        assert!(!looks_like_cufile(&json(
+            r#"{"apiVersion": "v1", "kind": "ConfigMap", "logging": {}, "fs": {}}"#
+        )));
+        assert!(!looks_like_cufile(&json("[1, 2]")));
+    }
 
     /// A small tree for the tests: a value and its members.
     #[derive(Debug)]

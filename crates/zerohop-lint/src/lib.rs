@@ -123,7 +123,9 @@ pub struct Outcome {
     pub invalid_inputs: usize,
 }
 
-/// Whether an input should be read as a cuFile configuration.
+/// Whether an input is named `cufile.json`, and so is read as a cuFile
+/// configuration whatever its content (other `.json` inputs are, when
+/// their content is one).
 pub fn is_cufile(name: &str) -> bool {
     name.rsplit(['/', '\\'])
         .next()
@@ -203,7 +205,11 @@ fn lint_cluster<'a>(loaded: impl Iterator<Item = &'a Loaded>, options: &Options)
             Content::Invalid { error, .. } => workspace
                 .failed_inputs
                 .push((name, InputFailure::Invalid(error))),
-            Content::Documents { documents, .. } if is_cufile(name) => workspace
+            Content::Documents {
+                documents,
+                cufile: true,
+                ..
+            } => workspace
                 .cufiles
                 .extend(documents.iter().map(|doc| (name, doc))),
             Content::Documents { documents, .. } => {

@@ -18,7 +18,7 @@ use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{
     self, Entry, Limits, LoadError, LoadErrorKind, Mark, Node, Value, Yaml11Reading,
 };
-use zerohop_known::jsonc;
+use zerohop_known::{cufile, jsonc};
 
 use crate::scope::{Cluster, Kustomizations, Scope};
 use crate::{Input, NotRead, inputs, is_cufile};
@@ -42,8 +42,13 @@ pub struct Loaded {
 
 #[derive(Debug)]
 pub(crate) enum Content {
-    /// The text and its documents.
-    Documents { text: String, documents: Vec<Node> },
+    /// The text and its documents, and whether they are a `cufile.json`
+    /// (by name, or by content for a `.json` input).
+    Documents {
+        text: String,
+        documents: Vec<Node>,
+        cufile: bool,
+    },
     /// Not valid (or acceptable) YAML: why, and the line the error is on
     /// when it is text and short enough to show.
     Invalid {
@@ -59,30 +64,37 @@ impl Loaded {
     /// node tree, or the error line kept of a failed input.
     pub fn held_bytes(&self) -> usize {
         match &self.content {
-            Content::Documents { text, documents } => {
-                text.capacity() + documents.iter().map(weight).sum::<usize>()
-            }
+            Content::Documents {
+                text, documents, ..
+            } => text.capacity() + documents.iter().map(weight).sum::<usize>(),
             Content::Invalid { line, .. } => line.as_ref().map_or(0, String::capacity),
             Content::NotRead(_) => 0,
         }
     }
 }
 
-/// Loads one input: parses its text into documents (a `cufile.json` with
-/// its comments blanked out), or records why that failed.
+/// Loads one input: parses its text into documents (a `cufile.json`, by
+/// name or by content, with its comments blanked out), or records why that
+/// failed.
 pub fn load(input: Input, limits: &Limits) -> Loaded {
     let Input { name, content } = input;
     let content = match content {
         Err(not_read) => Content::NotRead(not_read),
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => {
-                let documents = if is_cufile(&name) {
-                    load_cufile(&text, limits)
+                let (documents, cufile) = if is_cufile(&name) {
+                    (load_cufile(&text, limits), true)
+                } else if is_json_name(&name) {
+                    load_json(&text, limits)
                 } else {
-                    yaml::load_str(&text, limits)
+                    (yaml::load_str(&text, limits), false)
                 };
                 match documents {
-                    Ok(documents) => Content::Documents { text, documents },
+                    Ok(documents) => Content::Documents {
+                        text,
+                        documents,
+                        cufile,
+                    },
                     Err(error) => Content::Invalid {
                         line: excerpt(text.as_bytes(), error.at.line),
                         error,
@@ -151,6 +163,44 @@ fn block(size: usize) -> usize {
         0
     } else {
         (size + 8).next_multiple_of(16).max(32)
+    }
+}
+
+/// Largest `.json` input whose content is parsed a second time to tell
+/// whether it is a `cufile.json`: far above any real one (a few KiB), far
+/// below the 32 MiB an input may have, whose parse as a whole would cost
+/// hundreds of MiB.
+const MAX_SNIFFED_BYTES: usize = 1024 * 1024;
+
+/// Whether an input's name ends in `.json` (any case).
+fn is_json_name(name: &str) -> bool {
+    name.len() >= 5
+        && name
+            .get(name.len() - 5..)
+            .is_some_and(|end| end.eq_ignore_ascii_case(".json"))
+}
+
+/// Loads a `.json` input not named `cufile.json`: as a cuFile configuration
+/// when its content is one ([`cufile::looks_like_cufile`]), whatever the
+/// file is called, else as the YAML every JSON manifest also is. Only a
+/// document that is not a Kubernetes object, or that YAML cannot read (a
+/// `//` comment, which cuFile allows), is parsed a second time to tell.
+fn load_json(text: &str, limits: &Limits) -> (Result<Vec<Node>, LoadError>, bool) {
+    let as_yaml = yaml::load_str(text, limits);
+    let maybe_cufile = match &as_yaml {
+        Ok(documents) => matches!(
+            documents.as_slice(),
+            [root] if !root.entries().is_empty()
+                && root.get("apiVersion").is_none()
+                && root.get("kind").is_none()
+        ),
+        Err(_) => true,
+    };
+    let maybe_cufile = maybe_cufile && text.len() <= MAX_SNIFFED_BYTES.min(limits.max_bytes);
+    if maybe_cufile && jsonc::parse(text).is_ok_and(|value| cufile::looks_like_cufile(&value)) {
+        (load_cufile(text, limits), true)
+    } else {
+        (as_yaml, false)
     }
 }
 

@@ -95,6 +95,11 @@ pub static RULES: &[&Rule] = &[
     &crate::rules::storage::UNKNOWN_CUFILE_KEY,
     &crate::rules::topology::POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER,
     &crate::rules::topology::GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER,
+    &crate::rules::images::IMAGE_REPEATS_REPOSITORY,
+    &crate::rules::images::PARTIAL_IMAGE_SPEC,
+    &crate::rules::networks::HOST_LOCAL_IPAM_ACROSS_NODES,
+    &crate::rules::nccl::NUMERIC_NCCL_NET_GDR_LEVEL,
+    &crate::rules::networks::PREFIXED_SRIOV_NETWORK_RESOURCE,
 ];
 
 /// Every rule's metadata, in ID order, for `zerohop checks` and `zerohop

@@ -20,8 +20,10 @@ zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|s
 - `PATH`: files, directories (searched recursively for `*.yaml`, `*.yml`,
   `*.json`, in name order) or `-` for standard input. Multi-document YAML,
   `kind: List` (and `*List` kinds with `items`) and the output of `helm
-  template` / `kustomize build` are read as streams of objects. A file named
-  `cufile.json` is read as a cuFile configuration (`//` comments allowed).
+  template` / `kustomize build` are read as streams of objects. A cuFile
+  configuration is found by its content, not its name: a file named
+  `cufile.json`, any other `*.json` file (up to 1 MiB) and any ConfigMap
+  `data` value that holds one (see [ZL081](#zl081); `//` comments allowed).
 - `--scope`: which inputs are one cluster (see [What one cluster
   is](#what-one-cluster-is)); `auto` by default.
 - `--crds DIR`: validate custom resources against the CRDs in `DIR` (its

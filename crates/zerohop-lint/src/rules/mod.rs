@@ -11,5 +11,9 @@ pub(crate) mod storage;
 pub(crate) mod topology;
 pub(crate) mod workloads;
 
+mod container_env;
 mod facts;
+pub(crate) mod images;
+pub(crate) mod nccl;
+pub(crate) mod networks;
 pub(crate) mod resources;

@@ -1,10 +1,11 @@
 //! Storage: StorageClass and PersistentVolume mount options, `cufile.json`.
 
 use zerohop_core::Remediation;
-use zerohop_k8s::yaml::{Node, PathStep, Span, Value};
+use zerohop_k8s::yaml::{self, Entry, Limits, Mark, Node, PathStep, Span, Value};
 use zerohop_known::cufile::{self, Shape};
+use zerohop_known::jsonc;
 
-use crate::model::Workspace;
+use crate::model::{Workspace, display_path};
 use crate::registry::declare_rule;
 use crate::sink::Sink;
 
@@ -113,14 +114,22 @@ declare_rule! {
     /// A `cufile.json` key that cuFile does not know, or a value not of its type.
     ///
     /// ## What it checks
-    /// When a file named `cufile.json` is linted: every key, against the
-    /// keys of GPUDirect Storage's configuration (`logging`, `profile`,
+    /// Every cuFile configuration, found by name or by content: a file
+    /// named `cufile.json`; any other `.json` file whose content is one; a
+    /// ConfigMap `data` value whose content is one (whatever its key, the
+    /// way pods mount `cufile.json` and point `CUFILE_ENV_PATH_JSON` at
+    /// it). Content is a cuFile configuration when it is a JSON object with
+    /// two of cuFile's top-level sections (`logging`, `profile`,
     /// `execution`, `properties`, `fs`, `block`, `denylist`,
-    /// `miscellaneous` and their members), by the schema `zerohop doctor`
-    /// uses for GDS002. Unknown keys, keys under an old name (`blacklist`
-    /// for `denylist`), values of another type, values outside a key's
-    /// list or range, and slab lists that do not pair up are reported. `//` and `/* */` comments are allowed, as cuFile
-    /// allows them.
+    /// `miscellaneous`), or one section other than `logging` holding one of
+    /// its keys. Every key is checked against the keys of GPUDirect
+    /// Storage's configuration, by the schema `zerohop doctor` uses for
+    /// GDS002. Unknown keys, keys under an old name (`blacklist` for
+    /// `denylist`), values of another type, values outside a key's list or
+    /// range, and slab lists that do not pair up are reported. `//` and
+    /// `/* */` comments are allowed, as cuFile allows them. A finding in a
+    /// ConfigMap points at the key inside a literal block (`|`), and at the
+    /// whole value otherwise.
     ///
     /// ## Why it matters
     /// cuFile ignores keys it does not know: a misspelled
@@ -135,6 +144,7 @@ declare_rule! {
 }
 
 fn unknown_cufile_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    configmap_cufiles(workspace, sink);
     for (file, root) in &workspace.cufiles {
         for finding in cufile::judge(YamlTree(root)) {
             let remediation = Remediation::new(finding.problem.remedy());
@@ -146,6 +156,100 @@ fn unknown_cufile_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 finding.message(),
                 remediation,
             );
+        }
+    }
+}
+
+/// Largest ConfigMap value parsed to tell whether it is a `cufile.json`
+/// (ConfigMaps hold at most 1 MiB).
+const MAX_CONFIGMAP_VALUE_BYTES: usize = 1024 * 1024;
+
+/// Checks the ConfigMap `data` values that are cuFile configurations.
+fn configmap_cufiles(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in workspace.of_kind("", "ConfigMap") {
+        let Some(data) = object.get(&[PathStep::Key("data")]) else {
+            continue;
+        };
+        for entry in data.entries() {
+            let Some(text) = entry.value.as_str() else {
+                continue;
+            };
+            if text.len() > MAX_CONFIGMAP_VALUE_BYTES
+                || !text.trim_start().starts_with('{')
+                || !jsonc::parse(text).is_ok_and(|json| cufile::looks_like_cufile(&json))
+            {
+                continue;
+            }
+            let Ok(stripped) = jsonc::strip_comments(text) else {
+                continue;
+            };
+            let Ok(documents) = yaml::load_str(&stripped, &Limits::default()) else {
+                continue;
+            };
+            let Some(root) = documents.first() else {
+                continue;
+            };
+            let place = Placement::of(entry, text);
+            for finding in cufile::judge(YamlTree(root)) {
+                let subject = format!(
+                    "{}.{}",
+                    display_path(&[PathStep::Key("data"), PathStep::Key(&entry.key)]),
+                    finding.path
+                );
+                sink.report_in_file(
+                    object.file,
+                    Some(object),
+                    place.span(finding.place),
+                    subject,
+                    finding.message(),
+                    Remediation::new(finding.problem.remedy()),
+                );
+            }
+        }
+    }
+}
+
+/// Where a ConfigMap value's own lines and columns lie in the file.
+enum Placement {
+    /// A literal block scalar (`|`): its lines are the file's lines from
+    /// `start`, each indented to `start`'s column.
+    Block(Mark),
+    /// Any other scalar (quoted, folded): escapes and folding move text
+    /// around, so a finding points at the whole value.
+    Whole(Span),
+}
+
+impl Placement {
+    fn of(entry: &Entry, text: &str) -> Placement {
+        let span = entry.value.span;
+        // A block scalar starts on a line below its key; a literal one keeps
+        // every line, so the value has as many lines as the file gives it
+        // (a folded one joins them).
+        let file_lines = span.end.line.saturating_sub(span.start.line);
+        let own_lines = u32::try_from(text.lines().count()).unwrap_or(u32::MAX);
+        if span.start.line > entry.key_span.start.line
+            && own_lines <= file_lines
+            && own_lines + 2 >= file_lines
+        {
+            Placement::Block(span.start)
+        } else {
+            Placement::Whole(span)
+        }
+    }
+
+    fn span(&self, inner: Span) -> Span {
+        match self {
+            Placement::Block(start) => {
+                let shift = |mark: Mark| Mark {
+                    line: start.line + mark.line.saturating_sub(1),
+                    column: start.column + mark.column.saturating_sub(1),
+                };
+                Span {
+                    start: shift(inner.start),
+                    end: shift(inner.end),
+                }
+            }
+            Placement::Whole(span) => *span,
         }
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value as Json;
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
+use super::container_env::{command_words, value_of};
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
@@ -143,7 +144,7 @@ fn annotation_path(template: &PodTemplate<'_>) -> Vec<PathStep<'static>> {
 }
 
 /// The pod's network references with the namespace each resolves in.
-fn pod_networks(template: &PodTemplate<'_>) -> Vec<(String, String)> {
+pub(crate) fn pod_networks(template: &PodTemplate<'_>) -> Vec<(String, String)> {
     let Some(annotation) = template
         .annotations()
         .and_then(|a| a.get(NETWORKS_ANNOTATION))
@@ -677,58 +678,12 @@ const PERFTEST_BINARIES: &[&str] = &[
     "raw_ethernet_lat",
 ];
 
-/// The words of a container's `command` and `args`: what it runs, and the
-/// shell script it may run.
-fn command_words(container: &Node) -> impl Iterator<Item = &str> {
-    ["command", "args"]
-        .into_iter()
-        .filter_map(|key| container.get(key))
-        .flat_map(Node::items)
-        .filter_map(Node::as_str)
-}
-
 /// Whether the container runs a perftest binary.
 fn runs_perftest(container: &Node) -> bool {
     command_words(container).any(|word| {
         word.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .any(|token| PERFTEST_BINARIES.contains(&token))
     })
-}
-
-/// The value a container gives the NCCL variable `name`: in `env`, or
-/// assigned in its `command`/`args` (`export NAME=V`, `NAME=V cmd`, `env
-/// NAME=V`, `mpirun -x NAME=V`), the last one written winning. `Some("")`
-/// when set without a value we can read (`-x NAME` forwards the caller's).
-fn nccl_value<'a>(container: &'a Node, name: &str) -> Option<&'a str> {
-    let from_env = container.get("env").and_then(|env| {
-        env.items()
-            .iter()
-            .rev()
-            .find(|item| item.get("name").and_then(Node::as_str) == Some(name))
-            .map(|item| item.get("value").and_then(Node::as_str).unwrap_or(""))
-    });
-    let mut from_command = None;
-    for word in command_words(container) {
-        let mut rest = word;
-        while let Some(at) = rest.find(name) {
-            let before = rest[..at].chars().next_back();
-            let after = &rest[at + name.len()..];
-            rest = after;
-            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
-                continue;
-            }
-            if let Some(value) = after.strip_prefix('=') {
-                let end = value
-                    .find(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
-                    .unwrap_or(value.len());
-                from_command = Some(value[..end].trim_matches(['"', '\'']));
-            } else if after.is_empty() || after.starts_with(|c: char| c.is_whitespace() || c == ';')
-            {
-                from_command = from_command.or(Some(""));
-            }
-        }
-    }
-    from_command.or(from_env)
 }
 
 /// Whether the container sets any `NCCL_*` variable, in `env` or in its
@@ -865,11 +820,12 @@ fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sin
                 continue;
             }
             let own_roce = roce_request.filter(|r| r.container == index_in_pod);
-            let gid_index = nccl_value(container, "NCCL_IB_GID_INDEX").is_some();
+            let gid_index = value_of(container, "NCCL_IB_GID_INDEX").is_some();
             if own_roce.is_none() && !gid_index {
                 continue;
             }
-            let tc = nccl_value(container, "NCCL_IB_TC");
+            let tc = value_of(container, "NCCL_IB_TC");
+            let tc = tc.as_deref();
             let priority = tc
                 .and_then(|v| v.parse::<u8>().ok())
                 .map(priority_of_traffic_class);
