@@ -26,9 +26,70 @@ pub const fn priority_of_traffic_class(traffic_class: u8) -> u8 {
     traffic_class >> 5
 }
 
+/// The priorities a shell script turns PFC on for, with the two tools
+/// that set it: `mlnx_qos … --pfc 0,0,0,1,0,0,0,0` (one flag per priority,
+/// mlnx_qos `--help`) and iproute2's `dcb pfc set dev PF prio-pfc all:off
+/// 3:on` (dcb-pfc(8): `prio-pfc` takes `PRIO:on|off` pairs, `all` for
+/// every priority, later pairs overriding earlier ones). Empty when the
+/// script sets no PFC. Shell variables are not expanded: a value that is
+/// not a literal is skipped.
+pub fn pfc_priorities(script: &str) -> std::collections::BTreeSet<u8> {
+    let mut lossless = std::collections::BTreeSet::new();
+    for line in script.lines() {
+        let words: Vec<&str> = line
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+            .collect();
+        for (index, word) in words.iter().enumerate() {
+            let value = words.get(index + 1).copied().unwrap_or("");
+            if *word == "--pfc" && words[..index].contains(&"mlnx_qos") {
+                let flags: Vec<&str> = value.split(',').collect();
+                if flags.len() == 8 && flags.iter().all(|f| matches!(*f, "0" | "1")) {
+                    lossless.extend((0u8..8).filter(|p| flags[usize::from(*p)] == "1"));
+                }
+            }
+            if *word == "prio-pfc" && words[..index].contains(&"dcb") {
+                let mut on = [false; 8];
+                for pair in words[index + 1..].iter().take_while(|w| w.contains(':')) {
+                    let Some((prio, state)) = pair.split_once(':') else {
+                        continue;
+                    };
+                    let state = match state {
+                        "on" => true,
+                        "off" => false,
+                        _ => continue,
+                    };
+                    match prio {
+                        "all" => on = [state; 8],
+                        digit => {
+                            if let Ok(prio) = digit.parse::<usize>()
+                                && prio < 8
+                            {
+                                on[prio] = state;
+                            }
+                        }
+                    }
+                }
+                lossless.extend((0u8..8).filter(|p| on[usize::from(*p)]));
+            }
+        }
+    }
+    lossless
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pfc_priorities_from_mlnx_qos_and_dcb() {
+        let both = "mlnx_qos -i \"$pf\" --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null\n\
+                    dcb pfc set dev \"$pf\" prio-pfc all:off 5:on || fail";
+        assert_eq!(pfc_priorities(both).into_iter().collect::<Vec<_>>(), [3, 5]);
+        assert!(pfc_priorities("mlnx_qos -i eth0 --pfc $PFC").is_empty());
+        assert!(pfc_priorities("echo --pfc 1,1,1,1,1,1,1,1").is_empty());
+        assert!(pfc_priorities("dcb pfc set dev x prio-pfc all:off").is_empty());
+    }
 
     #[test]
     fn dscp_26_is_traffic_class_106_on_priority_3() {

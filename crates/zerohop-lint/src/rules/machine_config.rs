@@ -615,3 +615,81 @@ fn nfs_rdma_mount_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Sink<
         }
     }
 }
+
+/// The priorities the host scripts in the workspace turn PFC on for
+/// (`zerohop_known::roce::pfc_priorities`), with the object that says so
+/// first: the files and units of MachineConfigs and the values of
+/// ConfigMaps. Empty when no script sets PFC, which is the case on
+/// Kubernetes, where the QoS script is a host file.
+pub(super) fn configured_pfc<'w, 'a>(
+    workspace: &'w Workspace<'a>,
+) -> (std::collections::BTreeSet<u8>, Option<&'w Object<'a>>) {
+    use zerohop_known::roce::pfc_priorities;
+    let mut lossless = std::collections::BTreeSet::new();
+    let mut first = None;
+    let mut scan = |text: &str, object: &'w Object<'a>| {
+        let found = pfc_priorities(text);
+        if !found.is_empty() {
+            first.get_or_insert(object);
+            lossless.extend(found);
+        }
+    };
+    for object in workspace.of_kind(GROUP, "MachineConfig") {
+        for unit in units(object) {
+            scan(unit.contents, object);
+        }
+        let files = [
+            PathStep::Key("spec"),
+            PathStep::Key("config"),
+            PathStep::Key("storage"),
+            PathStep::Key("files"),
+        ];
+        for file in object.get(&files).map(Node::items).unwrap_or_default() {
+            let source = file
+                .get("contents")
+                .and_then(|c| c.get("source"))
+                .and_then(Node::as_str);
+            if let Some(text) = source.and_then(data_url) {
+                scan(&text, object);
+            }
+        }
+    }
+    for object in workspace.of_kind("", "ConfigMap") {
+        let data = object.get(&[PathStep::Key("data")]);
+        for entry in data.map(Node::entries).unwrap_or_default() {
+            if let Some(text) = entry.value.as_str() {
+                scan(text, object);
+            }
+        }
+    }
+    (lossless, first)
+}
+
+/// The text of an RFC 2397 `data:` URL, as Ignition reads a file's
+/// `contents.source`: base64 after `;base64,`, percent-encoded otherwise.
+/// `None` for another scheme, bad encoding or text that is not UTF-8.
+fn data_url(url: &str) -> Option<String> {
+    use base64::Engine as _;
+    let (header, data) = url.strip_prefix("data:")?.split_once(',')?;
+    let bytes = if header.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD.decode(data).ok()?
+    } else {
+        percent_decode(data)?
+    };
+    String::from_utf8(bytes).ok()
+}
+
+fn percent_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(byte) = bytes.next() {
+        if byte == b'%' {
+            let high = char::from(bytes.next()?).to_digit(16)?;
+            let low = char::from(bytes.next()?).to_digit(16)?;
+            out.push(u8::try_from(high * 16 + low).ok()?);
+        } else {
+            out.push(byte);
+        }
+    }
+    Some(out)
+}

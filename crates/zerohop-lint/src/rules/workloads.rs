@@ -777,10 +777,13 @@ declare_rule! {
     /// SriovNetworkNodePolicy with `linkType: eth` and `isRdma`, or a pod
     /// that sets `NCCL_IB_GID_INDEX`, a RoCE setting) and use NCCL (set an
     /// `NCCL_*` variable): `NCCL_IB_TC`, in `env` or exported in `command`
-    /// or `args`, must be set to a traffic class whose priority is not 0
+    /// or `args`, must be set to a traffic class on the lossless priority
     /// (priority = DSCP / 8 = traffic class / 32 under the NIC's default
     /// DSCP-to-priority table; the usual lossless class is 106, DSCP 26 on
-    /// priority 3).
+    /// priority 3). The lossless priority is the one the host scripts of the
+    /// same input turn PFC on for (`mlnx_qos --pfc`, `dcb pfc set …
+    /// prio-pfc`, in MachineConfig files and units or ConfigMaps); where no
+    /// script says, any priority but 0.
     ///
     /// ## Why it matters
     /// NCCL sets a traffic class only when `NCCL_IB_TC` is given
@@ -802,6 +805,7 @@ declare_rule! {
 
 fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     use zerohop_known::roce::{LOSSLESS_DSCP, priority_of_traffic_class, traffic_class};
+    let (lossless_set, configured_in) = super::machine_config::configured_pfc(workspace);
     let all = advertised(workspace);
     let index = Index::new(all);
     for template in pod_templates(workspace) {
@@ -829,7 +833,14 @@ fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sin
             let priority = tc
                 .and_then(|v| v.parse::<u8>().ok())
                 .map(priority_of_traffic_class);
-            if priority.is_some_and(|p| p != 0)
+            let on_lossless = priority.is_some_and(|p| {
+                if lossless_set.is_empty() {
+                    p != 0
+                } else {
+                    lossless_set.contains(&p)
+                }
+            });
+            if on_lossless
                 || tc == Some("")
                 || sink.counted_only(template.object.file)
             {
@@ -844,11 +855,26 @@ fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sin
                 None => format!(
                     "container `{name}` {why} but sets no NCCL_IB_TC: nccl traffic leaves on traffic class 0, priority 0, without pfc"
                 ),
-                Some(value) => format!(
-                    "container `{name}` {why} with NCCL_IB_TC `{value}`, which is not on a lossless priority"
-                ),
+                Some(value) => match (priority, configured_in) {
+                    (Some(p), Some(config)) => format!(
+                        "container `{name}` {why} with NCCL_IB_TC `{value}` (priority {p}), but {} `{}` enables pfc on priority {} only",
+                        config.kind,
+                        short(config.name),
+                        join_some(lossless_set.iter().map(u8::to_string))
+                    ),
+                    _ => format!(
+                        "container `{name}` {why} with NCCL_IB_TC `{value}`, which is not on a lossless priority"
+                    ),
+                },
             };
-            let lossless = traffic_class(LOSSLESS_DSCP);
+            // The class of the configured priority (DSCP 8p + 2, the
+            // middle of its DSCP range, as 26 is for 3), else the usual.
+            let lossless = match lossless_set.first() {
+                Some(&p) if p != priority_of_traffic_class(traffic_class(LOSSLESS_DSCP)) => {
+                    traffic_class(p * 8 + 2)
+                }
+                _ => traffic_class(LOSSLESS_DSCP),
+            };
             let mut path = template.path(container_path);
             path.push(PathStep::Key("name"));
             sink.report(
@@ -856,7 +882,8 @@ fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sin
                 &path,
                 message,
                 Remediation::new(format!(
-                    "set NCCL_IB_TC to the fabric's lossless traffic class ({lossless} for dscp {LOSSLESS_DSCP} on priority {})",
+                    "set NCCL_IB_TC to the fabric's lossless traffic class ({lossless} for dscp {} on priority {})",
+                    lossless >> 2,
                     priority_of_traffic_class(lossless)
                 ))
                 .command(format!("env:\n  - name: NCCL_IB_TC\n    value: \"{lossless}\"")),
