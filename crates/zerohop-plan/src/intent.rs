@@ -362,9 +362,10 @@ pub struct Rdma {
     #[serde(default)]
     #[schemars(with = "RdmaMode")]
     pub mode: Option<Spanned<RdmaMode>>,
-    /// IP address management of the rail networks.
+    /// IP address management of the rail networks: `whereabouts`.
     #[serde(default)]
-    pub ipam: Ipam,
+    #[schemars(with = "Ipam")]
+    pub ipam: Option<Spanned<Ipam>>,
     /// Resource prefix. In `sriov` mode it is the SR-IOV Network
     /// Operator's: `openshift.io` on OpenShift (fixed), `nvidia.com` with
     /// the Network Operator chart on Kubernetes (another value is passed to
@@ -393,7 +394,8 @@ pub enum Ipam {
     /// Cluster-wide allocation (the `whereabouts` CNI plugin).
     #[default]
     Whereabouts,
-    /// Per-node allocation (`host-local`); subnets must not span nodes.
+    /// Per-node allocation (`host-local`): refused, because every node
+    /// of a pool allocates from the same range (see `validate`).
     HostLocal,
 }
 

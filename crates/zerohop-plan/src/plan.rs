@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::grammar;
-use crate::intent::{CpuVendor, HugepageSize, Ipam, LinkType, Monitor, Platform, RdmaMode};
+use crate::intent::{CpuVendor, HugepageSize, LinkType, Monitor, Platform, RdmaMode};
 use zerohop_known::cpuset::CpuSet;
 use zerohop_known::nic::NicModel;
 use zerohop_known::topology::{Layout, Policy};
@@ -36,8 +36,6 @@ pub struct Plan {
     pub rails: BTreeMap<u32, RailPlan>,
     /// SR-IOV VFs or the shared RDMA device plugin.
     pub rdma_mode: RdmaMode,
-    /// IPAM of the rail networks.
-    pub ipam: Ipam,
     /// Device plugin resource prefix.
     pub resource_prefix: String,
     /// NFS over RDMA, when wanted.

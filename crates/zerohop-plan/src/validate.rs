@@ -14,7 +14,9 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::diagnostic::Diagnostic;
 use crate::grammar;
-use crate::intent::{API_VERSION, DataPathPlan, KIND, NodePool, Operators, Platform, RdmaMode};
+use crate::intent::{
+    API_VERSION, DataPathPlan, Ipam, KIND, NodePool, Operators, Platform, RdmaMode,
+};
 use crate::plan::{Plan, PoolPlan};
 use zerohop_known::topology::Policy;
 
@@ -87,6 +89,21 @@ pub(crate) fn validate(
     let platform = platform.unwrap_or(spec.platform);
     let ops = operators(&mut c, spec.operators, platform);
     let rdma_mode = spec.rdma.mode.as_ref().map_or(RdmaMode::Sriov, |m| m.value);
+    // host-local keeps its allocations in each node's own store, so two
+    // nodes hand out the same first address of the rail's subnet (CNI
+    // plugins documentation, `plugins/ipam/host-local`: "allocates IPv4 and
+    // IPv6 addresses out of a specified address range" per host); RoCE
+    // between pods with one address fails. A rail network always spans the
+    // pool's nodes.
+    if let Some(ipam) = &spec.rdma.ipam
+        && ipam.value == Ipam::HostLocal
+    {
+        c.error(
+            &ipam.referenced,
+            "ipam host-local allocates from the same range on every node: pods on two nodes of a pool get the same address",
+            "use whereabouts, which allocates across the cluster",
+        );
+    }
     let resource_prefix = resource_prefix(&mut c, spec.rdma.resource_prefix, rdma_mode, platform);
 
     if spec.node_pools.is_empty() {
@@ -153,7 +170,6 @@ pub(crate) fn validate(
         pools,
         rails,
         rdma_mode,
-        ipam: spec.rdma.ipam,
         resource_prefix,
         nfs: storage.nfs,
         nvme_targets: storage.nvme_targets,

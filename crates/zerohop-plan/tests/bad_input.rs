@@ -148,3 +148,13 @@ fn numa_layout_that_contradicts_the_pool() {
         );
     insta::assert_snapshot!(error_for(&text));
 }
+
+/// `host-local` IPAM on rail networks that span the pool's nodes: every
+/// node would hand out the same addresses (lint ZL097 says the same of
+/// hand-written networks).
+#[test]
+fn host_local_ipam_is_refused() {
+    let text = cluster().replace("    ipam: whereabouts", "    ipam: host-local");
+    assert_ne!(text, cluster());
+    insta::assert_snapshot!(error_for(&text));
+}

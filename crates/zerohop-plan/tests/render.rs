@@ -1020,3 +1020,15 @@ fn the_old_policy_refuses_the_eight_gpu_pod() {
     .unwrap();
     assert!(admit(&layout, Policy::SingleNumaNode, &demand(&pod["spec"], true)).is_err());
 }
+
+/// Issue #14: the rendered README's checks use the platform's client, `oc`
+/// on OpenShift, whose users may have no `kubectl` at all.
+#[test]
+fn openshift_readme_checks_use_oc() {
+    for name in EXAMPLES {
+        let set = rendered(name, Platform::Openshift);
+        let readme = &file(&set, "README.md").expect("a README").contents;
+        assert!(!readme.contains("kubectl "), "{name}: {readme}");
+        assert!(readme.contains("oc get "), "{name}");
+    }
+}

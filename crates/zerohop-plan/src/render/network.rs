@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use zerohop_known::shell::quote;
 
 use super::Step;
-use crate::intent::{Ipam, LinkType, Platform, RdmaMode};
+use crate::intent::{LinkType, Platform, RdmaMode};
 use crate::plan::{Plan, RailPlan};
 use zerohop_known::nic::MELLANOX_VENDOR_HEX as VENDOR;
 
@@ -240,12 +240,9 @@ fn merged_selector(plan: &Plan) -> Value {
     json!(common)
 }
 
-fn ipam(plan: &Plan, rail: &RailPlan) -> String {
-    let ipam = match plan.ipam {
-        Ipam::Whereabouts => json!({"type": "whereabouts", "range": rail.subnet}),
-        Ipam::HostLocal => json!({"type": "host-local", "subnet": rail.subnet}),
-    };
-    ipam.to_string()
+/// The rail's IPAM: `whereabouts`, cluster-wide, the one the intent allows.
+fn ipam(rail: &RailPlan) -> String {
+    json!({"type": "whereabouts", "range": rail.subnet}).to_string()
 }
 
 fn network_name(rail: &RailPlan) -> String {
@@ -293,7 +290,7 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
                 "resourceName": rail.resource_name,
                 "networkNamespace": plan.workload.namespace,
                 "linkState": "auto",
-                "ipam": ipam(plan, rail),
+                "ipam": ipam(rail),
                 "metaPlugins": meta_plugins(rail),
             },
         }),
@@ -304,7 +301,7 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
                 "linkState": "auto",
                 "spoofChk": "off",
                 "trust": "on",
-                "ipam": ipam(plan, rail),
+                "ipam": ipam(rail),
                 "metaPlugins": meta_plugins(rail),
             });
             if let Some(vlan) = rail.vlan {
@@ -329,7 +326,7 @@ fn shared_nad_step(plan: &Plan) -> Step {
         .values()
         .map(|rail| {
             let master = nics.get(&rail.rail).and_then(|n| n.first()).map(|n| n.pf.clone()).unwrap_or_default();
-            let ipam: Value = serde_json::from_str(&ipam(plan, rail)).unwrap_or(Value::Null);
+            let ipam: Value = serde_json::from_str(&ipam(rail)).unwrap_or(Value::Null);
             let plugin = match rail.link_type {
                 LinkType::Eth => json!({"type": "macvlan", "master": master, "mode": "bridge", "mtu": rail.mtu, "ipam": ipam}),
                 LinkType::Ib => json!({"type": "ipoib", "master": master, "ipam": ipam}),

@@ -45,7 +45,7 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
         if plan.rdma_mode == RdmaMode::Sriov {
             let _ = writeln!(
                 out,
-                "3. Install the whereabouts IPAM plugin if `rdma.ipam` is `whereabouts` (the Network Operator no longer ships it)."
+                "3. Install the whereabouts IPAM plugin, which the rail networks use (the Network Operator no longer ships it)."
             );
         }
     } else {
@@ -63,6 +63,13 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
             .unwrap_or_else(|| format!("{kubectl} apply -f {}", step.path));
         let _ = writeln!(out, "```sh\n{apply}");
         for check in &step.checks {
+            // The checks are written with kubectl; OpenShift's own client
+            // takes the same commands and is the one its users have.
+            let check = if plan.platform == Platform::Openshift {
+                check.replace("kubectl ", "oc ")
+            } else {
+                check.clone()
+            };
             let _ = writeln!(out, "{check}");
         }
         let _ = writeln!(out, "```\n");
