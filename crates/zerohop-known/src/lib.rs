@@ -17,6 +17,7 @@ pub mod nccl;
 pub mod nic;
 pub mod operators;
 pub mod pci;
+pub mod quantity;
 pub mod rdma_counters;
 pub mod resource_name;
 pub mod roce;

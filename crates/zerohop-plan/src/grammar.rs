@@ -4,8 +4,8 @@
 //! Each check returns what is wrong as a lowercase fragment that follows
 //! the value in a diagnostic (`pf "eth/0" contains `/`, which the kernel
 //! refuses`). Names the kernel defines (netdev, RDMA device, PCI address)
-//! come from `zerohop_known::names`, image references and resource names
-//! from `zerohop_known::image` and `zerohop_known::resource_name`, Kubernetes names and labels from
+//! come from `zerohop_known::names`, image references, quantities and resource
+//! names from `zerohop_known::{image, quantity, resource_name}`, Kubernetes names and labels from
 //! `zerohop_k8s`; what is here is what only the planner needs.
 
 mod kernel;
@@ -15,9 +15,10 @@ mod path;
 mod version;
 
 pub(crate) use kernel::cpu_list;
-pub(crate) use kubernetes::{dns_label, dns_subdomain, label, quantity};
+pub(crate) use kubernetes::{dns_label, dns_subdomain, label};
 pub(crate) use network::{cidr, host, ip_address, nccl_socket_ifname};
 pub(crate) use path::absolute_path;
 pub(crate) use version::doca_driver_tag;
 pub(crate) use zerohop_known::image::{reference as image_reference, tag as image_tag};
+pub(crate) use zerohop_known::quantity::check as quantity;
 pub(crate) use zerohop_known::resource_name::portable as resource_name;

@@ -395,7 +395,7 @@ pub enum Ipam {
     #[default]
     Whereabouts,
     /// Per-node allocation (`host-local`): refused, because every node
-    /// of a pool allocates from the same range (see `validate`).
+    /// of a pool would hand out the same addresses of the rail's range.
     HostLocal,
 }
 

@@ -151,8 +151,14 @@ fn an_injected_pf_is_refused_at_its_field_and_nothing_runs_or_is_written() {
     let output = plan(&intent, &out);
     let text = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{text}");
+    // The error points at the pf of the example's first nic.
+    let line = 1 + fs::read_to_string(example())
+        .expect("example")
+        .lines()
+        .position(|l| l.contains("{pf: ens1f0np0,"))
+        .expect("the example's first nic");
     assert!(
-        text.contains("cluster.yaml:20:14: pf \"x$(touch${IFS}"),
+        text.contains(&format!("cluster.yaml:{line}:14: pf \"x$(touch${{IFS}}")),
         "{text}"
     );
     assert!(text.contains("nothing was written"), "{text}");
@@ -403,7 +409,7 @@ fn large_intent(count: usize) -> String {
     let mut rails = String::new();
     for i in 0..count {
         rails.push_str(&format!(
-            "      - {{pf: e{i}, rdmaDevice: mlx5_{i}, deviceId: \"1021\", vfs: 4, rail: {}, subnet: 10.{}.{}.0/24}}\n",
+            "      - {{pf: e{i}, rdmaDevice: mlx5_{i}, deviceId: \"1021\", vfs: 4, rail: {}, subnet: 10.{}.{}.0/24, numaNode: 0}}\n",
             100 + i,
             i / 256,
             i % 256

@@ -1,6 +1,7 @@
 //! Facts the rules share: the DOCA driver's environment variables,
-//! resource-name syntaxes. NIC models and device IDs are in
-//! [`zerohop_known::nic`].
+//! quantities. NIC models and device IDs are in [`zerohop_known::nic`].
+
+use zerohop_k8s::yaml::Node;
 
 /// The environment variables the DOCA-OFED driver container reads
 /// (Mellanox/doca-driver-build entrypoint, network-operator
@@ -35,6 +36,15 @@ pub(crate) fn doca_env_near_miss(name: &str) -> Option<&'static str> {
             words(known) == mine || name.to_ascii_uppercase().starts_with(&format!("{known}_"))
         })
         .or_else(|| zerohop_known::suggest::closest(name, DOCA_DRIVER_ENV.iter().copied()))
+}
+
+/// A quantity's value in base units (`1Gi` → 1073741824, `500m` → 0.5):
+/// an integer as written, else its text by `zerohop_known::quantity`.
+pub(crate) fn quantity(node: &Node) -> Option<f64> {
+    if let Some(number) = node.as_i64() {
+        return Some(number as f64);
+    }
+    zerohop_known::quantity::value(node.scalar_text()?.trim())
 }
 
 #[cfg(test)]

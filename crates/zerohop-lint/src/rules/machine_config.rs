@@ -672,7 +672,9 @@ fn data_url(url: &str) -> Option<String> {
     use base64::Engine as _;
     let (header, data) = url.strip_prefix("data:")?.split_once(',')?;
     let bytes = if header.ends_with(";base64") {
-        base64::engine::general_purpose::STANDARD.decode(data).ok()?
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .ok()?
     } else {
         percent_decode(data)?
     };

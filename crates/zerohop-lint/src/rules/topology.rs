@@ -8,6 +8,7 @@ use zerohop_known::topology::{
     STATIC_CPU_MANAGER, Scope, admit,
 };
 
+use super::facts::quantity;
 use super::resources;
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
@@ -83,35 +84,6 @@ fn kubelets<'a>(workspace: &Workspace<'a>) -> Vec<Kubelet<'a>> {
         });
     }
     out
-}
-
-/// A Kubernetes quantity in base units (`1Gi` → 1073741824, `500m` → 0.5).
-fn quantity(node: &Node) -> Option<f64> {
-    if let Some(number) = node.as_i64() {
-        return Some(number as f64);
-    }
-    let text = node.scalar_text()?;
-    let text = text.trim();
-    let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let factor = match suffix {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        "Pi" => 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    number.parse::<f64>().ok().map(|n| n * factor)
 }
 
 /// Why a container keeps its pod out of the Guaranteed class, or out of

@@ -8,6 +8,7 @@ use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use super::container_env::{command_words, value_of};
+use super::facts::quantity;
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
@@ -465,33 +466,6 @@ fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-/// A Kubernetes quantity in base units (`1Gi` → 1073741824).
-fn quantity(node: &Node) -> Option<f64> {
-    if let Some(number) = node.as_i64() {
-        return Some(number as f64);
-    }
-    let text = node.scalar_text()?;
-    let text = text.trim();
-    let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let factor = match suffix {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    number.parse::<f64>().ok().map(|n| n * factor)
-}
-
 declare_rule! {
     /// Hugepages requests that differ from their limits.
     ///
@@ -840,10 +814,7 @@ fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sin
                     lossless_set.contains(&p)
                 }
             });
-            if on_lossless
-                || tc == Some("")
-                || sink.counted_only(template.object.file)
-            {
+            if on_lossless || tc == Some("") || sink.counted_only(template.object.file) {
                 continue;
             }
             let why = match own_roce {
