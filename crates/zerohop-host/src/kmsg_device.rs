@@ -33,6 +33,10 @@ pub(crate) const KMSG: &str = "/dev/kmsg";
 /// records of the window are dropped past it.
 pub(crate) const MAX_BYTES: usize = 4 << 20;
 
+// A recording keeps the window as one file, and a file holds at most what
+// one read returns (a snapshot's cap per file).
+const _: () = assert!(MAX_BYTES <= crate::root::DEFAULT_READ_CAP);
+
 /// One record is at most `CONSOLE_EXT_LOG_MAX` (8 KiB) with its dictionary;
 /// a smaller buffer makes the read fail with `EINVAL`.
 const RECORD_BUFFER: usize = 16 << 10;
@@ -148,9 +152,14 @@ fn read_records(
                 break;
             }
         };
-        let record = String::from_utf8_lossy(&buffer[..length]).into_owned();
+        let mut record = String::from_utf8_lossy(&buffer[..length]).into_owned();
         if usec(&record).is_some_and(|usec| usec < since_usec) {
             continue;
+        }
+        // Counted with its line end, so that the text kept is at most
+        // `MAX_BYTES`.
+        if !record.ends_with('\n') {
+            record.push('\n');
         }
         kept += record.len();
         records.push_back(record);
@@ -168,9 +177,6 @@ fn read_records(
     let mut text = String::with_capacity(kept);
     for record in records {
         text.push_str(&record);
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
     }
     Ok(KmsgRead {
         path: shown.to_owned(),

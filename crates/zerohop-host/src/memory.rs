@@ -18,6 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::facts::kernel_log::CAPTURE;
+use crate::kmsg_device::KmsgRead;
 use crate::read_error::{FileKind, ReadError};
 
 /// The most symlinks one resolution follows (the kernel allows 40).
@@ -188,6 +190,25 @@ pub enum TreeError {
 pub struct MemoryTree {
     nodes: HashMap<String, Node>,
     process_view: bool,
+    kernel_log: Option<LiveLog>,
+}
+
+/// How a recording read the running kernel's log (`/dev/kmsg`), whose
+/// window it keeps, in the device's own record format, as the file at
+/// [`CAPTURE`]: a tree that holds one answers the kernel-log read the way
+/// the device answered it, so that the doctor judges the same window with
+/// the same wording. A snapshot's manifest writes it as is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LiveLog {
+    /// The device read (`/dev/kmsg`, `/host/dev/kmsg`).
+    pub device: String,
+    /// Records were overwritten in the ring buffer while it was read.
+    #[serde(default)]
+    pub overrun: bool,
+    /// Why the read stopped before the newest record, or left records of
+    /// the window out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 impl Default for MemoryTree {
@@ -204,6 +225,7 @@ impl MemoryTree {
         MemoryTree {
             nodes,
             process_view: false,
+            kernel_log: None,
         }
     }
 
@@ -216,6 +238,65 @@ impl MemoryTree {
     /// Marks whether `/proc/self` describes the recording process.
     pub fn set_process_view(&mut self, process_view: bool) {
         self.process_view = process_view;
+    }
+
+    /// How the kernel log's window at [`CAPTURE`] was read, when it was
+    /// read live from the device.
+    pub fn kernel_log(&self) -> Option<&LiveLog> {
+        self.kernel_log.as_ref()
+    }
+
+    /// Marks the file at [`CAPTURE`] as the window of the device read as
+    /// `log` says.
+    pub fn set_kernel_log(&mut self, log: Option<LiveLog>) {
+        self.kernel_log = log;
+    }
+
+    /// Keeps `read`, the window a recording read from the device, as the
+    /// file at [`CAPTURE`]: the directories above it are taken as
+    /// directories where nothing else was recorded, and what was recorded
+    /// at the path itself (an absence: the root held no capture) gives
+    /// way. Nothing is kept when something other than a directory was
+    /// recorded above it.
+    pub(crate) fn keep_kernel_log(&mut self, read: &KmsgRead) {
+        let mut end = 0;
+        while let Some(next) = CAPTURE[end + 1..].find('/') {
+            end += 1 + next;
+            let parent = &CAPTURE[..end];
+            match self.nodes.get(parent) {
+                None | Some(Node::Absent) => {
+                    self.nodes
+                        .insert(parent.to_owned(), Node::Dir(Listing::NotListed));
+                }
+                Some(Node::Dir(_)) => {}
+                Some(_) => return,
+            }
+        }
+        let bytes = Arc::from(read.text.as_bytes());
+        self.nodes
+            .insert(CAPTURE.to_owned(), Node::File(Content::Read(bytes)));
+        self.kernel_log = Some(LiveLog {
+            device: read.path.clone(),
+            overrun: read.overrun,
+            cut: read.cut.clone(),
+        });
+    }
+
+    /// The window of the device this tree keeps (see [`LiveLog`]), as the
+    /// device gave it; `None` when it keeps none.
+    pub(crate) fn kmsg(&self) -> Result<Option<KmsgRead>, ReadError> {
+        let Some(log) = &self.kernel_log else {
+            return Ok(None);
+        };
+        let Some(bytes) = self.read_bytes(CAPTURE, crate::kmsg_device::MAX_BYTES)? else {
+            return Ok(None);
+        };
+        Ok(Some(KmsgRead {
+            path: log.device.clone(),
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            overrun: log.overrun,
+            cut: log.cut.clone(),
+        }))
     }
 
     /// Every node by path, sorted by path.

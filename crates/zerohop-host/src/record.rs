@@ -23,6 +23,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::kmsg_device::KmsgRead;
 use crate::memory::{Content, Listing, MemoryTree, Node, Reason, relative_link};
 use crate::read_error::{FileKind, ReadError};
 
@@ -170,6 +171,14 @@ impl Recorder {
     /// canonical path): every link on the way is kept.
     pub(crate) fn resolved(&self, path: &str) {
         self.reach(path, true);
+    }
+
+    /// Keeps the window a read of `/dev/kmsg` returned, so that the
+    /// recording judges the same records without the device (see
+    /// [`MemoryTree`]'s kernel log). The window is bounded as the read
+    /// is: its time span and `kmsg_device::MAX_BYTES`.
+    pub(crate) fn kmsg(&self, read: &KmsgRead) {
+        self.state().tree.keep_kernel_log(read);
     }
 
     /// Notes a read that missed its deadline. Nothing more is looked at on

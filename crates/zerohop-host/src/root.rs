@@ -354,14 +354,22 @@ impl HostRoot {
         })
     }
 
+    /// Whether this root is a snapshot recorded where the kernel log was
+    /// read from `/dev/kmsg`: [`HostRoot::read_kmsg`] then answers with
+    /// the window the recording read, as the device did.
+    pub fn replays_kernel_log(&self) -> bool {
+        self.tree.replays_kmsg()
+    }
+
     /// The running kernel's records logged at `since_usec` microseconds
     /// after boot or later, from `/dev/kmsg`: the one device node zerohop
     /// opens, read without waiting and within half the read deadline
     /// (see `kmsg_device`). `Ok(None)` when the root does not show the
     /// running kernel ([`HostRoot::shows_running_kernel`]) or no
-    /// `/dev/kmsg` exists.
+    /// `/dev/kmsg` exists. A snapshot that keeps a window
+    /// ([`HostRoot::replays_kernel_log`]) answers with that window.
     pub fn read_kmsg(&self, since_usec: u64) -> Result<Option<KmsgRead>, ReadError> {
-        if !self.shows_running_kernel()? {
+        if !self.replays_kernel_log() && !self.shows_running_kernel()? {
             return Ok(None);
         }
         let budget = self.read_timeout() / 2;
@@ -490,6 +498,67 @@ mod tests {
         if Path::new("/proc/self").exists() {
             let err = HostRoot::at_host("/proc").err().expect("refused");
             assert!(err.to_string().contains("proc file system"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_replays_the_kernel_log_window_its_recording_read() {
+        use crate::facts::kernel_log::{CAPTURE, KernelLog};
+        use crate::memory::{Content, Node};
+
+        let dir = tree();
+        fs::write(dir.path().join("proc/uptime"), "7300.00 14000.00\n").unwrap();
+        let (recording_root, recording) = HostRoot::at(dir.path()).unwrap().recorded().unwrap();
+        // The log fact reads the uptime, then the device: the device's
+        // answer is given here, as the recorder receives it.
+        recording_root.read_value("/proc/uptime").unwrap();
+        let read = KmsgRead {
+            path: "/dev/kmsg".to_owned(),
+            text: "6,1,1000000,-;old\n3,2,7000000000,-;inside\n6,3,7200000000,-;last\n".to_owned(),
+            overrun: true,
+            cut: None,
+        };
+        recording_root.tree.recorder().unwrap().kmsg(&read);
+        let tree = recording.take();
+        // Unpacked, the window is an ordinary capture.
+        assert!(matches!(
+            tree.node(CAPTURE),
+            Some(Node::File(Content::Read(bytes))) if **bytes == *read.text.as_bytes()
+        ));
+        let snapshot = HostRoot::in_memory(tree, "node.zhsnap");
+        assert!(snapshot.replays_kernel_log());
+        assert_eq!(snapshot.read_kmsg(0), Ok(Some(read)));
+        let log = KernelLog::collect(&snapshot, Duration::from_secs(3600)).unwrap();
+        // Judged as read live: the window ends at the recorded uptime
+        // (7300 s), so 7000 s and 7200 s lie inside the hour and 1 s does
+        // not; records are located by their sequence numbers.
+        assert!(log.live);
+        assert_eq!(log.source, "/dev/kmsg");
+        assert_eq!(
+            log.end,
+            Some(crate::parse::kmsg::Stamp::Boot(7_300_000_000))
+        );
+        let kept: Vec<&str> = log.records.iter().map(|r| r.message()).collect();
+        assert_eq!(kept, ["inside", "last"]);
+        assert_eq!(log.locate(&log.records[0]), "/dev/kmsg seq 2");
+        assert_eq!(log.span(), "in the last 1h");
+        assert!(log.notes.iter().any(|n| n.contains("overwrote")));
+    }
+
+    #[test]
+    fn a_recording_of_the_live_host_keeps_the_window_it_read() {
+        let (root, recording) = HostRoot::live().recorded().unwrap();
+        let read = root.read_kmsg(0);
+        let tree = recording.take();
+        match read {
+            Ok(Some(read)) => {
+                let log = tree.kernel_log().expect("the window kept");
+                assert_eq!(log.device, read.path);
+                let replayed = HostRoot::in_memory(tree, "live.zhsnap").read_kmsg(0);
+                assert_eq!(replayed, Ok(Some(read)));
+            }
+            // No device here, or no permission to read it: nothing to keep.
+            _ => assert!(tree.kernel_log().is_none()),
         }
     }
 }

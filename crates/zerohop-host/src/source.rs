@@ -159,16 +159,32 @@ impl Source {
         }
     }
 
-    /// The running kernel's log records (see `kmsg_device`). A tree in
-    /// memory has none: a snapshot holds files, not the device.
+    /// The running kernel's log records (see `kmsg_device`). A recording
+    /// keeps the window read; a tree in memory answers with the window it
+    /// keeps, if any (a snapshot recorded where the device was read).
     pub(crate) fn kmsg(
         &self,
         since_usec: u64,
         budget: Duration,
     ) -> Result<Option<KmsgRead>, ReadError> {
         match self {
-            Source::Tree { tree, .. } => kmsg_device::read(tree, since_usec, budget),
-            Source::Memory { .. } => Ok(None),
+            Source::Tree { tree, recorder } => {
+                let result = kmsg_device::read(tree, since_usec, budget);
+                if let (Ok(Some(read)), Some(recorder)) = (&result, recorder) {
+                    recorder.kmsg(read);
+                }
+                result
+            }
+            Source::Memory { tree, .. } => tree.kmsg(),
+        }
+    }
+
+    /// Whether this is a tree in memory that keeps the window of a
+    /// kernel log read live.
+    pub(crate) fn replays_kmsg(&self) -> bool {
+        match self {
+            Source::Tree { .. } => false,
+            Source::Memory { tree, .. } => tree.kernel_log().is_some(),
         }
     }
 }

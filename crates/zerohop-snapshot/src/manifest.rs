@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use zerohop_host::FileKind;
-use zerohop_host::memory::{Content, Listing, Node, Reason};
+use zerohop_host::memory::{Content, Listing, LiveLog, Node, Reason};
 
 /// The archive format this zerohop writes and the newest it reads.
 /// Bumped when a reader of the previous version would misread an archive.
@@ -41,6 +41,12 @@ pub struct Manifest {
     /// Whether it was recorded on the live host, so that `/proc/self`
     /// describes a zerohop process there.
     pub live: bool,
+    /// Present when the kernel log was read from its device while
+    /// recording: which device, and whether the read lost records. The
+    /// window read is the file at `/var/log/zerohop/kmsg`
+    /// ([`CAPTURE`](zerohop_host::facts::kernel_log::CAPTURE)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<LiveLog>,
     /// How many members follow the manifest and how many bytes they hold.
     pub totals: Totals,
     /// `report.json`, the doctor's report at recording time.

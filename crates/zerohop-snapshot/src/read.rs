@@ -16,7 +16,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use zerohop_host::memory::{MemoryTree, check_link, check_path};
+use zerohop_host::facts::kernel_log::CAPTURE;
+use zerohop_host::memory::{LiveLog, MemoryTree, check_link, check_path};
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::limits::{
@@ -25,6 +26,10 @@ use crate::limits::{
 };
 use crate::manifest::{EntryType, FORMAT_NAME, FORMAT_VERSION, Manifest, Member, sha256_hex};
 use crate::snapshot::{Meta, Snapshot};
+
+/// The longest reason the manifest may give for a kernel-log read cut
+/// short: the reader writes one short sentence.
+const MAX_NOTE_BYTES: usize = 1024;
 
 /// The zstd frame's first four bytes.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -210,6 +215,7 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
 
     let mut tree = MemoryTree::new();
     tree.set_process_view(manifest.live);
+    tree.set_kernel_log(kernel_log(&manifest)?);
     for entry in &manifest.entries {
         let content = contents.remove(&entry.path);
         let node = entry
@@ -223,6 +229,32 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
         report,
         tree,
     })
+}
+
+/// The manifest's kernel-log device, checked: a plain path, a reason of
+/// at most [`MAX_NOTE_BYTES`] without control characters (both end up in
+/// findings), and a window that the archive holds as a file.
+fn kernel_log(manifest: &Manifest) -> Result<Option<LiveLog>, OpenError> {
+    let Some(log) = &manifest.kernel_log else {
+        return Ok(None);
+    };
+    check_path(&log.device)
+        .map_err(|err| OpenError::Invalid(format!("the manifest's kernel_log device: {err}")))?;
+    if let Some(cut) = &log.cut
+        && (cut.len() > MAX_NOTE_BYTES || cut.chars().any(char::is_control))
+    {
+        return Err(OpenError::Invalid(format!(
+            "the manifest's kernel_log cut is not a short line of text: {}",
+            clip(cut)
+        )));
+    }
+    let window = manifest.entries.iter().find(|entry| entry.path == CAPTURE);
+    if window.is_none_or(|entry| entry.member().is_none()) {
+        return Err(OpenError::Invalid(format!(
+            "the manifest has a kernel_log but no file read at {CAPTURE}"
+        )));
+    }
+    Ok(Some(log.clone()))
 }
 
 /// What the manifest says the members are.

@@ -100,6 +100,7 @@ pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, WriteError> {
         kernel_release: meta.kernel_release.clone(),
         root: meta.root.clone(),
         live: meta.live,
+        kernel_log: snapshot.tree.kernel_log().cloned(),
         totals: Totals { members, bytes },
         report: Member::of(&snapshot.report),
         entries,

@@ -7,6 +7,7 @@ use std::os::unix::fs::symlink;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use zerohop_host::HostRoot;
+use zerohop_host::memory::LiveLog;
 use zerohop_snapshot::limits::{MAX_MEMBERS, MAX_TAR_BYTES};
 use zerohop_snapshot::manifest::Manifest;
 use zerohop_snapshot::{OpenError, Snapshot, encode, open};
@@ -304,6 +305,36 @@ fn a_manifest_that_does_not_match_the_members_is_refused() {
     members[index].data.clear();
     let why = refused(&pack(&members));
     assert!(why.contains("is a character device"), "{why}");
+}
+
+#[test]
+fn a_kernel_log_the_archive_does_not_hold_is_refused() {
+    let good = unpack(&good());
+    let live = |device: &str, cut: Option<&str>| LiveLog {
+        device: device.to_owned(),
+        overrun: false,
+        cut: cut.map(str::to_owned),
+    };
+    for (log, reason) in [
+        // The good host was recorded from a directory: no window.
+        (
+            live("/dev/kmsg", None),
+            "no file read at /var/log/zerohop/kmsg",
+        ),
+        (live("dev/kmsg", None), "kernel_log device"),
+        // Terminal escapes in a note that findings quote.
+        (
+            live("/dev/kmsg", Some("\u{1b}]0;owned\u{7}")),
+            "not a short line of text",
+        ),
+    ] {
+        let mut members = good.clone();
+        let mut manifest = manifest_of(&members);
+        manifest.kernel_log = Some(log);
+        with_manifest(&mut members, &manifest);
+        let why = refused(&pack(&members));
+        assert!(why.contains(reason), "{why}");
+    }
 }
 
 #[test]

@@ -13,6 +13,13 @@
 //!   the host's `/` mounted at `/host`) is read live as above, since the
 //!   kernel log is not namespaced. Any other `DIR` has no kernel log.
 //!
+//! - a snapshot recorded where `/dev/kmsg` was read: the window the
+//!   recording read, kept at [`CAPTURE`] in the device's format and marked
+//!   as read live ([`LiveLog`](crate::memory::LiveLog)), judged as on the
+//!   host (the window ends at the recorded uptime, records are located
+//!   by their sequence numbers). Unpacked and read with `--root`, it is an
+//!   ordinary capture.
+//!
 //! No readable log is a [`Gap`], so that the checks say `unknown`, never
 //! `pass`.
 
@@ -64,7 +71,9 @@ pub struct KernelLog {
 impl KernelLog {
     /// Reads the kernel log of `root`, the records of the last `window`.
     pub fn collect(root: &HostRoot, window: Duration) -> Result<KernelLog, Gap> {
-        if root.is_live() {
+        // A snapshot recorded where the device was read keeps that window
+        // (and the uptime that ended it): judged as it was on the host.
+        if root.is_live() || root.replays_kernel_log() {
             return live(root, window);
         }
         match root.read_tail(CAPTURE, CAPTURE_CAP) {
@@ -112,8 +121,11 @@ impl KernelLog {
 /// not the time suspended, so on a host that was suspended the window
 /// reaches that much less far back.
 fn live(root: &HostRoot, window: Duration) -> Result<KernelLog, Gap> {
-    // A host root without its `/proc` still runs this process's kernel.
-    let now = uptime(root).or_else(|| (!root.is_live()).then(|| uptime(&HostRoot::live()))?);
+    // A host root without its `/proc` still runs this process's kernel; a
+    // snapshot's does not.
+    let now = uptime(root).or_else(|| {
+        (!root.is_live() && !root.replays_kernel_log()).then(|| uptime(&HostRoot::live()))?
+    });
     let window_micros = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
     let since = now.map_or(0, |now| now.saturating_sub(window_micros));
     let read = match root.read_kmsg(since) {

@@ -1,6 +1,6 @@
 //! What changes on a healthy host from one minute to the next, and so is
 //! left out of a diff unless `--all` asks for it: counters, free-memory
-//! figures, uptimes, and the process that read `/proc/self`.
+//! figures, uptimes, the kernel log, and the process that read `/proc/self`.
 
 /// Directory names whose files are all counters.
 const COUNTER_DIRS: &[&str] = &["counters", "hw_counters", "statistics"];
@@ -17,6 +17,9 @@ const VOLATILE_FILES: &[&str] = &[
     "/proc/self/mountstats",
     "/proc/self/status",
     "/proc/driver/nvidia-fs/stats",
+    // The kernel log's window: new records every minute, and the findings
+    // they lead to are compared already.
+    zerohop_host::facts::kernel_log::CAPTURE,
 ];
 
 /// Directories whose files are all counters: the parameters of the
@@ -67,6 +70,7 @@ mod tests {
             "/proc/self/mountstats",
             "/proc/net/rpc/nfs",
             "/sys/module/page_reporting/parameters/walked",
+            "/var/log/zerohop/kmsg",
         ] {
             assert!(is_volatile_path(path), "{path}");
         }
