@@ -138,6 +138,7 @@ const PROSE: Kind = Kind::Text(Scope { prose: true });
 pub fn redact(snapshot: &Snapshot) -> Result<Redacted, RedactError> {
     let mut redactor = Redactor::new(snapshot.meta.hostname.as_deref());
     redactor.walk(snapshot, Pass::Collect)?;
+    redactor.maps.seal();
     redactor.name_hosts();
     let tree = redactor.walk(snapshot, Pass::Rewrite)?;
     let meta = Meta {

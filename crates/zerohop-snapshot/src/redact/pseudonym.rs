@@ -45,6 +45,9 @@ impl<K: Hash + Eq + Clone> Counter<K> {
     }
 }
 
+/// The most values of one domain checked against each other.
+const MAX_CROSS: usize = 2048;
+
 /// A prefix-preserving renumbering of a set of fixed-width values.
 ///
 /// Seen as a binary trie, a value keeps its bit wherever the set branches
@@ -53,23 +56,71 @@ impl<K: Hash + Eq + Clone> Counter<K> {
 /// whatever its mask, holds the same addresses after as before, and a
 /// network address (the smallest of its subnet) keeps its zero host bits;
 /// what is not a branch, which is what identifies a network, is gone.
+///
+/// The result is then XORed with a constant of the domain, set only in its
+/// leading bits, chosen so that no address stays what it was (a lone
+/// `10.0.0.7` would otherwise be its own pseudonym).
 #[derive(Debug, Default)]
 pub(crate) struct Compressor {
     /// `(domain, depth, prefix)` of every trie node the set reaches.
     nodes: HashSet<(u128, u32, u128)>,
+    /// Every value by domain, with its width.
+    values: BTreeMap<u128, (u32, Vec<u128>)>,
+    /// The constant of each domain, once sealed.
+    constants: HashMap<u128, u128>,
 }
 
 impl Compressor {
     /// Adds `value`, `width` bits wide, in `domain` (values of different
     /// domains never share a trie).
     pub(crate) fn add(&mut self, domain: u128, value: u128, width: u32) {
-        for depth in 1..=width {
-            self.nodes.insert((domain, depth, value >> (width - depth)));
+        if self.nodes.insert((domain, width, value)) {
+            for depth in 1..width {
+                self.nodes.insert((domain, depth, value >> (width - depth)));
+            }
+            self.values
+                .entry(domain)
+                .or_insert((width, Vec::new()))
+                .1
+                .push(value);
+        }
+    }
+
+    /// Chooses each domain's constant, once every value is added: the
+    /// first of `1`, `2`, … in the leading bits (up to sixteen) that
+    /// makes no pseudonym one of the originals, so that no address is
+    /// left as it was nor reads as another address of the host. A domain
+    /// of more than [`MAX_CROSS`] values is only kept from mapping a value
+    /// to itself.
+    pub(crate) fn seal(&mut self) {
+        for (domain, (width, values)) in &self.values {
+            let lead = (*width).min(16);
+            let mapped: Vec<u128> = values
+                .iter()
+                .map(|v| self.compress(*domain, *v, *width))
+                .collect();
+            let bad: HashSet<u128> = if values.len() > MAX_CROSS {
+                mapped.iter().zip(values).map(|(m, v)| m ^ v).collect()
+            } else {
+                mapped
+                    .iter()
+                    .flat_map(|m| values.iter().map(move |v| m ^ v))
+                    .collect()
+            };
+            let constant = (1..1u128 << lead)
+                .map(|c| c << (width - lead))
+                .find(|c| !bad.contains(c))
+                .unwrap_or(0);
+            self.constants.insert(*domain, constant);
         }
     }
 
     /// The renumbered `value`.
     pub(crate) fn map(&self, domain: u128, value: u128, width: u32) -> u128 {
+        self.compress(domain, value, width) ^ self.constants.get(&domain).copied().unwrap_or(0)
+    }
+
+    fn compress(&self, domain: u128, value: u128, width: u32) -> u128 {
         let mut mapped = 0u128;
         for depth in 0..width {
             let prefix = value >> (width - depth);
@@ -155,6 +206,12 @@ impl Maps {
         self.seen
             .entry((kind, original))
             .or_insert_with(|| pseudonym.to_owned());
+    }
+
+    /// Fixes the renumbering once every address is added.
+    pub(crate) fn seal(&mut self) {
+        self.ipv4.seal();
+        self.ipv6.seal();
     }
 
     /// Adds an IPv4 address to the set renumbered.
@@ -334,6 +391,7 @@ mod tests {
         for addr in addresses {
             maps.add_ipv4(v4(addr));
         }
+        maps.seal();
         maps
     }
 
@@ -413,6 +471,7 @@ mod tests {
         let mut maps = maps_of(&["192.168.100.1", "192.168.3.4"]);
         let gid: Ipv6Addr = "::ffff:192.168.100.1".parse().unwrap();
         maps.add_ipv6(gid);
+        maps.seal();
         let alone = maps.ipv4(v4("192.168.100.1"));
         assert_eq!(maps.ipv6(gid), alone.to_ipv6_mapped());
         assert_ne!(alone, v4("192.168.100.1"));
@@ -424,12 +483,14 @@ mod tests {
         // fe80::ec4:7aff:fe12:3456 is the modified EUI-64 of 0c:c4:7a:12:34:56.
         let addr: Ipv6Addr = "fe80::ec4:7aff:fe12:3456".parse().unwrap();
         maps.add_ipv6(addr);
+        maps.seal();
         let mapped = maps.ipv6(addr);
         let mac = maps.mac([0x0c, 0xc4, 0x7a, 0x12, 0x34, 0x56]);
         assert_eq!(mac, [0x0c, 0xc4, 0x7a, 0, 0, 1]);
         assert_eq!(mapped, "fe80::ec4:7aff:fe00:1".parse::<Ipv6Addr>().unwrap());
         let global: Ipv6Addr = "2a01:4f8:1:2::5".parse().unwrap();
         maps.add_ipv6(global);
+        maps.seal();
         let mapped = maps.ipv6(global);
         assert_eq!(mapped.segments()[0], 0x2a01);
         assert_ne!(mapped, global);
