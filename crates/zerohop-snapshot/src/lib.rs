@@ -12,6 +12,8 @@
 //!   every member matched against the manifest, nothing written.
 //! * [`save`] writes the archive file without following a link or
 //!   replacing anything but a regular file.
+//! * [`redact::redact`] replaces the host's identifiers (names,
+//!   addresses, MACs, GUIDs, serials, NQNs) with consistent pseudonyms.
 //! * [`diff::compare`] tells what differs between two snapshots: findings,
 //!   then typed facts by layer, then raw files.
 
@@ -19,6 +21,7 @@ pub mod diff;
 pub mod limits;
 pub mod manifest;
 mod read;
+pub mod redact;
 mod save;
 mod snapshot;
 mod write;

@@ -92,7 +92,8 @@ impl Snapshot {
     }
 }
 
-fn report_json(report: &Report) -> Vec<u8> {
+/// `report` as `report.json` holds it.
+pub(crate) fn report_json(report: &Report) -> Vec<u8> {
     let mut json = serde_json::to_vec_pretty(report).unwrap_or_default();
     json.push(b'\n');
     json

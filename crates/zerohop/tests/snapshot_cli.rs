@@ -182,3 +182,68 @@ fn diff_exit_codes_are_those_of_diff() {
     assert_eq!(trouble.status.code(), Some(2));
     assert!(text(&trouble.stderr).contains("missing.zhsnap"));
 }
+
+#[test]
+fn a_redacted_snapshot_keeps_its_map_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    // GDS004's cufile.json names 10.0.9.8, which the fixture's fib_trie
+    // and routes do not hold as a local address: the check fails on both.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../zerohop-doctor/tests/fixtures/GDS004/fail-address-of-another-node");
+    let root = root.to_str().unwrap();
+    let run = zerohop(
+        &[
+            "snapshot",
+            "--root",
+            root,
+            "--redact",
+            "-o",
+            "node.zhsnap",
+            "--redact-map",
+            "map.json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let map: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("map.json")).unwrap()).unwrap();
+    let originals: Vec<&str> = map
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["original"].as_str().unwrap())
+        .collect();
+    assert!(originals.contains(&"10.0.9.8"), "{map}");
+    let on_tree = json(&zerohop(
+        &["doctor", "--root", root, "--format", "json"],
+        dir.path(),
+    ));
+    let on_snapshot = json(&zerohop(
+        &["doctor", "--snapshot", "node.zhsnap", "--format", "json"],
+        dir.path(),
+    ));
+    let statuses = |report: &serde_json::Value| -> Vec<(String, String)> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["id"].to_string(), f["status"].to_string()))
+            .collect()
+    };
+    assert_eq!(statuses(&on_tree), statuses(&on_snapshot));
+    // A map without redaction is refused before anything runs.
+    let alone = zerohop(
+        &[
+            "snapshot",
+            "--root",
+            root,
+            "-o",
+            "x.zhsnap",
+            "--redact-map",
+            "m.json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(alone.status.code(), Some(2), "{}", text(&alone.stderr));
+    assert!(!dir.path().join("x.zhsnap").exists());
+}

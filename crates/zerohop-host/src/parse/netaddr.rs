@@ -68,7 +68,9 @@ pub fn routes(text: &str) -> Vec<Route<'_>> {
         .collect()
 }
 
-fn hex_ipv4(text: &str) -> Option<Ipv4Addr> {
+/// An address as `/proc/net/route` prints it: eight hex digits of the
+/// value in host order, read as little-endian.
+pub fn hex_ipv4(text: &str) -> Option<Ipv4Addr> {
     if text.len() != 8 {
         return None;
     }

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use anyhow::Context as _;
 use zerohop_core::exit::ExitCode;
+use zerohop_snapshot::redact::redact;
 use zerohop_snapshot::{Snapshot, encode, save};
 
 use crate::commands::host::HostArgs;
@@ -22,6 +23,16 @@ pub(crate) struct Args {
     /// regular file is replaced; a symlink or anything else is refused.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
+    /// Replace the host's identifiers (host names, IP and MAC addresses,
+    /// GUIDs, serial numbers, NQNs) with consistent pseudonyms; the doctor
+    /// judges the redacted snapshot as the original.
+    #[arg(long)]
+    redact: bool,
+    /// With --redact, also write which pseudonym stands for which value to
+    /// FILE (JSON, readable by its owner only), to keep beside the archive
+    /// and never send with it.
+    #[arg(long, value_name = "FILE", requires = "redact")]
+    redact_map: Option<PathBuf>,
 }
 
 /// Runs `zerohop snapshot`.
@@ -31,7 +42,17 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         snapshot: None,
     };
     let root = host.open()?;
-    let snapshot = Snapshot::capture(&root, SystemTime::now()).map_err(CliError::usage)?;
+    let mut snapshot = Snapshot::capture(&root, SystemTime::now()).map_err(CliError::usage)?;
+    if args.redact {
+        let redacted = redact(&snapshot).map_err(CliError::usage)?;
+        if let Some(path) = &args.redact_map {
+            let mut json = serde_json::to_vec_pretty(&redacted.map)
+                .context("failed to write the redaction map")?;
+            json.push(b'\n');
+            save(path, &json).map_err(CliError::usage)?;
+        }
+        snapshot = redacted.snapshot;
+    }
     let archive = encode(&snapshot).map_err(CliError::usage)?;
     if args.output.as_os_str() == "-" {
         // Raw bytes: the styled stream of `output` strips what looks like
