@@ -279,16 +279,16 @@ fn every_kind_of_identifier_is_replaced_consistently() {
     // one /16, in two /24s, with their last octets.
     assert_eq!(
         content(tree, "/proc/mounts"),
-        "host2.invalid:/export /data nfs4 rw,addr=10.0.1.40,clientaddr=10.0.0.7 0 0\n"
+        "host2.invalid:/export /data nfs4 rw,addr=10.128.0.40,clientaddr=10.128.1.7 0 0\n"
     );
     assert_eq!(
         content(tree, "/proc/cmdline"),
-        "ip=10.0.0.7::10.0.0.1:255.255.255.0:host1:eth0:off\n"
+        "ip=10.128.1.7::10.128.1.1:255.255.255.0:host1:eth0:off\n"
     );
     // The route to 10.20.31.0/24 (little-endian 001F140A) is the route to
-    // 10.0.0.0/24, which holds 10.20.31.7's pseudonym 10.0.0.7.
+    // 10.128.1.0/24, which holds 10.20.31.7's pseudonym 10.128.1.7.
     let route = content(tree, "/proc/net/route");
-    assert!(route.contains("eth0\t0000000A\t00000000"), "{route}");
+    assert!(route.contains("eth0\t0001800A\t00000000"), "{route}");
     // The MAC keeps its vendor; the link-local GID derived from it
     // (modified EUI-64) follows it; the InfiniBand GID, hardware address
     // and node GUID agree; the RoCE v2 GID embeds 10.20.31.7's pseudonym.
@@ -306,7 +306,7 @@ fn every_kind_of_identifier_is_replaced_consistently() {
     );
     assert_eq!(
         content(tree, "/sys/class/infiniband/mlx5_1/ports/1/gids/1"),
-        "0000:0000:0000:0000:0000:ffff:0a00:0007\n"
+        "0000:0000:0000:0000:0000:ffff:0a80:0107\n"
     );
     assert_eq!(
         content(tree, "/sys/class/infiniband/mlx5_0/node_guid"),

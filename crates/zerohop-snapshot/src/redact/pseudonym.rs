@@ -87,7 +87,7 @@ impl Compressor {
     }
 
     /// Chooses each domain's constant, once every value is added: the
-    /// first of `1`, `2`, … in the leading bits (up to sixteen) that
+    /// first, highest bits first, in the leading bits (up to sixteen) that
     /// makes no pseudonym one of the originals, so that no address is
     /// left as it was nor reads as another address of the host. A domain
     /// of more than [`MAX_CROSS`] values is only kept from mapping a value
@@ -107,8 +107,10 @@ impl Compressor {
                     .flat_map(|m| values.iter().map(move |v| m ^ v))
                     .collect()
             };
+            // Leading bits first (`k` bit-reversed): a constant in the high
+            // bits leaves the network addresses of long masks at zero.
             let constant = (1..1u128 << lead)
-                .map(|c| c << (width - lead))
+                .map(|k| (k.reverse_bits() >> (128 - lead)) << (width - lead))
                 .find(|c| !bad.contains(c))
                 .unwrap_or(0);
             self.constants.insert(*domain, constant);

@@ -359,10 +359,10 @@ mod tests {
         ]);
         // 192.168.100.1 is c0a8:6401; the /16 and the last octet stay, the
         // lone /24 becomes the first one that is not its own.
-        assert_eq!(out[0], "0000:0000:0000:0000:0000:ffff:c0a8:0101\n");
+        assert_eq!(out[0], "0000:0000:0000:0000:0000:ffff:c0a8:8001\n");
         assert_eq!(
             out[3],
-            "ip=192.168.1.1::192.168.1.254:255.255.255.0:node7:eth0:off\n"
+            "ip=192.168.128.1::192.168.128.254:255.255.255.0:node7:eth0:off\n"
         );
         // The IB GID's interface identifier is the port GUID: both agree.
         assert_eq!(out[1], "fe80:0000:0000:0000:0c42:a100:0000:0001\n");
@@ -409,9 +409,9 @@ mod tests {
         assert_eq!(out[0], "b8:3f:d2:00:00:01\n");
         assert_eq!(
             out[1],
-            "10.1.0.3:/export /mnt nfs4 rw,addr=10.1.0.3,clientaddr=10.1.8.9 0 0\n"
+            "10.128.0.3:/export /mnt nfs4 rw,addr=10.128.0.3,clientaddr=10.128.8.9 0 0\n"
         );
-        assert_eq!(out[2], "traddr=fd12:100::1,trsvcid=4420\n");
+        assert_eq!(out[2], "traddr=fd12:8000::1,trsvcid=4420\n");
         assert_eq!(
             out[3],
             "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-000000000001\n"
