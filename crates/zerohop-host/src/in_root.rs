@@ -59,7 +59,13 @@ pub(crate) struct InRoot {
 /// What opening a regular file found.
 pub(crate) enum Opened {
     /// The regular file, open for reading.
-    File(File),
+    File {
+        /// The file.
+        file: File,
+        /// Whether its directory entry names it directly, not through a
+        /// link: what a recorder would otherwise look at again.
+        direct: bool,
+    },
     /// Something else, not opened.
     Special(FileKind),
 }
@@ -106,12 +112,8 @@ impl InRoot {
                 | OFlags::NOCTTY
                 | OFlags::NOFOLLOW
                 | OFlags::CLOEXEC;
-            Ok(Some(Opened::File(File::from(openat(
-                dir,
-                name,
-                flags,
-                Mode::empty(),
-            )?))))
+            let file = File::from(openat(dir, name, flags, Mode::empty())?);
+            Ok(Some(Opened::File { file, direct: true }))
         })?;
         match opened {
             Some(opened) => Ok(opened),
@@ -166,7 +168,10 @@ impl InRoot {
             return Ok(Opened::Special(kind));
         }
         let file = self.at(path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)?;
-        Ok(Opened::File(File::from(file)))
+        Ok(Opened::File {
+            file: File::from(file),
+            direct: false,
+        })
     }
 
     /// The names in the directory at host path `path`, at most `cap` of them

@@ -68,6 +68,15 @@ enum Kind {
     Failed(Reason),
 }
 
+/// What the read that leads to a path saw of its last component, through
+/// its resolved directory, so that the recorder need not look again.
+enum Seen {
+    /// A regular file.
+    File,
+    /// A symlink, with its target as written.
+    Link(String),
+}
+
 /// What a walk ended on: the resolved path and what it is.
 struct Reached {
     key: String,
@@ -120,9 +129,17 @@ impl Recorder {
         std::mem::replace(&mut state.tree, fresh)
     }
 
-    /// Notes a file read and its result.
-    pub(crate) fn read(&self, path: &str, result: &Result<Option<Vec<u8>>, ReadError>) {
-        let Some(reached) = self.reach(path, true) else {
+    /// Notes a file read and its result. `direct` says that the read saw
+    /// the file's own directory entry, a regular file: the last component
+    /// is then not looked at again.
+    pub(crate) fn read(
+        &self,
+        path: &str,
+        result: &Result<Option<Vec<u8>>, ReadError>,
+        direct: bool,
+    ) {
+        let seen = direct.then_some(Seen::File);
+        let Some(reached) = self.reach(path, true, seen) else {
             return;
         };
         let node = if withheld(&reached.key) {
@@ -148,7 +165,7 @@ impl Recorder {
 
     /// Notes a directory listing and its result.
     pub(crate) fn list(&self, path: &str, result: &Result<Option<Vec<String>>, ReadError>) {
-        let Some(reached) = self.reach(path, true) else {
+        let Some(reached) = self.reach(path, true, None) else {
             return;
         };
         let node = match (result, &reached.kind) {
@@ -162,15 +179,16 @@ impl Recorder {
         self.state().tree.merge(&reached.key, node);
     }
 
-    /// Notes the path of a link lookup: the link itself is what is kept.
-    pub(crate) fn link(&self, path: &str) {
-        self.reach(path, false);
+    /// Notes the path of a link lookup, with the target the lookup read:
+    /// the link itself is what is kept.
+    pub(crate) fn link(&self, path: &str, target: Option<&str>) {
+        self.reach(path, false, target.map(|t| Seen::Link(t.to_owned())));
     }
 
     /// Notes a path that is resolved to the end (an existence test, a
     /// canonical path): every link on the way is kept.
     pub(crate) fn resolved(&self, path: &str) {
-        self.reach(path, true);
+        self.reach(path, true, None);
     }
 
     /// Keeps the window a read of `/dev/kmsg` returned, so that the
@@ -208,15 +226,28 @@ impl Recorder {
 
     /// Walks `path` component by component as resolution does, noting
     /// each one; `None` when the walk ends before the last (a missing or
-    /// unreadable component, a loop).
-    fn reach(&self, path: &str, follow_last: bool) -> Option<Reached> {
+    /// unreadable component, a loop). `seen` is what the last component
+    /// is, when the read that led here saw its directory entry.
+    fn reach(&self, path: &str, follow_last: bool, seen: Option<Seen>) -> Option<Reached> {
         let mut links = 0;
         let (mut resolved, kind) = match path.rsplit_once('/') {
             // The directory is walked once and remembered; only the last
             // name is walked for each file in it.
             Some((dir, name)) if !matches!(name, "" | "." | "..") => {
                 let (mut resolved, start) = self.dir(dir)?;
-                let kind = self.walk(&mut resolved, start, &[name], follow_last, &mut links)?;
+                let kind = match (seen, &start) {
+                    // A link seen is kept as the link, not followed.
+                    (Some(seen), Kind::Directory) if !follow_last || matches!(seen, Seen::File) => {
+                        resolved.push('/');
+                        resolved.push_str(name);
+                        let kind = match seen {
+                            Seen::File => Kind::File,
+                            Seen::Link(target) => Kind::Link(relative_link(&resolved, &target)),
+                        };
+                        self.note(&resolved, kind)
+                    }
+                    _ => self.walk(&mut resolved, start, &[name], follow_last, &mut links)?,
+                };
                 (resolved, kind)
             }
             _ => {
@@ -305,8 +336,14 @@ impl Recorder {
         if let Some(kind) = self.state().kinds.get(key) {
             return kind.clone();
         }
+        let kind = self.look(key);
+        self.note(key, kind)
+    }
+
+    /// What `lstat` says the resolved path `key` is on the host.
+    fn look(&self, key: &str) -> Kind {
         let real = self.base.join(key.trim_start_matches('/'));
-        let kind = match fs::symlink_metadata(&real) {
+        match fs::symlink_metadata(&real) {
             Err(err) if is_missing(&err) => Kind::Missing,
             Err(err) => Kind::Failed(io_reason(&err)),
             Ok(meta) if meta.file_type().is_symlink() => match fs::read_link(&real) {
@@ -318,7 +355,16 @@ impl Recorder {
                 Some(FileKind::Directory) => Kind::Directory,
                 Some(kind) => Kind::Special(kind),
             },
-        };
+        }
+    }
+
+    /// Notes that the resolved path `key` is `kind`, unless it was noted
+    /// already: what was seen first stands. Returns what is noted.
+    fn note(&self, key: &str, kind: Kind) -> Kind {
+        let mut state = self.state();
+        if let Some(known) = state.kinds.get(key) {
+            return known.clone();
+        }
         let node = match &kind {
             Kind::Missing => Node::Absent,
             Kind::Directory => Node::Dir(Listing::NotListed),
@@ -327,7 +373,6 @@ impl Recorder {
             Kind::Link(target) => Node::Link(target.clone()),
             Kind::Failed(reason) => Node::Unknown(reason.clone()),
         };
-        let mut state = self.state();
         state.tree.merge(key, node);
         state.kinds.insert(key.to_owned(), kind.clone());
         kind

@@ -561,4 +561,46 @@ mod tests {
             _ => assert!(tree.kernel_log().is_none()),
         }
     }
+
+    #[test]
+    fn a_recording_keeps_what_each_read_saw_without_looking_again() {
+        use crate::memory::{Content, Listing, Node};
+
+        let dir = tree();
+        let (root, recording) = HostRoot::at(dir.path()).unwrap().recorded().unwrap();
+        // A file read directly, a file read through a link, a link looked
+        // up, a dangling link looked up.
+        assert!(root.read("/proc/cmdline").unwrap().is_some());
+        assert!(root.read("/link").unwrap().is_some());
+        assert_eq!(
+            root.read_link("/link").unwrap().as_deref(),
+            Some("/proc/cmdline")
+        );
+        assert_eq!(
+            root.read_link("/dangling").unwrap().as_deref(),
+            Some("/nowhere")
+        );
+        let tree = recording.take();
+        assert!(matches!(
+            tree.node("/proc/cmdline"),
+            Some(Node::File(Content::Read(bytes))) if **bytes == *b"ro quiet\n"
+        ));
+        assert_eq!(tree.node("/proc"), Some(&Node::Dir(Listing::NotListed)));
+        // Links are kept with their targets made relative, as `lstat` and
+        // `readlink` would have found them.
+        assert_eq!(
+            tree.node("/link"),
+            Some(&Node::Link("proc/cmdline".to_owned()))
+        );
+        assert_eq!(
+            tree.node("/dangling"),
+            Some(&Node::Link("nowhere".to_owned()))
+        );
+        let replay = HostRoot::in_memory(tree, "node.zhsnap");
+        assert_eq!(replay.read("/link").unwrap().as_deref(), Some("ro quiet\n"));
+        assert_eq!(
+            replay.read_link("/dangling").unwrap().as_deref(),
+            Some("nowhere")
+        );
+    }
 }

@@ -78,11 +78,20 @@ impl Source {
 
     pub(crate) fn read_bytes(&self, path: &str, cap: usize) -> Result<Option<Vec<u8>>, ReadError> {
         match self {
-            Source::Tree { tree, recorder } => {
-                let result = tree.read_bytes(path, cap);
-                if let Some(recorder) = recorder {
-                    recorder.read(path, &result);
-                }
+            Source::Tree {
+                tree,
+                recorder: None,
+            } => tree.read_bytes(path, cap),
+            Source::Tree {
+                tree,
+                recorder: Some(recorder),
+            } => {
+                let (result, direct) = match tree.read_direct(path, cap) {
+                    Ok(Some((bytes, direct))) => (Ok(Some(bytes)), direct),
+                    Ok(None) => (Ok(None), false),
+                    Err(err) => (Err(err), false),
+                };
+                recorder.read(path, &result, direct);
                 result
             }
             Source::Memory { tree, .. } => tree.read_bytes(path, cap),
@@ -105,10 +114,12 @@ impl Source {
     pub(crate) fn read_link(&self, path: &str) -> Result<Option<String>, ReadError> {
         match self {
             Source::Tree { tree, recorder } => {
+                let result = tree.read_link(path);
                 if let Some(recorder) = recorder {
-                    recorder.link(path);
+                    let target = result.as_ref().ok().and_then(Option::as_deref);
+                    recorder.link(path, target);
                 }
-                tree.read_link(path)
+                result
             }
             Source::Memory { tree, .. } => tree.read_link(path),
         }
@@ -149,7 +160,7 @@ impl Source {
                         Ok(tail) => Ok(tail.as_ref().map(|tail| tail.bytes.clone())),
                         Err(err) => Err(err.clone()),
                     };
-                    recorder.read(path, &read);
+                    recorder.read(path, &read, false);
                 }
                 result
             }

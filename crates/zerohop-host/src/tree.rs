@@ -85,6 +85,17 @@ impl Tree {
     /// At most `cap` bytes of the regular file at `path`; `None` when it
     /// does not exist.
     pub(crate) fn read_bytes(&self, path: &str, cap: usize) -> Result<Option<Vec<u8>>, ReadError> {
+        Ok(self.read_direct(path, cap)?.map(|(bytes, _)| bytes))
+    }
+
+    /// [`Tree::read_bytes`], and whether the file's own directory entry
+    /// was seen to be a regular file (its last component is no link), so
+    /// that a recorder knows what the path is without looking again.
+    pub(crate) fn read_direct(
+        &self,
+        path: &str,
+        cap: usize,
+    ) -> Result<Option<(Vec<u8>, bool)>, ReadError> {
         // A sysfs attribute is at most one page and arrives whole in one
         // read; procfs files may come a page at a time and are read to the end.
         let extent = if path.starts_with("/sys/") {
@@ -93,7 +104,7 @@ impl Tree {
             Extent::ToEnd
         };
         match self.open_regular(path)? {
-            Some(file) => read_file(file, cap, path, extent).map(Some),
+            Some((file, direct)) => read_file(file, cap, path, extent).map(|b| Some((b, direct))),
             None => Ok(None),
         }
     }
@@ -103,27 +114,29 @@ impl Tree {
     /// it does not exist.
     pub(crate) fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
         match self.open_regular(path)? {
-            Some(file) => read_tail(file, cap, path).map(Some),
+            Some((file, _)) => read_tail(file, cap, path).map(Some),
             None => Ok(None),
         }
     }
 
-    /// The regular file at `path`, open for reading; `None` when it does
-    /// not exist, an error for anything but a regular file.
-    fn open_regular(&self, path: &str) -> Result<Option<File>, ReadError> {
+    /// The regular file at `path`, open for reading, and whether its own
+    /// directory entry named it (no link in the last component); `None`
+    /// when it does not exist, an error for anything but a regular file.
+    fn open_regular(&self, path: &str) -> Result<Option<(File, bool)>, ReadError> {
         if let Some(in_root) = &self.in_root {
             return match in_root.regular_file(path, watchdog::current_lane()) {
                 // Its type was looked at through its directory a moment
                 // before and the open did not follow a link: a file swapped
                 // since is still read without waiting, and at most `cap`
                 // bytes of it, so no second `fstat` is paid per file.
-                Ok(Opened::File(file)) => Ok(Some(file)),
+                Ok(Opened::File { file, direct }) => Ok(Some((file, direct))),
                 Ok(Opened::Special(kind)) => Err(not_a_file(path, kind)),
                 Err(err) => missing_or(path, &err),
             };
         }
         let Some(resolver) = &self.resolver else {
-            return open_checked(Path::new(path), path, false);
+            // The live `/`: the open follows a link, so nothing is said.
+            return Ok(open_checked(Path::new(path), path, false)?.map(|file| (file, false)));
         };
         // Most files are not symlinks: look at the last component without
         // following it, and resolve it only when it is a link.
@@ -134,7 +147,8 @@ impl Tree {
             Ok(meta) => meta,
             Err(err) => return missing_or(path, &err),
         };
-        if meta.file_type().is_symlink() {
+        let direct = !meta.file_type().is_symlink();
+        if !direct {
             real = resolver
                 .resolve(path, true)
                 .map_err(|err| resolve_error(path, &err))?;
@@ -146,7 +160,7 @@ impl Tree {
         if let Some(kind) = FileKind::from_mode(meta.mode()) {
             return Err(not_a_file(path, kind));
         }
-        open_checked(&real, path, true)
+        Ok(open_checked(&real, path, true)?.map(|file| (file, direct)))
     }
 
     /// The names in the directory at `path`, unsorted; `None` when it does
