@@ -206,11 +206,7 @@ impl Topology {
         let fabric = compute_fabric(&nics);
         let mut load = vec![0usize; nics.len()];
         let mut pairings = Vec::new();
-        for gpu in pci
-            .list()
-            .iter()
-            .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
-        {
+        for gpu in pci.nvidia_gpus() {
             let all: Vec<Option<Distance>> = nics
                 .iter()
                 .map(|c| distance(gpu, c.function, multi_node))

@@ -6,6 +6,7 @@
 //! devices and netdevs) records about 40,000 files and links holding less
 //! than 1 MiB; the caps leave room for hosts several times that size.
 
+use zerohop_host::facts::kernel_log::CAPTURE_CAP;
 use zerohop_host::root::DEFAULT_READ_CAP;
 
 /// The most members (files and links) an archive holds.
@@ -14,8 +15,13 @@ pub const MAX_MEMBERS: usize = 80_000;
 /// The most bytes of file content an archive holds, all files together.
 pub const MAX_CONTENT_BYTES: u64 = 64 << 20;
 
-/// The most bytes one file holds: the most one host read returns.
-pub const MAX_FILE_BYTES: u64 = DEFAULT_READ_CAP as u64;
+/// The most bytes one file holds: the most one host read returns, the
+/// tail of a kernel-log capture (up to [`CAPTURE_CAP`]) included.
+pub const MAX_FILE_BYTES: u64 = if CAPTURE_CAP > DEFAULT_READ_CAP {
+    CAPTURE_CAP as u64
+} else {
+    DEFAULT_READ_CAP as u64
+};
 
 /// The most bytes of `manifest.json`.
 pub const MAX_MANIFEST_BYTES: u64 = 32 << 20;

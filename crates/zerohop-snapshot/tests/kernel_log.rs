@@ -75,3 +75,20 @@ fn the_live_window_gives_the_same_findings_on_its_snapshot() {
     assert!(!recorded.is_empty());
     assert_eq!(recorded, kernel_log(&doctor(&on_snapshot)));
 }
+
+/// A capture larger than any other read (6 MiB of records, under the
+/// capture's own 8 MiB cap) is recorded whole and opened again: the
+/// archive's per-file cap admits what the kernel-log reader reads.
+#[test]
+fn a_capture_larger_than_other_reads_is_recorded() {
+    let dir = tempfile::tempdir().expect("temp");
+    let capture = dir.path().join(CAPTURE.trim_start_matches('/'));
+    std::fs::create_dir_all(capture.parent().expect("a directory")).expect("mkdir");
+    let line = "6,1,1000,-;mlx5_core 0000:19:00.0: link up\n";
+    let records = (6 << 20) / line.len();
+    std::fs::write(&capture, line.repeat(records)).expect("write");
+    let root = HostRoot::at(dir.path()).expect("a directory root");
+    let on_tree = kernel_log(&doctor(&root));
+    let (_, on_snapshot) = through_an_archive(&root);
+    assert_eq!(on_tree, kernel_log(&doctor(&on_snapshot)));
+}

@@ -128,9 +128,7 @@ fn gpu_count(ctx: &Context<'_>) -> Vec<Outcome> {
     let gpus: Vec<&str> = ctx
         .facts
         .pci
-        .list()
-        .iter()
-        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+        .nvidia_gpus()
         .map(|d| d.address.as_str())
         .collect();
     let seen = u32::try_from(gpus.len()).unwrap_or(u32::MAX);

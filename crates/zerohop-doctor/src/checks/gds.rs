@@ -716,9 +716,7 @@ fn gds_without_gpu(ctx: &Context<'_>) -> Vec<Outcome> {
     let facts = ctx.facts;
     let on_bus: Vec<&str> = facts
         .pci
-        .list()
-        .iter()
-        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+        .nvidia_gpus()
         .map(|d| d.address.as_str())
         .collect();
     let driver: Vec<&str> = match &facts.nvidia.gpus {

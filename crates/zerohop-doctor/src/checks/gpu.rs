@@ -20,12 +20,7 @@ const MODULE_DIR: &str = "/sys/module/nvidia";
 
 /// The NVIDIA GPUs on the PCI bus (physical functions).
 fn gpus<'a>(ctx: &Context<'a>) -> Vec<&'a PciDevice> {
-    ctx.facts
-        .pci
-        .list()
-        .iter()
-        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
-        .collect()
+    ctx.facts.pci.nvidia_gpus().collect()
 }
 
 /// The outcome that ends a GPU check on a host without NVIDIA GPUs (on the

@@ -365,13 +365,7 @@ declare_check! {
 
 fn vf_pool_small(ctx: &Context<'_>) -> Vec<Outcome> {
     let pfs = need!(wanted_pfs(ctx));
-    let gpus = ctx
-        .facts
-        .pci
-        .list()
-        .iter()
-        .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
-        .count();
+    let gpus = ctx.facts.pci.nvidia_gpus().count();
     if gpus == 0 {
         return vec![Outcome::not_applicable("no nvidia gpu to pair vfs with")];
     }

@@ -206,6 +206,14 @@ impl PciFacts {
         }
     }
 
+    /// The NVIDIA GPUs: their physical functions (an SR-IOV VF of a vGPU
+    /// setup is not a GPU of the host's own).
+    pub fn nvidia_gpus(&self) -> impl Iterator<Item = &PciDevice> {
+        self.list()
+            .iter()
+            .filter(|d| d.is_nvidia_gpu() && !d.is_vf())
+    }
+
     /// Why some function's class or IDs could not be read (the first such
     /// function), or why the functions could not be listed at all: then
     /// the absence of a GPU or a NIC proves nothing.
