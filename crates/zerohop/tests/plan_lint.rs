@@ -135,3 +135,43 @@ fn the_old_single_numa_node_policy_is_caught_on_the_rendered_pod() {
         .any(|f| f["id"] == "ZL090" && f["status"] == "fail");
     assert!(refused, "{report:#}");
 }
+
+/// ZL065 reads the lossless priority from the QoS script the OpenShift set
+/// carries in its storage MachineConfig (a base64 data URL): a pod moved to
+/// traffic class 74 (DSCP 18, priority 2) is off the priority that script
+/// enables PFC for, and the finding names the MachineConfig. The policies
+/// say the rails are RoCE.
+#[test]
+fn a_pod_off_the_rendered_lossless_priority_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan");
+    let plan = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .arg("plan")
+        .arg(repo().join("examples/cluster.yaml"))
+        .args(["--platform", "openshift", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(plan.status.success());
+    let pod = std::fs::read_to_string(out.join("90-workload-pod.yaml")).unwrap();
+    let moved = pod.replace("value: \"106\"", "value: \"74\"");
+    assert_ne!(moved, pod, "the rendered pod sets NCCL_IB_TC 106: {pod}");
+    let moved_path = dir.path().join("pod.yaml");
+    std::fs::write(&moved_path, moved).unwrap();
+    let lint = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .arg("lint")
+        .arg(&moved_path)
+        .arg(out.join("32-sriov-network-node-policies.yaml"))
+        .arg(out.join("60-machineconfig-storage-fabric.yaml"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&lint.stdout).unwrap();
+    let off = report["findings"].as_array().unwrap().iter().any(|f| {
+        f["id"] == "ZL065"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("MachineConfig") && m.contains("priority 3 only"))
+    });
+    assert!(off, "{report:#}");
+}
