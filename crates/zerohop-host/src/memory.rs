@@ -16,6 +16,7 @@
 //! [`HostRoot::at`]: crate::HostRoot::at
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use crate::facts::kernel_log::CAPTURE;
@@ -220,7 +221,13 @@ impl Default for MemoryTree {
 impl MemoryTree {
     /// An empty tree: only the root directory, not listed.
     pub fn new() -> MemoryTree {
-        let mut nodes = HashMap::new();
+        MemoryTree::with_capacity(1)
+    }
+
+    /// An empty tree with room for `paths` nodes before it grows: one
+    /// rebuilt from a list of known length (an archive's manifest).
+    pub fn with_capacity(paths: usize) -> MemoryTree {
+        let mut nodes = HashMap::with_capacity(paths);
         nodes.insert("/".to_owned(), Node::Dir(Listing::NotListed));
         MemoryTree {
             nodes,
@@ -328,55 +335,68 @@ impl MemoryTree {
     /// Adds the node at `path`, creating the directories above it. Refuses
     /// a path that is not plain, a link that leaves the tree, a path given
     /// twice and a path below something that is not a directory.
-    pub fn insert(&mut self, path: &str, node: Node) -> Result<(), TreeError> {
+    pub fn insert(&mut self, path: impl Into<String>, node: Node) -> Result<(), TreeError> {
+        let path: String = path.into();
         let node = sorted(node);
         if path == "/" && matches!(node, Node::Dir(_)) {
             // The root is always a directory, given in full at most once.
-            return match self.nodes.insert(path.to_owned(), node) {
+            return match self.nodes.insert(path.clone(), node) {
                 Some(Node::Dir(Listing::NotListed)) => Ok(()),
-                _ => Err(TreeError::Duplicate {
-                    path: path.to_owned(),
-                }),
+                _ => Err(TreeError::Duplicate { path }),
             };
         }
-        check_path(path)?;
+        check_path(&path)?;
         if let Node::Link(target) = &node {
-            check_link(path, target)?;
+            check_link(&path, target)?;
         }
-        self.make_parents(path)?;
-        match self.nodes.get(path) {
-            None => {}
+        self.make_parents(&path)?;
+        match self.nodes.entry(path) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(node);
+            }
             // A directory passed through first and given in full later.
             // (One made for the paths below it cannot become anything else.)
-            Some(Node::Dir(Listing::NotListed)) if matches!(node, Node::Dir(_)) => {}
-            Some(_) => {
+            Entry::Occupied(mut occupied)
+                if matches!(occupied.get(), Node::Dir(Listing::NotListed))
+                    && matches!(node, Node::Dir(_)) =>
+            {
+                occupied.insert(node);
+            }
+            Entry::Occupied(occupied) => {
                 return Err(TreeError::Duplicate {
-                    path: path.to_owned(),
+                    path: occupied.key().clone(),
                 });
             }
         }
-        self.nodes.insert(path.to_owned(), node);
         Ok(())
     }
 
     fn make_parents(&mut self, path: &str) -> Result<(), TreeError> {
+        // Every directory in the tree has its own parents: start below the
+        // deepest one that exists, which for paths added in order is
+        // nearly always the immediate parent.
         let mut end = 0;
-        while let Some(next) = path[end + 1..].find('/') {
-            end += 1 + next;
-            let parent = &path[..end];
-            match self.nodes.get(parent) {
-                None => {
-                    self.nodes
-                        .insert(parent.to_owned(), Node::Dir(Listing::NotListed));
+        let mut above = path.len();
+        while let Some(slash) = path[..above].rfind('/').filter(|&slash| slash > 0) {
+            match self.nodes.get(&path[..slash]) {
+                Some(Node::Dir(_)) => {
+                    end = slash;
+                    break;
                 }
-                Some(Node::Dir(_)) => {}
                 Some(_) => {
                     return Err(TreeError::NotUnderADirectory {
                         path: path.to_owned(),
-                        parent: parent.to_owned(),
+                        parent: path[..slash].to_owned(),
                     });
                 }
+                None => above = slash,
             }
+        }
+        // Below it, none exists.
+        while let Some(next) = path[end + 1..].find('/') {
+            end += 1 + next;
+            self.nodes
+                .insert(path[..end].to_owned(), Node::Dir(Listing::NotListed));
         }
         Ok(())
     }

@@ -209,8 +209,9 @@ impl Entry {
 
     /// The node this entry stands for, with the content of its member;
     /// `Err` with a lowercase fragment when its fields do not fit its type.
-    pub fn node(&self, content: Option<Arc<[u8]>>) -> Result<Node, String> {
-        let extra = |what: &str| Err(format!("a {} entry has {what}", self.kind_name()));
+    pub fn into_node(self, content: Option<Arc<[u8]>>) -> Result<Node, String> {
+        let kind = self.kind_name();
+        let extra = |what: &str| Err(format!("a {kind} entry has {what}"));
         if self.kind != EntryType::Link && self.target.is_some() {
             return extra("a target");
         }
@@ -226,26 +227,27 @@ impl Entry {
         if self.size.is_some() != self.sha256.is_some() {
             return extra("a size without a hash or a hash without a size");
         }
-        let reason = self.error.clone();
-        Ok(match (self.kind, reason) {
+        let has_size = self.size.is_some();
+        let has_names = self.names.is_some();
+        Ok(match (self.kind, self.error) {
             (EntryType::File, None) => Node::File(match content {
                 Some(bytes) => Content::Read(bytes),
                 None => Content::NotRead,
             }),
-            (EntryType::File, Some(_)) if self.size.is_some() => {
+            (EntryType::File, Some(_)) if has_size => {
                 return extra("both content and an error");
             }
             (EntryType::File, Some(reason)) => Node::File(Content::Failed(reason)),
-            (EntryType::Dir, None) => Node::Dir(match &self.names {
-                Some(names) => Listing::Names(names.clone()),
+            (EntryType::Dir, None) => Node::Dir(match self.names {
+                Some(names) => Listing::Names(names),
                 None => Listing::NotListed,
             }),
-            (EntryType::Dir, Some(_)) if self.names.is_some() => {
+            (EntryType::Dir, Some(_)) if has_names => {
                 return extra("both names and an error");
             }
             (EntryType::Dir, Some(reason)) => Node::Dir(Listing::Failed(reason)),
-            (EntryType::Link, None) => match &self.target {
-                Some(target) => Node::Link(target.clone()),
+            (EntryType::Link, None) => match self.target {
+                Some(target) => Node::Link(target),
                 None => return Err("a link entry has no target".to_owned()),
             },
             (EntryType::Special, None) => {

@@ -4,12 +4,13 @@
 //! anywhere. The result is a [`Snapshot`] in memory.
 //!
 //! The manifest comes first and is read first: its format version is
-//! checked before anything else in it is trusted, and its totals before
-//! any member is read. A member's size is checked against the manifest
-//! from its header, before its content is read, and its hash after.
+//! checked before anything else in it is trusted, and its totals and the
+//! order of its entries before any member is read. The members follow the
+//! manifest's order, so each is matched against the next entry that has
+//! one. A member's size is checked against the manifest from its header,
+//! before its content is read, and its hash after.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -24,7 +25,7 @@ use crate::limits::{
     MAX_ARCHIVE_BYTES, MAX_CONTENT_BYTES, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, MAX_MEMBERS,
     MAX_REPORT_BYTES, MAX_TAR_BYTES, MAX_WINDOW_LOG,
 };
-use crate::manifest::{EntryType, FORMAT_NAME, FORMAT_VERSION, Manifest, Member, sha256_hex};
+use crate::manifest::{Entry, EntryType, FORMAT_NAME, FORMAT_VERSION, Manifest, sha256_hex};
 use crate::snapshot::{Meta, Snapshot};
 
 /// The longest reason the manifest may give for a kernel-log read cut
@@ -127,12 +128,13 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
                     "its first member is not manifest.json".to_owned(),
                 ));
             }
-            let bytes = read_member(&mut first, "manifest.json", MAX_MANIFEST_BYTES)?;
+            let size = first.size();
+            let bytes = read_member(&mut first, "manifest.json", size, MAX_MANIFEST_BYTES)?;
             parse_manifest(&bytes)?
         }
         None => return Err(OpenError::NotASnapshot("the archive is empty".to_owned())),
     };
-    let mut expected = Expected::of(&manifest)?;
+    check_entries(&manifest)?;
 
     let report = match members.next() {
         Some(second) => {
@@ -143,16 +145,28 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
                 ));
             }
             expect_size(&second, "report.json", manifest.report.size)?;
-            let bytes = read_member(&mut second, "report.json", MAX_REPORT_BYTES)?;
-            expect_hash(&bytes, "report.json", &manifest.report)?;
+            let bytes = read_member(
+                &mut second,
+                "report.json",
+                manifest.report.size,
+                MAX_REPORT_BYTES,
+            )?;
+            expect_hash(&bytes, "report.json", &manifest.report.sha256)?;
             bytes
         }
         None => return Err(truncated("report.json")),
     };
 
+    // The members come in the manifest's order (both sorted by path), so
+    // each is matched against the next entry that has one: no lookup, and
+    // a member out of place is a duplicate, a missing member or a stray.
+    let entries = &manifest.entries;
+    let listed: Vec<usize> = (0..entries.len())
+        .filter(|&index| is_member(&entries[index]))
+        .collect();
+    let mut contents: Vec<Option<Arc<[u8]>>> = vec![None; entries.len()];
+    let mut next = 0;
     let mut count = 1;
-    let mut seen = HashSet::new();
-    let mut contents: HashMap<String, Arc<[u8]>> = HashMap::new();
     for member in members {
         let mut member = member.map_err(|err| stream_error(&err))?;
         count += 1;
@@ -162,73 +176,85 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
                 manifest.totals.members
             )));
         }
-        let name = String::from_utf8(member.path_bytes().into_owned())
+        let name_bytes = member.path_bytes().into_owned();
+        let name = std::str::from_utf8(&name_bytes)
             .map_err(|_| OpenError::Invalid("a member name is not UTF-8".to_owned()))?;
-        let shown = clip(&name);
         let Some(path) = name.strip_prefix("root").filter(|p| p.starts_with('/')) else {
             return Err(OpenError::Invalid(format!(
-                "member {shown} is outside root/ (a snapshot holds only host files there)"
+                "member {} is outside root/ (a snapshot holds only host files there)",
+                clip(name)
             )));
         };
-        check_path(path).map_err(|err| OpenError::Invalid(format!("member {shown}: {err}")))?;
-        if !seen.insert(path.to_owned()) {
-            return Err(OpenError::Invalid(format!("member {shown} appears twice")));
-        }
-        match member.header().entry_type() {
-            tar::EntryType::Regular => {
-                let Some(want) = expected.files.remove(path) else {
-                    return Err(unlisted(&shown, "file"));
-                };
-                expect_size(&member, &shown, want.size)?;
-                let bytes = read_member(&mut member, &shown, MAX_FILE_BYTES)?;
-                expect_hash(&bytes, &shown, &want)?;
-                contents.insert(path.to_owned(), Arc::from(bytes));
+        check_path(path)
+            .map_err(|err| OpenError::Invalid(format!("member {}: {err}", clip(name))))?;
+        let kind = member.header().entry_type();
+        let what = match kind {
+            tar::EntryType::Regular => "file",
+            tar::EntryType::Symlink => "link",
+            other => {
+                return Err(OpenError::Invalid(format!(
+                    "member {} is a {}, not a file or a link",
+                    clip(name),
+                    type_name(other)
+                )));
             }
-            tar::EntryType::Symlink => {
-                let Some(want) = expected.links.remove(path) else {
-                    return Err(unlisted(&shown, "link"));
-                };
+        };
+        let Some(&index) = listed
+            .get(next)
+            .filter(|&&index| entries[index].path == path)
+        else {
+            return Err(out_of_place(
+                entries,
+                listed.get(next).copied(),
+                path,
+                name,
+                what,
+            ));
+        };
+        next += 1;
+        let entry = &entries[index];
+        match (kind, entry.size, &entry.sha256, &entry.target) {
+            (tar::EntryType::Regular, Some(size), Some(sha256), _) => {
+                expect_size(&member, name, size)?;
+                let bytes = read_member(&mut member, name, size, MAX_FILE_BYTES)?;
+                expect_hash(&bytes, name, sha256)?;
+                contents[index] = Some(Arc::from(bytes));
+            }
+            (tar::EntryType::Symlink, None, None, Some(want)) if entry.kind == EntryType::Link => {
                 let target = member
                     .link_name_bytes()
                     .map(|t| String::from_utf8_lossy(&t).into_owned())
                     .unwrap_or_default();
                 check_link(path, &target).map_err(|err| OpenError::Invalid(err.to_string()))?;
-                if target != want {
+                if target != *want {
                     return Err(OpenError::Invalid(format!(
-                        "link {shown} points to {:?}, the manifest says {:?}",
+                        "link {} points to {:?}, the manifest says {:?}",
+                        clip(name),
                         clip(&target),
-                        clip(&want)
+                        clip(want)
                     )));
                 }
             }
-            other => {
-                return Err(OpenError::Invalid(format!(
-                    "member {shown} is a {}, not a file or a link",
-                    type_name(other)
-                )));
-            }
+            _ => return Err(unlisted(&clip(name), what)),
         }
     }
-    if let Some(path) = expected.files.keys().chain(expected.links.keys()).min() {
-        return Err(truncated(&format!("root{path}")));
+    if let Some(&index) = listed.get(next) {
+        return Err(truncated(&format!("root{}", entries[index].path)));
     }
 
-    let mut tree = MemoryTree::new();
+    let mut tree = MemoryTree::with_capacity(entries.len());
     tree.set_process_view(manifest.live);
     tree.set_kernel_log(kernel_log(&manifest)?);
-    for entry in &manifest.entries {
-        let content = contents.remove(&entry.path);
+    let meta = Meta::from(&manifest);
+    for (mut entry, content) in manifest.entries.into_iter().zip(contents) {
+        let path = std::mem::take(&mut entry.path);
         let node = entry
-            .node(content)
-            .map_err(|why| OpenError::Invalid(format!("entry {}: {why}", clip(&entry.path))))?;
-        tree.insert(&entry.path, node)
+            .into_node(content)
+            .map_err(|why| OpenError::Invalid(format!("entry {}: {why}", clip(&path))))?;
+        tree.insert(path, node)
             .map_err(|err| OpenError::Invalid(err.to_string()))?;
     }
-    Ok(Snapshot {
-        meta: Meta::from(&manifest),
-        report,
-        tree,
-    })
+    Ok(Snapshot { meta, report, tree })
 }
 
 /// The manifest's kernel-log device, checked: a plain path, a reason of
@@ -257,59 +283,86 @@ fn kernel_log(manifest: &Manifest) -> Result<Option<LiveLog>, OpenError> {
     Ok(Some(log.clone()))
 }
 
-/// What the manifest says the members are.
-struct Expected {
-    files: HashMap<String, Member>,
-    links: HashMap<String, String>,
+/// Whether the archive holds a member for `entry`: a file read whole
+/// (size and hash), or a link.
+fn is_member(entry: &Entry) -> bool {
+    (entry.size.is_some() && entry.sha256.is_some())
+        || (entry.kind == EntryType::Link && entry.target.is_some())
 }
 
-impl Expected {
-    /// The members the manifest lists, after checking its totals against
-    /// the caps and against its own entries.
-    fn of(manifest: &Manifest) -> Result<Expected, OpenError> {
-        let totals = manifest.totals;
-        if totals.members > MAX_MEMBERS {
-            return Err(OpenError::TooLarge(format!(
-                "the manifest lists {} members, more than the {MAX_MEMBERS} a snapshot may hold",
-                totals.members
-            )));
-        }
-        if totals.bytes > MAX_CONTENT_BYTES {
-            return Err(OpenError::TooLarge(format!(
-                "the manifest lists {} bytes of files, more than the {MAX_CONTENT_BYTES} a \
-                 snapshot may hold",
-                totals.bytes
-            )));
-        }
-        let mut files = HashMap::new();
-        let mut links = HashMap::new();
-        let mut bytes = manifest.report.size;
-        for entry in &manifest.entries {
-            if let Some(member) = entry.member() {
-                if member.size > MAX_FILE_BYTES {
-                    return Err(OpenError::TooLarge(format!(
-                        "the manifest lists {} with {} bytes, more than the {MAX_FILE_BYTES} a \
-                         file may hold",
-                        clip(&entry.path),
-                        member.size
-                    )));
-                }
-                bytes = bytes.saturating_add(member.size);
-                files.insert(entry.path.clone(), member);
+/// Checks the manifest's totals against the caps and against its own
+/// entries, and that its entries are sorted by path, each once: the order
+/// the members must follow.
+fn check_entries(manifest: &Manifest) -> Result<(), OpenError> {
+    let totals = manifest.totals;
+    if totals.members > MAX_MEMBERS {
+        return Err(OpenError::TooLarge(format!(
+            "the manifest lists {} members, more than the {MAX_MEMBERS} a snapshot may hold",
+            totals.members
+        )));
+    }
+    if totals.bytes > MAX_CONTENT_BYTES {
+        return Err(OpenError::TooLarge(format!(
+            "the manifest lists {} bytes of files, more than the {MAX_CONTENT_BYTES} a \
+             snapshot may hold",
+            totals.bytes
+        )));
+    }
+    if let Some(pair) = manifest
+        .entries
+        .windows(2)
+        .find(|pair| pair[0].path >= pair[1].path)
+    {
+        return Err(OpenError::Invalid(format!(
+            "the manifest lists {} after {}: its entries must be sorted by path, each once",
+            clip(&pair[1].path),
+            clip(&pair[0].path)
+        )));
+    }
+    let mut members = 1;
+    let mut bytes = manifest.report.size;
+    for entry in &manifest.entries {
+        if let (Some(size), Some(_)) = (entry.size, &entry.sha256) {
+            if size > MAX_FILE_BYTES {
+                return Err(OpenError::TooLarge(format!(
+                    "the manifest lists {} with {size} bytes, more than the {MAX_FILE_BYTES} a \
+                     file may hold",
+                    clip(&entry.path),
+                )));
             }
-            if let (EntryType::Link, Some(target)) = (entry.kind, &entry.target) {
-                links.insert(entry.path.clone(), target.clone());
-            }
+            bytes = bytes.saturating_add(size);
         }
-        let members = 1 + files.len() + links.len();
-        if members != totals.members || bytes != totals.bytes {
-            return Err(OpenError::Invalid(format!(
-                "the manifest's totals ({} members, {} bytes) do not match its entries ({members} \
-                 members, {bytes} bytes)",
-                totals.members, totals.bytes
-            )));
+        members += usize::from(is_member(entry));
+    }
+    if members != totals.members || bytes != totals.bytes {
+        return Err(OpenError::Invalid(format!(
+            "the manifest's totals ({} members, {} bytes) do not match its entries ({members} \
+             members, {bytes} bytes)",
+            totals.members, totals.bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Why the member at `path` is not the one the manifest lists next
+/// (`expected`, an index into `entries`): it came before (a duplicate), the
+/// expected one is missing, or the manifest does not list it.
+fn out_of_place(
+    entries: &[Entry],
+    expected: Option<usize>,
+    path: &str,
+    name: &str,
+    what: &str,
+) -> OpenError {
+    let listed = entries
+        .binary_search_by(|entry| entry.path.as_str().cmp(path))
+        .is_ok_and(|index| is_member(&entries[index]));
+    match expected {
+        Some(expected) if listed && entries[expected].path.as_str() < path => {
+            truncated(&format!("root{}", entries[expected].path))
         }
-        Ok(Expected { files, links })
+        _ if listed => OpenError::Invalid(format!("member {} appears twice", clip(name))),
+        _ => unlisted(&clip(name), what),
     }
 }
 
@@ -350,16 +403,23 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, OpenError> {
     full.map_err(|err| OpenError::Invalid(format!("manifest.json does not parse: {err}")))
 }
 
-/// Reads a member of at most `cap` bytes (its header said how many).
-fn read_member(member: &mut impl Read, shown: &str, cap: u64) -> Result<Vec<u8>, OpenError> {
-    let mut bytes = Vec::new();
+/// Reads member `name` of at most `cap` bytes, with room for the `size`
+/// its header announced (already checked against the manifest).
+fn read_member(
+    member: &mut impl Read,
+    name: &str,
+    size: u64,
+    cap: u64,
+) -> Result<Vec<u8>, OpenError> {
+    let mut bytes = Vec::with_capacity(usize::try_from(size.min(cap)).unwrap_or(0));
     member
         .take(cap + 1)
         .read_to_end(&mut bytes)
         .map_err(|err| stream_error(&err))?;
     if bytes.len() as u64 > cap {
         return Err(OpenError::TooLarge(format!(
-            "{shown} is larger than {cap} bytes"
+            "{} is larger than {cap} bytes",
+            clip(name)
         )));
     }
     Ok(bytes)
@@ -367,22 +427,24 @@ fn read_member(member: &mut impl Read, shown: &str, cap: u64) -> Result<Vec<u8>,
 
 fn expect_size<R: Read>(
     member: &tar::Entry<'_, R>,
-    shown: &str,
+    name: &str,
     size: u64,
 ) -> Result<(), OpenError> {
     let header = member.header().size().map_err(|err| stream_error(&err))?;
     if header != size {
         return Err(OpenError::Invalid(format!(
-            "{shown} holds {header} bytes, the manifest says {size}"
+            "{} holds {header} bytes, the manifest says {size}",
+            clip(name)
         )));
     }
     Ok(())
 }
 
-fn expect_hash(bytes: &[u8], shown: &str, want: &Member) -> Result<(), OpenError> {
-    if sha256_hex(bytes) != want.sha256 {
+fn expect_hash(bytes: &[u8], name: &str, want: &str) -> Result<(), OpenError> {
+    if sha256_hex(bytes) != want {
         return Err(OpenError::Invalid(format!(
-            "{shown} does not match its SHA-256 in the manifest (altered or damaged)"
+            "{} does not match its SHA-256 in the manifest (altered or damaged)",
+            clip(name)
         )));
     }
     Ok(())

@@ -307,6 +307,36 @@ fn a_manifest_that_does_not_match_the_members_is_refused() {
     assert!(why.contains("is a character device"), "{why}");
 }
 
+/// Members follow the manifest's order, which is sorted by path: the
+/// reader matches each against the next entry instead of looking it up.
+#[test]
+fn members_and_entries_out_of_order_are_refused() {
+    let good = unpack(&good());
+    let index = index_of(&good, CMDLINE);
+
+    // Two members swapped: the one expected first is missing where it
+    // should be.
+    let mut members = good.clone();
+    members.swap(index, index + 1);
+    let why = refused(&pack(&members));
+    assert!(why.contains("is missing"), "{why}");
+
+    // The manifest's entries out of order, or one listed twice.
+    let mut members = good.clone();
+    let mut manifest = manifest_of(&members);
+    manifest.entries.reverse();
+    with_manifest(&mut members, &manifest);
+    let why = refused(&pack(&members));
+    assert!(why.contains("must be sorted by path, each once"), "{why}");
+    let mut members = good;
+    let mut manifest = manifest_of(&members);
+    let twice = manifest.entries[1].clone();
+    manifest.entries.insert(1, twice);
+    with_manifest(&mut members, &manifest);
+    let why = refused(&pack(&members));
+    assert!(why.contains("must be sorted by path, each once"), "{why}");
+}
+
 #[test]
 fn a_kernel_log_the_archive_does_not_hold_is_refused() {
     let good = unpack(&good());

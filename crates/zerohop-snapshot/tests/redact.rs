@@ -237,7 +237,7 @@ fn every_kind() -> Snapshot {
     let mut tree = MemoryTree::new();
     for (path, content) in files {
         let node = Node::File(Content::Read(content.as_bytes().into()));
-        tree.insert(path, node).unwrap();
+        tree.insert(*path, node).unwrap();
     }
     Snapshot {
         meta: Meta {
