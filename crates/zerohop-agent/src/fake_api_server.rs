@@ -34,6 +34,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, oneshot};
+use zerohop_known::zerohop_api::{API_VERSION, GROUP, PLURAL, VERSION};
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -712,7 +713,7 @@ async fn handle(
             store.events.insert(key, event.clone());
             full(StatusCode::OK, event)
         }
-        (_, ["apis", "zerohop.dev", "v1alpha1", "datapathreports", ..])
+        (_, ["apis", GROUP, VERSION, PLURAL, ..])
             if !store
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -724,19 +725,19 @@ async fn handle(
                 "the server could not find the requested resource",
             )
         }
-        (Method::GET, ["apis", "zerohop.dev", "v1alpha1", "datapathreports"]) => {
+        (Method::GET, ["apis", GROUP, VERSION, PLURAL]) => {
             if query.get("watch").is_some_and(|w| w != "false" && w != "0") {
-                return watch(&store, &changes, "datapathreports", &query);
+                return watch(&store, &changes, PLURAL, &query);
             }
             list(
                 &store,
-                "datapathreports",
+                PLURAL,
                 "DataPathReportList",
-                "zerohop.dev/v1alpha1",
+                API_VERSION,
                 &query,
             )
         }
-        (Method::PATCH, ["apis", "zerohop.dev", "v1alpha1", "datapathreports", name]) => {
+        (Method::PATCH, ["apis", GROUP, VERSION, PLURAL, name]) => {
             if content_type.as_deref() != Some("application/apply-patch+yaml") {
                 return status(
                     415,
@@ -759,7 +760,7 @@ async fn handle(
                 "ADDED"
             };
             let change = Change {
-                resource: "datapathreports",
+                resource: PLURAL,
                 kind,
                 object: object.clone(),
             };

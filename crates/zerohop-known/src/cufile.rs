@@ -59,6 +59,11 @@ pub struct Key {
 /// queue entries, KiB, milliseconds): a negative value is a mistake.
 pub const COUNT: (i64, i64) = (0, i64::MAX);
 
+/// The name of the keys that list the local addresses whose NICs cuFile
+/// uses for RDMA, under `properties` and under each file system and mount
+/// table entry: the doctor (GDS002) judges every such list.
+pub const RDMA_DEV_ADDR_LIST: &str = "rdma_dev_addr_list";
+
 const fn key(path: &'static str, ty: Type) -> Key {
     Key {
         path,

@@ -18,6 +18,7 @@ use crate::intent::{
     API_VERSION, DataPathPlan, Ipam, KIND, NodePool, Operators, Platform, RdmaMode,
 };
 use crate::plan::{Plan, PoolPlan};
+use zerohop_known::operators::OPENSHIFT_SRIOV_NAMESPACE;
 use zerohop_known::topology::Policy;
 
 /// Collects every problem of an intent, in any order.
@@ -254,7 +255,7 @@ fn operators(c: &mut Checker, ops: Operators, platform: Platform) -> OperatorPla
         .map(|n| n.value)
         .unwrap_or_else(|| match platform {
             Platform::Kubernetes => ops.network_operator_namespace.value.clone(),
-            Platform::Openshift => "openshift-sriov-network-operator".to_owned(),
+            Platform::Openshift => OPENSHIFT_SRIOV_NAMESPACE.to_owned(),
         });
     OperatorPlan {
         network_operator_version: ops.network_operator_version.value,

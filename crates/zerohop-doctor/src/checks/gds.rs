@@ -251,19 +251,20 @@ fn force_compat(ctx: &Context<'_>) -> Vec<Outcome> {
 /// Every `rdma_dev_addr_list` entry with the key it is under.
 fn rdma_addresses(value: &Value) -> Vec<(String, &Value)> {
     let mut lists: Vec<(String, &Value)> = Vec::new();
-    if let Some(list) = value.pointer("/properties/rdma_dev_addr_list") {
-        lists.push(("properties.rdma_dev_addr_list".to_owned(), list));
+    const KEY: &str = cufile_schema::RDMA_DEV_ADDR_LIST;
+    if let Some(list) = value.get("properties").and_then(|p| p.get(KEY)) {
+        lists.push((format!("properties.{KEY}"), list));
     }
     if let Some(Value::Object(filesystems)) = value.get("fs") {
         for (fs, section) in filesystems {
-            if let Some(list) = section.get("rdma_dev_addr_list") {
-                lists.push((format!("fs.{fs}.rdma_dev_addr_list"), list));
+            if let Some(list) = section.get(KEY) {
+                lists.push((format!("fs.{fs}.{KEY}"), list));
             }
             if let Some(Value::Object(table)) = section.get("mount_table") {
                 for (mount, entry) in table {
-                    if let Some(list) = entry.get("rdma_dev_addr_list") {
+                    if let Some(list) = entry.get(KEY) {
                         lists.push((
-                            format!("fs.{fs}.mount_table.{mount}.rdma_dev_addr_list"),
+                            format!("fs.{fs}.mount_table.{mount}.{KEY}"),
                             list,
                         ));
                     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use zerohop_known::nccl;
 use zerohop_known::shell::quote;
 use zerohop_known::topology::{GPU_RESOURCE, LAYOUT_ANNOTATION};
 
@@ -234,8 +235,8 @@ pub(crate) fn nccl_env(plan: &Plan, rails: &[&RailPlan]) -> Vec<Value> {
         RdmaMode::Sriov => "mlx5".to_owned(),
     };
     let mut env = vec![
-        json!({"name": "NCCL_IB_HCA", "value": hca}),
-        json!({"name": "NCCL_NET_GDR_LEVEL", "value": "PXB"}),
+        json!({"name": nccl::IB_HCA, "value": hca}),
+        json!({"name": nccl::NET_GDR_LEVEL, "value": nccl::NET_GDR_LEVEL_DEFAULT}),
         json!({"name": "NCCL_SOCKET_IFNAME", "value": plan.workload.socket_ifname}),
         json!({"name": "NCCL_DEBUG", "value": "INFO"}),
     ];

@@ -1,6 +1,7 @@
 //! Judgements of nccl-tests output and `NCCL_DEBUG` logs.
 
 use zerohop_core::{Finding, Remediation, Status};
+use zerohop_known::nccl::IB_HCA;
 
 use crate::declare_judgement;
 use crate::judge::{Capture, Expectations, Verdict, grade, percent, rate};
@@ -866,7 +867,7 @@ const WARNING_HINTS: &[(&str, &str)] = &[
         "GPU memory ran out: smaller sizes (-e) or fewer GPUs per process",
     ),
     (
-        "NCCL_IB_HCA",
+        IB_HCA,
         "the device filter matches nothing: check NCCL_IB_HCA against ibv_devinfo -l",
     ),
 ];
