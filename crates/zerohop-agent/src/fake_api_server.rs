@@ -729,13 +729,7 @@ async fn handle(
             if query.get("watch").is_some_and(|w| w != "false" && w != "0") {
                 return watch(&store, &changes, PLURAL, &query);
             }
-            list(
-                &store,
-                PLURAL,
-                "DataPathReportList",
-                API_VERSION,
-                &query,
-            )
+            list(&store, PLURAL, "DataPathReportList", API_VERSION, &query)
         }
         (Method::PATCH, ["apis", GROUP, VERSION, PLURAL, name]) => {
             if content_type.as_deref() != Some("application/apply-patch+yaml") {

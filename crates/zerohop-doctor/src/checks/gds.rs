@@ -263,10 +263,7 @@ fn rdma_addresses(value: &Value) -> Vec<(String, &Value)> {
             if let Some(Value::Object(table)) = section.get("mount_table") {
                 for (mount, entry) in table {
                     if let Some(list) = entry.get(KEY) {
-                        lists.push((
-                            format!("fs.{fs}.mount_table.{mount}.{KEY}"),
-                            list,
-                        ));
+                        lists.push((format!("fs.{fs}.mount_table.{mount}.{KEY}"), list));
                     }
                 }
             }

@@ -50,9 +50,15 @@ fn judged<'a>(ctx: &Context<'a>) -> impl Iterator<Item = (&'a PciDevice, bool)> 
 }
 
 /// `outcome` for a function off the data path: a fail or warn becomes
-/// information, said so in the message.
+/// information, said so in the message, and so does a link that cannot be
+/// read. A virtual NIC (virtio-net, class `0x0200`, in a VM) or one on a
+/// conventional PCI bus has no PCIe capability, so no link files: the
+/// kernel creates `current_link_speed` and its siblings only for devices
+/// with one (`drivers/pci/pci-sysfs.c`, `pcie_dev_attrs_are_visible`).
+/// Leaving the whole check `unknown` for such a device would hide that
+/// every device on the path was judged.
 fn off_path(outcome: Outcome) -> Outcome {
-    if !outcome.status.is_problem() {
+    if !outcome.status.is_problem() && outcome.status != Status::Unknown {
         return outcome;
     }
     Outcome {
@@ -86,7 +92,8 @@ declare_check! {
     /// link fails, except for GPUs, which lower their link speed when idle
     /// (`info`). A data-path link that reaches its slot's maximum but not the
     /// device's own (a Gen5 NIC in a Gen4 slot) is `info`. A missing or
-    /// unparsable attribute is `unknown`, naming that file.
+    /// unparsable attribute is `unknown`, naming that file, on the data
+    /// path, and `info` off it (a virtio NIC has no PCIe link at all).
     ///
     /// ## Why it matters
     /// A ConnectX-7 at x8 instead of x16, or Gen3 instead of Gen5, halves or
