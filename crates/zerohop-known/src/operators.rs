@@ -1,6 +1,27 @@
 //! Facts about the NVIDIA and SR-IOV operators' deployments that decide
 //! what other objects must say.
 
+/// The API group of the GPU Operator's resources, `ClusterPolicy` and
+/// `NVIDIADriver` (NVIDIA/gpu-operator `api/nvidia/v1/groupversion_info.go`,
+/// `Group: "nvidia.com"`).
+pub const GPU_OPERATOR_GROUP: &str = "nvidia.com";
+
+/// The API group of the Network Operator's resources: `NicClusterPolicy`,
+/// `HostDeviceNetwork`, `MacvlanNetwork`, `IPoIBNetwork`
+/// (Mellanox/network-operator `api/v1alpha1/groupversion_info.go`,
+/// `Group: "mellanox.com"`).
+pub const NETWORK_OPERATOR_GROUP: &str = "mellanox.com";
+
+/// The API group of the SR-IOV Network Operator's resources
+/// (k8snetworkplumbingwg/sriov-network-operator
+/// `api/v1/groupversion_info.go`).
+pub const SRIOV_GROUP: &str = "sriovnetwork.openshift.io";
+
+/// The API group of `NetworkAttachmentDefinition`
+/// (k8snetworkplumbingwg/network-attachment-definition-client
+/// `pkg/apis/k8s.cni.cncf.io`).
+pub const NETWORK_ATTACHMENT_GROUP: &str = "k8s.cni.cncf.io";
+
 /// The namespace of the SR-IOV Network Operator that OpenShift installs
 /// from OperatorHub (Red Hat's build; its policies must live there).
 pub const OPENSHIFT_SRIOV_NAMESPACE: &str = "openshift-sriov-network-operator";
