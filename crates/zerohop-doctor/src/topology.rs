@@ -19,7 +19,6 @@
 use std::fmt;
 
 use serde::Serialize;
-use zerohop_core::SCHEMA_VERSION;
 use zerohop_host::facts::{PciDevice, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::LinkLayer;
 use zerohop_host::{Facts, Gap};
@@ -144,12 +143,11 @@ pub struct Topology {
     pub rdma_unreadable: Option<Unreadable>,
 }
 
-/// The JSON document of `zerohop topo`: versioned like every JSON document
-/// zerohop writes, the root it describes, then the topology's fields.
+/// The fields of `zerohop topo`'s JSON document (which
+/// [`zerohop_core::Document`] versions): the root it describes, then the
+/// topology's fields.
 #[derive(Debug, Serialize)]
 pub struct TopologyDocument<'a> {
-    /// Version of this format, [`SCHEMA_VERSION`].
-    pub schema_version: u32,
     /// The host root read (`/` for this machine).
     pub root: &'a str,
     /// The topology.
@@ -163,7 +161,6 @@ impl Topology {
     /// The JSON document of this topology, read from `root`.
     pub fn document<'a>(&'a self, root: &'a str) -> TopologyDocument<'a> {
         TopologyDocument {
-            schema_version: SCHEMA_VERSION,
             root,
             topology: self,
             nccl_net_gdr_level: self.nccl_net_gdr_level(),

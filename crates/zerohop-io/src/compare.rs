@@ -11,7 +11,7 @@ use zerohop_host::HostRoot;
 use crate::config::{EngineKind, ReadConfig, SinkKind};
 use crate::engine::{self, Control, RunError};
 use crate::env::Environment;
-use crate::report::{Fallback, RunReport, RunStatus, SCHEMA_VERSION};
+use crate::report::{Fallback, RunReport, RunStatus};
 use crate::target::{self, InputError};
 use crate::units::format_bytes;
 
@@ -43,8 +43,6 @@ pub struct CompareRow {
 /// The whole comparison.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareReport {
-    /// Version of this document's format, see [`SCHEMA_VERSION`].
-    pub schema_version: u32,
     /// The rows, in path order.
     pub rows: Vec<CompareRow>,
     /// The machine.
@@ -140,11 +138,7 @@ pub fn compare(base: &ReadConfig, control: &Control) -> Result<CompareReport, Ru
             report: Some(Box::new(report)),
         });
     }
-    Ok(CompareReport {
-        schema_version: SCHEMA_VERSION,
-        rows,
-        environment,
-    })
+    Ok(CompareReport { rows, environment })
 }
 
 impl CompareReport {

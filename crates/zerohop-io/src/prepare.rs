@@ -22,7 +22,6 @@ use serde::Serialize;
 
 use crate::engine::{Control, RunError};
 use crate::pattern;
-use crate::report::SCHEMA_VERSION;
 use crate::sys;
 use crate::target::{InputError, classify_open_error, special_kind};
 
@@ -39,8 +38,6 @@ pub enum Replace {
 /// What `prepare` wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct PrepareReport {
-    /// Version of this document's format, see [`SCHEMA_VERSION`].
-    pub schema_version: u32,
     /// The file.
     pub path: PathBuf,
     /// Bytes written.
@@ -347,7 +344,6 @@ pub fn prepare(
     }
     let elapsed = start.elapsed().as_secs_f64();
     Ok(PrepareReport {
-        schema_version: SCHEMA_VERSION,
         path: path.to_path_buf(),
         bytes: written,
         elapsed_s: elapsed,

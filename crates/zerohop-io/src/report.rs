@@ -13,13 +13,6 @@ use crate::stats::{Corruption, Latency};
 use crate::target::{DeviceInfo, TargetKind};
 use crate::units::format_bytes;
 
-/// Version of the JSON documents of `zerohop bench` (`read`, `compare`,
-/// `prepare`), in their `schema_version` field. Bumped when a field is
-/// removed or changes meaning; adding a field does not bump it. The bench
-/// documents are versioned apart from the doctor and lint report, whose
-/// format they do not share.
-pub const SCHEMA_VERSION: u32 = 1;
-
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -134,8 +127,6 @@ pub struct FirstDone {
 /// The whole result of `zerohop bench read`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    /// Version of this document's format, see [`SCHEMA_VERSION`].
-    pub schema_version: u32,
     /// How the run ended.
     pub status: RunStatus,
     /// Why it was skipped.

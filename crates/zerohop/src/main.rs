@@ -5,6 +5,7 @@
 
 mod commands;
 mod error;
+mod interrupt;
 mod output;
 
 use std::process;

@@ -8,14 +8,34 @@ use anyhow::Context as _;
 use zerohop_core::Report;
 use zerohop_core::render::{human, json};
 
-/// The output formats of the commands that answer with a report or a
-/// document: `doctor`, `topo`, `validate`.
+/// The output formats, one list for every command's `--format`: each
+/// command accepts the ones it writes (see [`formats`]), so `--format json`
+/// means the same versioned document everywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
-    /// Tables and findings for people.
+    /// Tables, findings and diagnostics for people.
     Human,
     /// One versioned JSON document.
     Json,
+    /// SARIF 2.1.0 for code scanning (`lint`).
+    Sarif,
+    /// node-problem-detector's custom plugin protocol (`doctor`).
+    Npd,
+}
+
+/// What most commands write: for people, or one JSON document.
+pub(crate) const HUMAN_OR_JSON: &[Format] = &[Format::Human, Format::Json];
+
+/// The parser of a command's `--format`: the values of `allowed` only, so
+/// that `--help` lists what the command writes and anything else is a
+/// usage error naming them.
+pub(crate) fn formats(
+    allowed: &'static [Format],
+) -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::ValueEnum as _;
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(allowed.iter().filter_map(Format::to_possible_value))
+        .try_map(|name: String| Format::from_str(&name, false))
 }
 
 /// Runs `write` against standard output. ANSI styles are stripped unless
@@ -38,8 +58,11 @@ pub(crate) fn to_stdout(
 /// versioned JSON report.
 pub(crate) fn report(report: &Report, format: Format, verbose: bool) -> anyhow::Result<()> {
     to_stdout(|out| match format {
-        Format::Human => human::write(report, human::HumanOptions { verbose }, out),
         Format::Json => json::write(report, out),
+        // The commands that write reports parse no other format.
+        Format::Human | Format::Sarif | Format::Npd => {
+            human::write(report, human::HumanOptions { verbose }, out)
+        }
     })
     .context("failed to write the report")
 }

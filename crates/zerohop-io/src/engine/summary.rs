@@ -52,7 +52,6 @@ pub(super) fn skipped(
     reason: String,
 ) -> RunReport {
     RunReport {
-        schema_version: crate::report::SCHEMA_VERSION,
         status: RunStatus::Skipped,
         skip_reason: Some(reason),
         bytes: 0,
@@ -160,7 +159,6 @@ pub(super) fn summarise(
         .map_or(0.0, |f| secs(f.saturating_duration_since(ramp_end)));
     let cpu_total = secs(cpu.user) + secs(cpu.system);
     RunReport {
-        schema_version: crate::report::SCHEMA_VERSION,
         status: if interrupted {
             RunStatus::Interrupted
         } else {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
+use zerohop_core::Document;
 use zerohop_core::exit::ExitCode;
 use zerohop_core::render::printable::printable;
 use zerohop_io::buffers::HugePages;
@@ -20,6 +21,7 @@ use zerohop_io::{
 };
 
 use crate::error::CliError;
+use crate::output::{self, Format};
 
 /// Subcommands of `zerohop bench`.
 #[derive(Debug, clap::Subcommand)]
@@ -30,15 +32,6 @@ pub(crate) enum Args {
     Prepare(PrepareArgs),
     /// Read the same data path by path: buffered, O_DIRECT + io_uring, + GPU copy, + GPUDirect Storage.
     Compare(CompareArgs),
-}
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// A summary for people.
-    Human,
-    /// One JSON document on standard output.
-    Json,
 }
 
 /// Options shared by `read` and `compare`.
@@ -72,7 +65,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     verify: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
     format: Format,
     /// Hugetlb pages for the buffers when reserved.
     #[arg(long, value_enum, default_value_t = HugeArg::Auto)]
@@ -131,7 +124,7 @@ pub(crate) struct PrepareArgs {
     #[arg(long)]
     force: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
     format: Format,
 }
 
@@ -262,15 +255,7 @@ fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()
 /// ends the process at once.
 fn interruptible() -> Result<Control, CliError> {
     let control = Control::default();
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            signal,
-            ExitCode::INTERRUPTED,
-            control.stop.clone(),
-        )
-        .and_then(|_| signal_hook::flag::register(signal, control.stop.clone()))
-        .map_err(|e| CliError::Internal(anyhow!("cannot install the Ctrl-C handler: {e}")))?;
-    }
+    crate::interrupt::stop_on_signal(&control.stop)?;
     Ok(control)
 }
 
@@ -331,7 +316,8 @@ fn planned_bytes(cfg: &ReadConfig) -> Option<u64> {
 }
 
 fn write_json(value: &impl serde::Serialize) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Internal(anyhow!(e)))?;
+    let text = serde_json::to_string_pretty(&Document::new("bench", value))
+        .map_err(|e| CliError::Internal(anyhow!(e)))?;
     print(|w| writeln!(w, "{text}"))
 }
 
@@ -376,7 +362,8 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
                 eprintln!("warning: {} sink skipped: {}", cfg.sink, printable(reason));
             }
         }
-        Format::Human => print_human(|w| report.write_human(w))?,
+        // Human, the only other value `--format` parses here.
+        _ => print_human(|w| report.write_human(w))?,
     }
     Ok(if report.verify_failed() {
         ExitCode::FAILED
@@ -400,7 +387,8 @@ fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
     .map_err(cli_error)?;
     match args.format {
         Format::Json => write_json(&report)?,
-        Format::Human => print_human(|w| {
+        // Human, the only other value `--format` parses here.
+        _ => print_human(|w| {
             if !report.complete {
                 return writeln!(
                     w,
@@ -443,7 +431,8 @@ fn compare(args: CompareArgs) -> Result<i32, CliError> {
     .map_err(cli_error)?;
     match format {
         Format::Json => write_json(&report)?,
-        Format::Human => print_human(|w| report.write_human(w))?,
+        // Human, the only other value `--format` parses here.
+        _ => print_human(|w| report.write_human(w))?,
     }
     Ok(if report.verify_failed() {
         ExitCode::FAILED

@@ -25,7 +25,7 @@ pub(crate) struct Args {
     #[arg(value_name = "B")]
     b: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
     format: Format,
     /// Also compare volatile data: counters, free memory and hugepages,
     /// module reference counts.
@@ -51,7 +51,8 @@ fn compare(args: &Args) -> Result<i32, CliError> {
             serde_json::to_writer_pretty(&mut *out, &diff)?;
             writeln!(out)
         }
-        Format::Human => diff::write_human(&diff, out),
+        // Human, the only other value `--format` parses here.
+        _ => diff::write_human(&diff, out),
     })
     .context("failed to write the diff")?;
     Ok(if diff.is_empty() {

@@ -21,8 +21,8 @@ pub(crate) struct Args {
     intent: IntentArgs,
     /// Output format: `npd` answers as a node-problem-detector custom
     /// plugin (exit 0 OK, 1 NonOK, 2 Unknown; one line of at most 80 bytes).
-    #[arg(long, value_enum, default_value = "human")]
-    format: DoctorFormat,
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(&[Format::Human, Format::Json, Format::Npd]))]
+    format: Format,
     /// Only these groups or check IDs (comma-separated or repeated), e.g.
     /// `--only kernel,PCI001`.
     #[arg(long, value_name = "GROUP|ID", value_delimiter = ',')]
@@ -96,17 +96,6 @@ fn parse_window(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// The formats of `zerohop doctor`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum DoctorFormat {
-    /// Findings for people.
-    Human,
-    /// The versioned JSON report.
-    Json,
-    /// node-problem-detector's custom plugin protocol.
-    Npd,
-}
-
 /// The GPUDirect RDMA paths `--expect-gpudirect` accepts.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(crate) enum GpuDirectArg {
@@ -130,7 +119,7 @@ impl GpuDirectArg {
 
 /// Runs `zerohop doctor`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let npd = args.format == DoctorFormat::Npd;
+    let npd = args.format == Format::Npd;
     match check(args) {
         // NPD takes standard output as the condition's message: an input
         // error is an Unknown condition that says why, not an empty one.
@@ -181,7 +170,7 @@ fn check(args: Args) -> Result<i32, CliError> {
     }
     let profile = match intent::profile(&args.intent, &root, &facts)? {
         Some((expected, pool)) => {
-            if args.format == DoctorFormat::Human {
+            if args.format == Format::Human {
                 eprintln!(
                     "note: checking against pool `{pool}` of {}",
                     args.intent
@@ -196,17 +185,13 @@ fn check(args: Args) -> Result<i32, CliError> {
         None => flags,
     };
     let report = zerohop_doctor::run(&facts, &profile, &selection);
-    let format = match args.format {
-        DoctorFormat::Human => Format::Human,
-        DoctorFormat::Json => Format::Json,
-        DoctorFormat::Npd => {
-            // NPD keeps the line as the condition message and maps the exit
-            // code to the condition status, not the doctor's own codes.
-            let answer = npd::result(&report);
-            output::to_stdout(|out| writeln!(out, "{}", answer.line))?;
-            return Ok(answer.exit_code);
-        }
-    };
-    output::report(&report, format, args.verbose)?;
+    if args.format == Format::Npd {
+        // NPD keeps the line as the condition message and maps the exit
+        // code to the condition status, not the doctor's own codes.
+        let answer = npd::result(&report);
+        output::to_stdout(|out| writeln!(out, "{}", answer.line))?;
+        return Ok(answer.exit_code);
+    }
+    output::report(&report, args.format, args.verbose)?;
     Ok(report.exit_code())
 }

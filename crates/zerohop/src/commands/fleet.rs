@@ -8,6 +8,7 @@ use zerohop_agent::duration;
 use zerohop_agent::fleet::{self, Options, OutputFormat};
 
 use crate::error::CliError;
+use crate::output::{self, Format};
 
 /// Arguments of `zerohop fleet`.
 #[derive(Debug, clap::Args)]
@@ -25,8 +26,8 @@ pub(crate) struct Args {
     #[arg(long)]
     by_check: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    format: FormatArg,
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
+    format: Format,
     /// The agents' interval: a heartbeat older than three intervals is
     /// stale (a node's report object, when there is one, says its own).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
@@ -34,15 +35,6 @@ pub(crate) struct Args {
     /// Give up on an API request that takes longer, response included.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     request_timeout: Duration,
-}
-
-/// Output formats of `fleet`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum FormatArg {
-    /// Tables for people.
-    Human,
-    /// One versioned JSON document (one per line with --watch).
-    Json,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -64,9 +56,10 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         selector: args.selector,
         watch: args.watch,
         by_check: args.by_check,
-        format: match args.format {
-            FormatArg::Human => OutputFormat::Human,
-            FormatArg::Json => OutputFormat::Json,
+        format: if args.format == Format::Json {
+            OutputFormat::Json
+        } else {
+            OutputFormat::Human
         },
         interval: args.interval,
         request_timeout: args.request_timeout,

@@ -10,18 +10,7 @@ use zerohop_core::render::{json, sarif, snippet};
 use zerohop_lint::{Batch, MAX_HELD_BYTES, Options, Scope};
 
 use crate::error::CliError;
-use crate::output;
-
-/// Output formats of `zerohop lint`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// rustc-style diagnostics with the source line and a caret.
-    Human,
-    /// The versioned JSON report shared with `zerohop doctor`.
-    Json,
-    /// SARIF 2.1.0 for code scanning.
-    Sarif,
-}
+use crate::output::{self, Format};
 
 /// Arguments of `zerohop lint`.
 #[derive(Debug, clap::Args)]
@@ -35,7 +24,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DIR")]
     crds: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(&[Format::Human, Format::Json, Format::Sarif]))]
     format: Format,
     /// Change a rule's severity, e.g. `ZL034=error` (info, warning, error);
     /// may be repeated.
@@ -100,7 +89,8 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let report = Report::new("lint", target, outcome.findings);
 
     output::to_stdout(|out| match args.format {
-        Format::Human => {
+        // `--format` parses no other value for lint.
+        Format::Human | Format::Npd => {
             let mut texts = zerohop_lint::texts(batch.loaded());
             snippet::write(&report, &mut texts, out)
         }

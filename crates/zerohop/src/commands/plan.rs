@@ -49,17 +49,7 @@ impl From<PlatformArg> for Platform {
 /// process at once.
 fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
     let flag = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            signal,
-            ExitCode::INTERRUPTED,
-            flag.clone(),
-        )
-        .and_then(|_| signal_hook::flag::register(signal, flag.clone()))
-        .map_err(|err| {
-            CliError::Internal(anyhow::anyhow!("cannot install the signal handlers: {err}"))
-        })?;
-    }
+    crate::interrupt::stop_on_signal(&flag)?;
     Ok(flag)
 }
 

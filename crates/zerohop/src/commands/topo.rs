@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use zerohop_core::Document;
 use zerohop_core::render::printable::printable;
 use zerohop_doctor::topology::{Distance, Topology, TopologyDocument};
 use zerohop_host::Facts;
@@ -26,7 +27,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     host: HostArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
     format: Format,
     /// Compare with what `nvidia-smi topo -m` printed on the same host
     /// (saved to FILE, `-` for standard input): lists the GPU/NIC pairs
@@ -51,14 +52,15 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let comparison = matrix.map(|matrix| compare::compare(&topology, &matrix));
     output::to_stdout(|out| match args.format {
         Format::Json => {
-            let document = Document {
+            let body = Body {
                 topology: topology.document(&facts.root),
                 comparison: comparison.as_ref(),
             };
-            serde_json::to_writer_pretty(&mut *out, &document)?;
+            serde_json::to_writer_pretty(&mut *out, &Document::new("topo", &body))?;
             writeln!(out)
         }
-        Format::Human => {
+        // Human, the only other value `--format` parses here.
+        _ => {
             human(&topology, out)?;
             match &comparison {
                 Some(comparison) => {
@@ -73,9 +75,10 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     Ok(exit_code(comparison.as_ref()))
 }
 
-/// The topology document, with the comparison when one was asked for.
+/// The fields of the topology document, with the comparison when one was
+/// asked for.
 #[derive(serde::Serialize)]
-struct Document<'a> {
+struct Body<'a> {
     #[serde(flatten)]
     topology: TopologyDocument<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -39,7 +39,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "NS")]
     namespace: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
     format: Format,
     /// Also list findings that passed or do not apply.
     #[arg(long, short)]
