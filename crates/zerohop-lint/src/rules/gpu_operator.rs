@@ -26,7 +26,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Replace it with `kernelModuleType: open` (or `proprietary`).
-    pub(crate) static IGNORED_USE_OPEN_KERNEL_MODULES = "ZL020", "ignored-use-open-kernel-modules", Error, ignored_use_open_kernel_modules;
+    pub(crate) static IGNORED_USE_OPEN_KERNEL_MODULES = {
+        id: "ZL020",
+        name: "ignored-use-open-kernel-modules",
+        severity: Error,
+        check: ignored_use_open_kernel_modules,
+    };
 }
 
 fn ignored_use_open_kernel_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -105,7 +110,12 @@ declare_rule! {
     /// ## How to fix
     /// Remove the field, or move to its replacement (`secretName` for the
     /// licensing config).
-    pub(crate) static DEPRECATED_CLUSTERPOLICY_FIELD = "ZL021", "deprecated-clusterpolicy-field", Warning, deprecated_clusterpolicy_field;
+    pub(crate) static DEPRECATED_CLUSTERPOLICY_FIELD = {
+        id: "ZL021",
+        name: "deprecated-clusterpolicy-field",
+        severity: Warning,
+        check: deprecated_clusterpolicy_field,
+    };
 }
 
 fn deprecated_clusterpolicy_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -140,7 +150,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Merge the settings into one ClusterPolicy and delete the others.
-    pub(crate) static MULTIPLE_CLUSTERPOLICIES = "ZL022", "multiple-clusterpolicies", Error, multiple_clusterpolicies;
+    pub(crate) static MULTIPLE_CLUSTERPOLICIES = {
+        id: "ZL022",
+        name: "multiple-clusterpolicies",
+        severity: Error,
+        check: multiple_clusterpolicies,
+    };
 }
 
 fn multiple_clusterpolicies(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -175,7 +190,12 @@ declare_rule! {
     /// ## How to fix
     /// Choose one: ClusterPolicy (device plugin stack) or GPUCluster (DRA
     /// stack), and delete the other.
-    pub(crate) static CLUSTERPOLICY_WITH_GPUCLUSTER = "ZL023", "clusterpolicy-with-gpucluster", Error, clusterpolicy_with_gpucluster;
+    pub(crate) static CLUSTERPOLICY_WITH_GPUCLUSTER = {
+        id: "ZL023",
+        name: "clusterpolicy-with-gpucluster",
+        severity: Error,
+        check: clusterpolicy_with_gpucluster,
+    };
 }
 
 fn clusterpolicy_with_gpucluster(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -211,7 +231,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Set `spec.driver.kernelModuleType: open`.
-    pub(crate) static GDS_WITHOUT_OPEN_KERNEL_MODULES = "ZL024", "gds-without-open-kernel-modules", Warning, gds_without_open_kernel_modules;
+    pub(crate) static GDS_WITHOUT_OPEN_KERNEL_MODULES = {
+        id: "ZL024",
+        name: "gds-without-open-kernel-modules",
+        severity: Warning,
+        check: gds_without_open_kernel_modules,
+    };
 }
 
 fn gds_without_open_kernel_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -318,7 +343,12 @@ declare_rule! {
     /// values spell the ClusterPolicy's fields the same) and delete the
     /// manifest. Or set `clusterPolicy.deployCR: false` and give the
     /// manifest every component's image, which the chart no longer does.
-    pub(crate) static CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY = "ZL025", "clusterpolicy-beside-chart-clusterpolicy", Error, clusterpolicy_beside_chart_clusterpolicy;
+    pub(crate) static CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY = {
+        id: "ZL025",
+        name: "clusterpolicy-beside-chart-clusterpolicy",
+        severity: Error,
+        check: clusterpolicy_beside_chart_clusterpolicy,
+    };
 }
 
 fn clusterpolicy_beside_chart_clusterpolicy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -383,7 +413,12 @@ declare_rule! {
     /// Set the component's `repository`, `image` and `version` (the chart's
     /// `values.yaml` of the operator release lists them), or let the chart
     /// create the ClusterPolicy from values.
-    pub(crate) static CLUSTERPOLICY_WITHOUT_IMAGES = "ZL026", "clusterpolicy-without-images", Error, clusterpolicy_without_images;
+    pub(crate) static CLUSTERPOLICY_WITHOUT_IMAGES = {
+        id: "ZL026",
+        name: "clusterpolicy-without-images",
+        severity: Error,
+        check: clusterpolicy_without_images,
+    };
 }
 
 /// Whether a component's image is left to the operator's environment: its

@@ -172,7 +172,12 @@ declare_rule! {
     /// in `repository` (`nvcr.io/nvidia`) and the tag in `version`. For the
     /// GPU Operator, a full reference in `image` works only with
     /// `repository` and `version` both left out.
-    pub(crate) static IMAGE_REPEATS_REPOSITORY = "ZL095", "image-repeats-repository", Error, image_repeats_repository;
+    pub(crate) static IMAGE_REPEATS_REPOSITORY = {
+        id: "ZL095",
+        name: "image-repeats-repository",
+        severity: Error,
+        check: image_repeats_repository,
+    };
 }
 
 fn image_repeats_repository(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -246,7 +251,12 @@ declare_rule! {
     /// Set all three (`repository: nvcr.io/nvidia`, `image: driver`,
     /// `version: 550.90.07`), or, for the GPU Operator, none of
     /// `repository` and `version` to keep the operator's default image.
-    pub(crate) static PARTIAL_IMAGE_SPEC = "ZL096", "partial-image-spec", Error, partial_image_spec;
+    pub(crate) static PARTIAL_IMAGE_SPEC = {
+        id: "ZL096",
+        name: "partial-image-spec",
+        severity: Error,
+        check: partial_image_spec,
+    };
 }
 
 fn partial_image_spec(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

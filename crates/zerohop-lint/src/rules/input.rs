@@ -32,7 +32,12 @@ declare_rule! {
     /// close brackets and quotes, render templates (`helm template`,
     /// `envsubst`) before linting, and split huge streams into files. Lint
     /// regular files; pipe the output of a command to `zerohop lint -`.
-    pub(crate) static INVALID_INPUT = "ZL001", "invalid-input", Error, invalid_input;
+    pub(crate) static INVALID_INPUT = {
+        id: "ZL001",
+        name: "invalid-input",
+        severity: Error,
+        check: invalid_input,
+    };
 }
 
 fn invalid_input(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -98,7 +103,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Keep one of the two keys and merge their values.
-    pub(crate) static DUPLICATE_KEY = "ZL002", "duplicate-key", Error, duplicate_key;
+    pub(crate) static DUPLICATE_KEY = {
+        id: "ZL002",
+        name: "duplicate-key",
+        severity: Error,
+        check: duplicate_key,
+    };
 }
 
 fn duplicate_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -264,7 +274,12 @@ declare_rule! {
     /// ## How to fix
     /// Quote the value when a string is meant (`spoofChk: "on"`), or write
     /// `true`/`false` when a boolean is meant.
-    pub(crate) static YAML11_BOOLEAN = "ZL003", "yaml11-boolean", Warning, yaml11_boolean;
+    pub(crate) static YAML11_BOOLEAN = {
+        id: "ZL003",
+        name: "yaml11-boolean",
+        severity: Warning,
+        check: yaml11_boolean,
+    };
 }
 
 fn yaml11_boolean(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -303,7 +318,12 @@ declare_rule! {
     /// ## How to fix
     /// Write the decimal value (`420` for mode `0644`) or quote the string
     /// if a string is meant.
-    pub(crate) static LEADING_ZERO_OCTAL = "ZL004", "leading-zero-octal", Info, leading_zero_octal;
+    pub(crate) static LEADING_ZERO_OCTAL = {
+        id: "ZL004",
+        name: "leading-zero-octal",
+        severity: Info,
+        check: leading_zero_octal,
+    };
 }
 
 fn leading_zero_octal(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -342,7 +362,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Quote the value: `rootDevices: ["0000:18:00.1"]`.
-    pub(crate) static UNQUOTED_BASE_60 = "ZL005", "unquoted-base-60-scalar", Warning, unquoted_base_60;
+    pub(crate) static UNQUOTED_BASE_60 = {
+        id: "ZL005",
+        name: "unquoted-base-60-scalar",
+        severity: Warning,
+        check: unquoted_base_60,
+    };
 }
 
 fn unquoted_base_60(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -381,7 +406,12 @@ declare_rule! {
     /// ## How to fix
     /// Add `apiVersion` and `kind` if it is an object; otherwise leave it out
     /// of the linted paths.
-    pub(crate) static NOT_A_KUBERNETES_OBJECT = "ZL006", "not-a-kubernetes-object", Info, not_a_kubernetes_object;
+    pub(crate) static NOT_A_KUBERNETES_OBJECT = {
+        id: "ZL006",
+        name: "not-a-kubernetes-object",
+        severity: Info,
+        check: not_a_kubernetes_object,
+    };
 }
 
 fn not_a_kubernetes_object(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -424,7 +454,12 @@ declare_rule! {
     /// Nothing to do when the link is not a manifest of this deployment.
     /// Otherwise copy the file into the directory, or name the target on
     /// the command line.
-    pub(crate) static SKIPPED_PATH = "ZL007", "skipped-path", Info, skipped_path;
+    pub(crate) static SKIPPED_PATH = {
+        id: "ZL007",
+        name: "skipped-path",
+        severity: Info,
+        check: skipped_path,
+    };
 }
 
 fn skipped_path(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -88,7 +88,12 @@ declare_rule! {
     /// ## How to fix
     /// Rename the unit to the output of `systemd-escape --path --suffix=mount
     /// <Where>`.
-    pub(crate) static MOUNT_UNIT_NAME_MISMATCH = "ZL070", "mount-unit-name-mismatch", Error, mount_unit_name_mismatch;
+    pub(crate) static MOUNT_UNIT_NAME_MISMATCH = {
+        id: "ZL070",
+        name: "mount-unit-name-mismatch",
+        severity: Error,
+        check: mount_unit_name_mismatch,
+    };
 }
 
 fn mount_unit_name_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -175,7 +180,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Add `port=20049` to the mount options.
-    pub(crate) static NFS_RDMA_WITHOUT_PORT_20049 = "ZL071", "nfs-rdma-without-port-20049", Error, nfs_rdma_without_port;
+    pub(crate) static NFS_RDMA_WITHOUT_PORT_20049 = {
+        id: "ZL071",
+        name: "nfs-rdma-without-port-20049",
+        severity: Error,
+        check: nfs_rdma_without_port,
+    };
 }
 
 fn nfs_rdma_without_port(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -209,7 +219,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Add `nconnect=16` (up to 16) to the mount options.
-    pub(crate) static NFS_RDMA_WITHOUT_NCONNECT = "ZL072", "nfs-rdma-without-nconnect", Warning, nfs_rdma_without_nconnect;
+    pub(crate) static NFS_RDMA_WITHOUT_NCONNECT = {
+        id: "ZL072",
+        name: "nfs-rdma-without-nconnect",
+        severity: Warning,
+        check: nfs_rdma_without_nconnect,
+    };
 }
 
 fn nfs_rdma_without_nconnect(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -246,7 +261,12 @@ declare_rule! {
     /// ## How to fix
     /// Use the role of an existing pool, or add the role to the pool's
     /// `machineConfigSelector`.
-    pub(crate) static ROLE_WITHOUT_POOL = "ZL073", "role-without-pool", Warning, role_without_pool;
+    pub(crate) static ROLE_WITHOUT_POOL = {
+        id: "ZL073",
+        name: "role-without-pool",
+        severity: Warning,
+        check: role_without_pool,
+    };
 }
 
 /// The roles of the MachineConfigs a pool renders: those its
@@ -449,7 +469,12 @@ declare_rule! {
     /// Drop `domain` (write `isolcpus=managed_irq,<cpus>`), and pin the
     /// latency-critical containers with integer CPU requests under the
     /// static CPU manager instead.
-    pub(crate) static ISOLCPUS_DOMAIN_ON_SHARED_POOL = "ZL074", "isolcpus-domain-on-shared-pool", Warning, isolcpus_domain_on_shared_pool;
+    pub(crate) static ISOLCPUS_DOMAIN_ON_SHARED_POOL = {
+        id: "ZL074",
+        name: "isolcpus-domain-on-shared-pool",
+        severity: Warning,
+        check: isolcpus_domain_on_shared_pool,
+    };
 }
 
 fn isolcpus_domain_on_shared_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -551,7 +576,12 @@ declare_rule! {
     /// `/run/mellanox/drivers/.driver-ready` (`entrypoint/internal/config/config.go`,
     /// `DriverReadyPath`), and set `UNLOAD_STORAGE_MODULES` in the
     /// NicClusterPolicy (ZL038).
-    pub(crate) static NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER = "ZL075", "nfs-rdma-mount-before-doca-driver", Error, nfs_rdma_mount_before_doca_driver;
+    pub(crate) static NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER = {
+        id: "ZL075",
+        name: "nfs-rdma-mount-before-doca-driver",
+        severity: Error,
+        check: nfs_rdma_mount_before_doca_driver,
+    };
 }
 
 fn nfs_rdma_mount_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -35,7 +35,12 @@ declare_rule! {
     /// Write the class by name: `PIX`, `PXB`, `PHB` or `SYS` (the finding
     /// names the one NCCL reads the number as), or leave the variable unset
     /// for NCCL's default (`PXB` on PCIe hosts).
-    pub(crate) static NUMERIC_NCCL_NET_GDR_LEVEL = "ZL098", "numeric-nccl-net-gdr-level", Warning, numeric_nccl_net_gdr_level;
+    pub(crate) static NUMERIC_NCCL_NET_GDR_LEVEL = {
+        id: "ZL098",
+        name: "numeric-nccl-net-gdr-level",
+        severity: Warning,
+        check: numeric_nccl_net_gdr_level,
+    };
 }
 
 fn numeric_nccl_net_gdr_level(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -35,7 +35,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Rename it to `nic-cluster-policy`.
-    pub(crate) static NICCLUSTERPOLICY_NAME_IGNORED = "ZL030", "nicclusterpolicy-name-ignored", Error, nicclusterpolicy_name_ignored;
+    pub(crate) static NICCLUSTERPOLICY_NAME_IGNORED = {
+        id: "ZL030",
+        name: "nicclusterpolicy-name-ignored",
+        severity: Error,
+        check: nicclusterpolicy_name_ignored,
+    };
 }
 
 fn nicclusterpolicy_name_ignored(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -89,7 +94,12 @@ declare_rule! {
     /// ## How to fix
     /// Remove the field and use its replacement (GPU Operator `driver.rdma`
     /// for peer memory, `spec.nvIpam` for IPAM).
-    pub(crate) static REMOVED_NICCLUSTERPOLICY_FIELD = "ZL031", "removed-nicclusterpolicy-field", Error, removed_nicclusterpolicy_field;
+    pub(crate) static REMOVED_NICCLUSTERPOLICY_FIELD = {
+        id: "ZL031",
+        name: "removed-nicclusterpolicy-field",
+        severity: Error,
+        check: removed_nicclusterpolicy_field,
+    };
 }
 
 fn removed_nicclusterpolicy_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -147,7 +157,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Use the exact name the driver reads, e.g. `ENABLE_NFSRDMA: "true"`.
-    pub(crate) static UNKNOWN_DOCA_DRIVER_ENV = "ZL032", "unknown-doca-driver-env", Error, unknown_doca_driver_env;
+    pub(crate) static UNKNOWN_DOCA_DRIVER_ENV = {
+        id: "ZL032",
+        name: "unknown-doca-driver-env",
+        severity: Error,
+        check: unknown_doca_driver_env,
+    };
 }
 
 fn unknown_doca_driver_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -222,7 +237,12 @@ declare_rule! {
     /// ## How to fix
     /// Add `UNLOAD_STORAGE_MODULES: "true"` next to `ENABLE_NFSRDMA`, and
     /// mount NFS over RDMA only once the driver is ready (ZL075).
-    pub(crate) static NFSRDMA_WITHOUT_UNLOAD_STORAGE_MODULES = "ZL038", "nfsrdma-without-unload-storage-modules", Error, nfsrdma_without_unload_storage_modules;
+    pub(crate) static NFSRDMA_WITHOUT_UNLOAD_STORAGE_MODULES = {
+        id: "ZL038",
+        name: "nfsrdma-without-unload-storage-modules",
+        severity: Error,
+        check: nfsrdma_without_unload_storage_modules,
+    };
 }
 
 fn nfsrdma_without_unload_storage_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -281,7 +301,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Move the variable to `spec.ofedDriver.env` of the NicClusterPolicy.
-    pub(crate) static DOCA_ENV_ON_WRONG_COMPONENT = "ZL033", "doca-env-on-wrong-component", Error, doca_env_on_wrong_component;
+    pub(crate) static DOCA_ENV_ON_WRONG_COMPONENT = {
+        id: "ZL033",
+        name: "doca-env-on-wrong-component",
+        severity: Error,
+        check: doca_env_on_wrong_component,
+    };
 }
 
 fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -375,7 +400,12 @@ declare_rule! {
     /// ## How to fix
     /// Add `"resourcePrefix": "nvidia.com"` to the resource (as NVIDIA's
     /// examples do), and request `nvidia.com/<name>`.
-    pub(crate) static SRIOV_DP_RESOURCE_WITHOUT_PREFIX = "ZL034", "sriov-dp-resource-without-prefix", Warning, sriov_dp_resource_without_prefix;
+    pub(crate) static SRIOV_DP_RESOURCE_WITHOUT_PREFIX = {
+        id: "ZL034",
+        name: "sriov-dp-resource-without-prefix",
+        severity: Warning,
+        check: sriov_dp_resource_without_prefix,
+    };
 }
 
 fn sriov_dp_resource_without_prefix(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -414,7 +444,12 @@ declare_rule! {
     /// ## How to fix
     /// Use only letters, digits and `_`, starting and ending with a letter or
     /// digit (`rdma_shared_device_a`), which every component accepts.
-    pub(crate) static INVALID_RESOURCE_NAME = "ZL035", "invalid-resource-name", Error, invalid_resource_name;
+    pub(crate) static INVALID_RESOURCE_NAME = {
+        id: "ZL035",
+        name: "invalid-resource-name",
+        severity: Error,
+        check: invalid_resource_name,
+    };
 }
 
 fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -484,7 +519,12 @@ declare_rule! {
     /// ## How to fix
     /// Use `rdmaMode: shared`, or use SR-IOV VFs (exclusive mode) without the
     /// shared device plugin.
-    pub(crate) static RDMA_SHARED_PLUGIN_WITH_EXCLUSIVE_MODE = "ZL036", "rdma-shared-plugin-with-exclusive-mode", Error, rdma_shared_plugin_with_exclusive_mode;
+    pub(crate) static RDMA_SHARED_PLUGIN_WITH_EXCLUSIVE_MODE = {
+        id: "ZL036",
+        name: "rdma-shared-plugin-with-exclusive-mode",
+        severity: Error,
+        check: rdma_shared_plugin_with_exclusive_mode,
+    };
 }
 
 fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -528,7 +568,12 @@ declare_rule! {
     /// ## How to fix
     /// Configure each resource in one place: either the SR-IOV Network
     /// Operator or the NicClusterPolicy device plugin.
-    pub(crate) static RESOURCE_ADVERTISED_TWICE = "ZL037", "resource-advertised-twice", Error, resource_advertised_twice;
+    pub(crate) static RESOURCE_ADVERTISED_TWICE = {
+        id: "ZL037",
+        name: "resource-advertised-twice",
+        severity: Error,
+        check: resource_advertised_twice,
+    };
 }
 
 fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -173,7 +173,12 @@ declare_rule! {
     /// Use cluster-wide IPAM (`whereabouts`, or `nv-ipam` with the Network
     /// Operator), or give each node its own range (one network per node,
     /// selected by `kubernetes.io/hostname`).
-    pub(crate) static HOST_LOCAL_IPAM_ACROSS_NODES = "ZL097", "host-local-ipam-across-nodes", Warning, host_local_ipam_across_nodes;
+    pub(crate) static HOST_LOCAL_IPAM_ACROSS_NODES = {
+        id: "ZL097",
+        name: "host-local-ipam-across-nodes",
+        severity: Warning,
+        check: host_local_ipam_across_nodes,
+    };
 }
 
 fn host_local_ipam_across_nodes(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -227,7 +232,12 @@ declare_rule! {
     /// ## How to fix
     /// Write the name alone, as in the SriovNetworkNodePolicy
     /// (`resourceName: mlnx_rdma`); the operator adds the prefix.
-    pub(crate) static PREFIXED_SRIOV_NETWORK_RESOURCE = "ZL099", "prefixed-sriov-network-resource", Error, prefixed_sriov_network_resource;
+    pub(crate) static PREFIXED_SRIOV_NETWORK_RESOURCE = {
+        id: "ZL099",
+        name: "prefixed-sriov-network-resource",
+        severity: Error,
+        check: prefixed_sriov_network_resource,
+    };
 }
 
 fn prefixed_sriov_network_resource(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

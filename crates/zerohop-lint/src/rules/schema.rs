@@ -34,7 +34,12 @@ declare_rule! {
     /// Rename the field to the declared one, or remove it; `kubectl explain
     /// <kind>.spec` lists the fields. Move a chart value to the chart's
     /// values (`helm install --set nfd.enabled=false`).
-    pub(crate) static UNKNOWN_FIELD = "ZL010", "unknown-field", Error, unknown_field;
+    pub(crate) static UNKNOWN_FIELD = {
+        id: "ZL010",
+        name: "unknown-field",
+        severity: Error,
+        check: unknown_field,
+    };
 }
 
 declare_rule! {
@@ -51,7 +56,12 @@ declare_rule! {
     /// ## How to fix
     /// Add the field; the CRD's description (`kubectl explain`) says what it
     /// holds.
-    pub(crate) static MISSING_REQUIRED_FIELD = "ZL011", "missing-required-field", Error, missing_required_field;
+    pub(crate) static MISSING_REQUIRED_FIELD = {
+        id: "ZL011",
+        name: "missing-required-field",
+        severity: Error,
+        check: missing_required_field,
+    };
 }
 
 declare_rule! {
@@ -67,7 +77,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Use a value of the declared type within the declared set or range.
-    pub(crate) static INVALID_FIELD_VALUE = "ZL012", "invalid-field-value", Error, invalid_field_value;
+    pub(crate) static INVALID_FIELD_VALUE = {
+        id: "ZL012",
+        name: "invalid-field-value",
+        severity: Error,
+        check: invalid_field_value,
+    };
 }
 
 declare_rule! {
@@ -85,7 +100,12 @@ declare_rule! {
     /// ## How to fix
     /// Use a served apiVersion (see `kubectl api-resources`), or install the
     /// CRD version that serves it.
-    pub(crate) static UNSERVED_API_VERSION = "ZL013", "unserved-api-version", Warning, unserved_api_version;
+    pub(crate) static UNSERVED_API_VERSION = {
+        id: "ZL013",
+        name: "unserved-api-version",
+        severity: Warning,
+        check: unserved_api_version,
+    };
 }
 
 /// Runs `report` for each violation of `select`ed kinds.

@@ -91,7 +91,12 @@ declare_rule! {
     /// ## How to fix
     /// Use the PF device ID of the adapter (ConnectX-6 Dx: 101d,
     /// ConnectX-7: 1021), or select by `pfNames`/`rootDevices`.
-    pub(crate) static VF_DEVICE_ID_IN_POLICY = "ZL040", "vf-device-id-in-policy", Error, vf_device_id_in_policy;
+    pub(crate) static VF_DEVICE_ID_IN_POLICY = {
+        id: "ZL040",
+        name: "vf-device-id-in-policy",
+        severity: Error,
+        check: vf_device_id_in_policy,
+    };
 }
 
 fn vf_device_id_in_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -150,7 +155,12 @@ declare_rule! {
     /// ## How to fix
     /// Use the VF device ID (ConnectX-5: 1018, ConnectX-6 Dx/7/8: 101e), and
     /// `pciAddresses` rather than `devices` for addresses.
-    pub(crate) static PF_DEVICE_ID_IN_VF_SELECTOR = "ZL041", "pf-device-id-in-vf-selector", Warning, pf_device_id_in_vf_selector;
+    pub(crate) static PF_DEVICE_ID_IN_VF_SELECTOR = {
+        id: "ZL041",
+        name: "pf-device-id-in-vf-selector",
+        severity: Warning,
+        check: pf_device_id_in_vf_selector,
+    };
 }
 
 /// The model whose PF has device ID `pf`, by name, with its VF device ID.
@@ -199,7 +209,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Put the VF ID of the policies' adapter in the plugin's `devices`.
-    pub(crate) static VF_SELECTOR_NEVER_MATCHES_POLICY = "ZL042", "vf-selector-never-matches-policy", Error, vf_selector_never_matches_policy;
+    pub(crate) static VF_SELECTOR_NEVER_MATCHES_POLICY = {
+        id: "ZL042",
+        name: "vf-selector-never-matches-policy",
+        severity: Error,
+        check: vf_selector_never_matches_policy,
+    };
 }
 
 fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -261,7 +276,12 @@ declare_rule! {
     /// ## How to fix
     /// Use `deviceType: netdevice` for RDMA in pods, or drop `isRdma` for
     /// VM/DPDK use.
-    pub(crate) static VFIO_PCI_WITH_RDMA = "ZL043", "vfio-pci-with-rdma", Error, vfio_pci_with_rdma;
+    pub(crate) static VFIO_PCI_WITH_RDMA = {
+        id: "ZL043",
+        name: "vfio-pci-with-rdma",
+        severity: Error,
+        check: vfio_pci_with_rdma,
+    };
 }
 
 fn vfio_pci_with_rdma(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -301,7 +321,12 @@ declare_rule! {
     /// ## How to fix
     /// Change the kind to `SriovIBNetwork` (drop Ethernet-only fields such as
     /// `vlan`, `spoofChk`, `trust`).
-    pub(crate) static IB_POLICY_WITH_ETHERNET_NETWORK = "ZL044", "ib-policy-with-ethernet-network", Error, ib_policy_with_ethernet_network;
+    pub(crate) static IB_POLICY_WITH_ETHERNET_NETWORK = {
+        id: "ZL044",
+        name: "ib-policy-with-ethernet-network",
+        severity: Error,
+        check: ib_policy_with_ethernet_network,
+    };
 }
 
 fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -358,7 +383,12 @@ declare_rule! {
     /// ## How to fix
     /// Request at most 128 VFs per PF (for InfiniBand, NVIDIA recommends at
     /// most 16).
-    pub(crate) static TOO_MANY_MELLANOX_VFS = "ZL045", "too-many-mellanox-vfs", Error, too_many_mellanox_vfs;
+    pub(crate) static TOO_MANY_MELLANOX_VFS = {
+        id: "ZL045",
+        name: "too-many-mellanox-vfs",
+        severity: Error,
+        check: too_many_mellanox_vfs,
+    };
 }
 
 fn too_many_mellanox_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -403,7 +433,12 @@ declare_rule! {
     /// ## How to fix
     /// Keep the range within `0..numVfs-1` (`ens1f0#0-7` for `numVfs: 8`), or
     /// raise `numVfs`.
-    pub(crate) static PF_NAMES_RANGE_BEYOND_NUM_VFS = "ZL046", "pf-names-range-beyond-num-vfs", Error, pf_names_range_beyond_num_vfs;
+    pub(crate) static PF_NAMES_RANGE_BEYOND_NUM_VFS = {
+        id: "ZL046",
+        name: "pf-names-range-beyond-num-vfs",
+        severity: Error,
+        check: pf_names_range_beyond_num_vfs,
+    };
 }
 
 fn pf_names_range_beyond_num_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -493,7 +528,12 @@ declare_rule! {
     /// ## How to fix
     /// Add the plugin to `metaPlugins` (after any other, comma-separated,
     /// without brackets), and remove an `rdma` capability.
-    pub(crate) static RDMA_NETWORK_WITHOUT_RDMA_CNI = "ZL047", "rdma-network-without-rdma-cni", Error, rdma_network_without_rdma_cni;
+    pub(crate) static RDMA_NETWORK_WITHOUT_RDMA_CNI = {
+        id: "ZL047",
+        name: "rdma-network-without-rdma-cni",
+        severity: Error,
+        check: rdma_network_without_rdma_cni,
+    };
 }
 
 /// Whether a `metaPlugins` text chains the `rdma` plugin. The operator
@@ -647,7 +687,12 @@ declare_rule! {
     /// Select on Node Feature Discovery's PCI labels
     /// (`feature.node.kubernetes.io/pci-15b3.present: "true"` for nodes
     /// with NVIDIA NICs, `pci-10de` for GPUs) or on a label of your own.
-    pub(crate) static SELECTOR_ON_GPU_FEATURE_DISCOVERY_LABEL = "ZL048", "selector-on-gpu-feature-discovery-label", Error, selector_on_gpu_feature_discovery_label;
+    pub(crate) static SELECTOR_ON_GPU_FEATURE_DISCOVERY_LABEL = {
+        id: "ZL048",
+        name: "selector-on-gpu-feature-discovery-label",
+        severity: Error,
+        check: selector_on_gpu_feature_discovery_label,
+    };
 }
 
 fn selector_on_gpu_feature_discovery_label(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

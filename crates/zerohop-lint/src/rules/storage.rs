@@ -25,7 +25,12 @@ declare_rule! {
     /// ## How to fix
     /// Remove the option; write barriers are cheap on devices with a
     /// non-volatile or no write cache.
-    pub(crate) static XFS_NOBARRIER = "ZL080", "xfs-nobarrier", Error, xfs_nobarrier;
+    pub(crate) static XFS_NOBARRIER = {
+        id: "ZL080",
+        name: "xfs-nobarrier",
+        severity: Error,
+        check: xfs_nobarrier,
+    };
 }
 
 fn xfs_nobarrier(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -140,7 +145,12 @@ declare_rule! {
     /// ## How to fix
     /// Use the key cuFile documents (the finding suggests the closest) with
     /// a value of its type, or remove it.
-    pub(crate) static UNKNOWN_CUFILE_KEY = "ZL081", "unknown-cufile-key", Warning, unknown_cufile_key;
+    pub(crate) static UNKNOWN_CUFILE_KEY = {
+        id: "ZL081",
+        name: "unknown-cufile-key",
+        severity: Warning,
+        check: unknown_cufile_key,
+    };
 }
 
 fn unknown_cufile_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -219,7 +219,12 @@ declare_rule! {
     /// whole CPUs that span the same NUMA nodes as the GPUs, and
     /// `excludeTopology: true` on the rails' SriovNetworkNodePolicies, or
     /// split the pod per NUMA node.
-    pub(crate) static POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER = "ZL090", "pod-never-admitted-by-topology-manager", Error, pod_never_admitted_by_topology_manager;
+    pub(crate) static POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER = {
+        id: "ZL090",
+        name: "pod-never-admitted-by-topology-manager",
+        severity: Error,
+        check: pod_never_admitted_by_topology_manager,
+    };
 }
 
 fn pod_never_admitted_by_topology_manager(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -303,7 +308,12 @@ declare_rule! {
     /// ## How to fix
     /// Give every container whole CPUs and memory, with requests equal to
     /// limits (or limits only).
-    pub(crate) static GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER = "ZL091", "gpu-pod-not-pinned-by-static-cpu-manager", Warning, gpu_pod_not_pinned;
+    pub(crate) static GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER = {
+        id: "ZL091",
+        name: "gpu-pod-not-pinned-by-static-cpu-manager",
+        severity: Warning,
+        check: gpu_pod_not_pinned,
+    };
 }
 
 fn gpu_pod_not_pinned(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

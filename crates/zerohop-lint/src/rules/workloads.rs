@@ -187,7 +187,12 @@ declare_rule! {
     /// Create the network in the pod's namespace (set `networkNamespace` on
     /// the operator network), or write `<namespace>/<name>` in the
     /// annotation.
-    pub(crate) static UNRESOLVED_NETWORK_ANNOTATION = "ZL050", "unresolved-network-annotation", Error, unresolved_network_annotation;
+    pub(crate) static UNRESOLVED_NETWORK_ANNOTATION = {
+        id: "ZL050",
+        name: "unresolved-network-annotation",
+        severity: Error,
+        check: unresolved_network_annotation,
+    };
 }
 
 fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -274,7 +279,12 @@ declare_rule! {
     /// ## How to fix
     /// Request the resource under the name it is advertised with, or
     /// configure the device plugin to advertise it.
-    pub(crate) static UNADVERTISED_RESOURCE_REQUEST = "ZL051", "unadvertised-resource-request", Error, unadvertised_resource_request;
+    pub(crate) static UNADVERTISED_RESOURCE_REQUEST = {
+        id: "ZL051",
+        name: "unadvertised-resource-request",
+        severity: Error,
+        check: unadvertised_resource_request,
+    };
 }
 
 fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -336,7 +346,12 @@ declare_rule! {
     /// ## How to fix
     /// Add the resource to the container's `requests` and `limits`, one per
     /// attachment of that network.
-    pub(crate) static NAD_RESOURCE_NOT_REQUESTED = "ZL052", "nad-resource-not-requested", Error, nad_resource_not_requested;
+    pub(crate) static NAD_RESOURCE_NOT_REQUESTED = {
+        id: "ZL052",
+        name: "nad-resource-not-requested",
+        severity: Error,
+        check: nad_resource_not_requested,
+    };
 }
 
 fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -414,7 +429,12 @@ declare_rule! {
     /// ## How to fix
     /// Add `securityContext: {capabilities: {add: ["IPC_LOCK"]}}` to the
     /// container.
-    pub(crate) static RDMA_WITHOUT_IPC_LOCK = "ZL060", "rdma-without-ipc-lock", Error, rdma_without_ipc_lock;
+    pub(crate) static RDMA_WITHOUT_IPC_LOCK = {
+        id: "ZL060",
+        name: "rdma-without-ipc-lock",
+        severity: Error,
+        check: rdma_without_ipc_lock,
+    };
 }
 
 fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -479,7 +499,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Set the same quantity in `requests` and `limits`.
-    pub(crate) static HUGEPAGES_REQUEST_LIMIT_MISMATCH = "ZL061", "hugepages-request-limit-mismatch", Error, hugepages_request_limit_mismatch;
+    pub(crate) static HUGEPAGES_REQUEST_LIMIT_MISMATCH = {
+        id: "ZL061",
+        name: "hugepages-request-limit-mismatch",
+        severity: Error,
+        check: hugepages_request_limit_mismatch,
+    };
 }
 
 fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -547,7 +572,12 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Add `memory` (and `cpu`) to the container's requests and limits.
-    pub(crate) static HUGEPAGES_WITHOUT_CPU_OR_MEMORY = "ZL062", "hugepages-without-cpu-or-memory", Error, hugepages_without_cpu_or_memory;
+    pub(crate) static HUGEPAGES_WITHOUT_CPU_OR_MEMORY = {
+        id: "ZL062",
+        name: "hugepages-without-cpu-or-memory",
+        severity: Error,
+        check: hugepages_without_cpu_or_memory,
+    };
 }
 
 fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -610,7 +640,12 @@ declare_rule! {
     /// ## How to fix
     /// Request one VF (from the rail's network) per GPU, with the topology
     /// manager set to `single-numa-node` or GPU/NIC affinity configured.
-    pub(crate) static FEWER_VFS_THAN_GPUS = "ZL063", "fewer-vfs-than-gpus", Warning, fewer_vfs_than_gpus;
+    pub(crate) static FEWER_VFS_THAN_GPUS = {
+        id: "ZL063",
+        name: "fewer-vfs-than-gpus",
+        severity: Warning,
+        check: fewer_vfs_than_gpus,
+    };
 }
 
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -702,7 +737,12 @@ declare_rule! {
     /// Set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`),
     /// `NCCL_SOCKET_IFNAME` to the bootstrap interface, and check the log for
     /// `NET/IB` with `NCCL_DEBUG=INFO`.
-    pub(crate) static RDMA_WITHOUT_NCCL_ENV = "ZL064", "rdma-without-nccl-env", Warning, rdma_without_nccl_env;
+    pub(crate) static RDMA_WITHOUT_NCCL_ENV = {
+        id: "ZL064",
+        name: "rdma-without-nccl-env",
+        severity: Warning,
+        check: rdma_without_nccl_env,
+    };
 }
 
 fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -774,7 +814,12 @@ declare_rule! {
     /// Set `NCCL_IB_TC` to the lossless class of the fabric (DSCP × 4 + 2
     /// for ECN: 106 for DSCP 26 on priority 3), and the same with perftest
     /// (`--tclass=106`).
-    pub(crate) static ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS = "ZL065", "roce-without-lossless-traffic-class", Warning, roce_without_lossless_traffic_class;
+    pub(crate) static ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS = {
+        id: "ZL065",
+        name: "roce-without-lossless-traffic-class",
+        severity: Warning,
+        check: roce_without_lossless_traffic_class,
+    };
 }
 
 fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
