@@ -68,6 +68,22 @@ impl RuleInfo {
         })
     }
 
+    /// Whether `message` is written as every finding's and diagnostic's
+    /// message must be: a fragment that starts lowercase (or with a name
+    /// such as `ClusterPolicy` or `ConnectX-7`, a word with an uppercase
+    /// letter after its first) and does not end with a period. What to do
+    /// goes in a separate field, so the message stays one clause.
+    pub fn is_message_fragment(message: &str) -> bool {
+        let first_word = message.split_whitespace().next().unwrap_or("");
+        let mut chars = first_word.chars();
+        let starts = match chars.next() {
+            Some(c) if c.is_uppercase() => chars.any(char::is_uppercase),
+            Some(_) => true,
+            None => false,
+        };
+        starts && !message.ends_with('.')
+    }
+
     /// Whether `name` is lowercase kebab-case.
     pub fn is_kebab_case(name: &str) -> bool {
         !name.is_empty()
@@ -256,5 +272,18 @@ mod tests {
         assert!(!RuleInfo::is_well_formed_id("XYZ001", &["KRN"]));
         assert!(RuleInfo::is_kebab_case("iommu-disabled"));
         assert!(!RuleInfo::is_kebab_case("Iommu_disabled"));
+    }
+
+    #[test]
+    fn messages_are_lowercase_fragments() {
+        assert!(RuleInfo::is_message_fragment("gpus is 0"));
+        assert!(RuleInfo::is_message_fragment("ClusterPolicy has no driver"));
+        assert!(RuleInfo::is_message_fragment(
+            "ConnectX-6 Lx has no infiniband ports"
+        ));
+        assert!(RuleInfo::is_message_fragment("\"x\" is not a label"));
+        assert!(!RuleInfo::is_message_fragment("The pool has no nics"));
+        assert!(!RuleInfo::is_message_fragment("the pool has no nics."));
+        assert!(!RuleInfo::is_message_fragment(""));
     }
 }

@@ -4,12 +4,12 @@
 //! doctor runs only that check on it; the case's status prefix must appear
 //! among the check's findings (a `pass-*` case must have no warn or fail),
 //! and the findings are snapshotted. Every check needs a passing case and a
-//! case that shows its problem.
+//! case that shows its problem, and every message is a lowercase fragment.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zerohop_core::{Severity, Status};
+use zerohop_core::{RuleInfo, Severity, Status};
 use zerohop_doctor::checks::CHECKS;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
@@ -90,6 +90,16 @@ fn every_fixture_gives_its_status() {
                 "{}/{}: expected {expected}, got {statuses:?}",
                 case.id, case.name
             ));
+        }
+        // The same message style as lint's and plan's: a lowercase fragment,
+        // what to do in the remediation.
+        for finding in &findings {
+            if !RuleInfo::is_message_fragment(&finding.message) {
+                failures.push(format!(
+                    "{}/{}: message {:?} is not a lowercase fragment",
+                    case.id, case.name, finding.message
+                ));
+            }
         }
         if expected == Status::Pass && statuses.iter().any(|s| s.is_problem()) {
             failures.push(format!(

@@ -221,26 +221,7 @@ fn findings_carry_location_object_and_fix() {
     );
     assert!(finding.remediation.is_some());
     assert_eq!(finding.subject, "spec.driver.useOpenKernelModules");
-    assert!(
-        finding
-            .message
-            .chars()
-            .next()
-            .is_some_and(|c| !c.is_uppercase())
-            && !finding.message.ends_with('.')
-    );
-}
-
-/// Whether a message starts lowercase, or with a kind name such as
-/// `ClusterPolicy` (a word with an uppercase letter after its first).
-fn starts_as_fragment(message: &str) -> bool {
-    let first_word = message.split_whitespace().next().unwrap_or("");
-    let mut chars = first_word.chars();
-    match chars.next() {
-        Some(c) if c.is_uppercase() => chars.any(char::is_uppercase),
-        Some(_) => true,
-        None => false,
-    }
+    assert!(RuleInfo::is_message_fragment(&finding.message));
 }
 
 #[test]
@@ -250,13 +231,7 @@ fn messages_are_lowercase_fragments() {
         let fail = inputs(&fixtures().join(rule.info.id).join("fail"));
         for finding in lint(&fail, &options).findings {
             assert!(
-                starts_as_fragment(&finding.message),
-                "{}: {:?}",
-                finding.id,
-                finding.message
-            );
-            assert!(
-                !finding.message.ends_with('.'),
+                RuleInfo::is_message_fragment(&finding.message),
                 "{}: {:?}",
                 finding.id,
                 finding.message
