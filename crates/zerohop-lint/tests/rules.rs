@@ -165,6 +165,32 @@ fn every_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
+/// The output shown under a rule's `## Example`: its `text` block.
+fn example_output(docs: &str) -> Option<&str> {
+    let example = &docs[docs.find("## Example")?..];
+    let start = example.find("```text\n")? + "```text\n".len();
+    let end = start + example[start..].find("\n```")?;
+    Some(&example[start..end])
+}
+
+#[test]
+fn every_example_shows_what_the_failing_fixture_gives() {
+    // The documentation shows the failing fixture's real findings, so that
+    // a changed message cannot leave a stale example behind.
+    let options = options();
+    for rule in RULES {
+        let id = rule.info.id;
+        let shown = example_output(rule.info.docs)
+            .unwrap_or_else(|| panic!("{id}: no ```text block under ## Example"));
+        let fail = inputs(&fixtures().join(id).join("fail"));
+        let given = render(id, &fail, lint(&fail, &options).findings);
+        assert!(
+            given.contains(shown),
+            "{id}: the example shows\n{shown}\nbut fail/ gives\n{given}"
+        );
+    }
+}
+
 #[test]
 fn passing_fixtures_have_no_problems_at_all() {
     // A passing fixture is a correct manifest: no rule at all may fail on it,

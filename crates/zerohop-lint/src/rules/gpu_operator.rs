@@ -26,6 +26,22 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Replace it with `kernelModuleType: open` (or `proprietary`).
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL020/fail/`:
+    ///
+    /// ```text
+    /// error[ZL020]: `useOpenKernelModules` is deprecated and no longer honored by the gpu operator
+    ///  --> fail/input.yaml:8:5
+    ///   |
+    /// 8 |     useOpenKernelModules: true
+    ///   |     ^^^^^^^^^^^^^^^^^^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: replace it with `kernelModuleType: open`
+    ///           kernelModuleType: open
+    ///   = see: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/release-notes.html
+    /// ```
     pub(crate) static IGNORED_USE_OPEN_KERNEL_MODULES = {
         id: "ZL020",
         name: "ignored-use-open-kernel-modules",
@@ -110,6 +126,20 @@ declare_rule! {
     /// ## How to fix
     /// Remove the field, or move to its replacement (`secretName` for the
     /// licensing config).
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL021/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL021]: `spec.psp` is deprecated and ignored by the gpu operator
+    ///  --> fail/input.yaml:6:3
+    ///   |
+    /// 6 |   psp:
+    ///   |   ^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: remove it: pod security policies are no longer supported
+    /// ```
     pub(crate) static DEPRECATED_CLUSTERPOLICY_FIELD = {
         id: "ZL021",
         name: "deprecated-clusterpolicy-field",
@@ -150,6 +180,20 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Merge the settings into one ClusterPolicy and delete the others.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL022/fail/`:
+    ///
+    /// ```text
+    /// error[ZL022]: second ClusterPolicy `cluster-policy-rdma`: only one is used (the oldest, `cluster-policy` if applied first), the others are ignored
+    ///   --> fail/input.yaml:12:3
+    ///    |
+    /// 12 |   name: cluster-policy-rdma
+    ///    |   ^^^^
+    ///    = object: ClusterPolicy/cluster-policy-rdma
+    ///    = help: merge the settings into one ClusterPolicy and delete the others
+    /// ```
     pub(crate) static MULTIPLE_CLUSTERPOLICIES = {
         id: "ZL022",
         name: "multiple-clusterpolicies",
@@ -190,6 +234,20 @@ declare_rule! {
     /// ## How to fix
     /// Choose one: ClusterPolicy (device plugin stack) or GPUCluster (DRA
     /// stack), and delete the other.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL023/fail/`:
+    ///
+    /// ```text
+    /// error[ZL023]: ClusterPolicy `cluster-policy` and GPUCluster `gpu-cluster` cannot co-exist; the ClusterPolicy goes NotReady
+    ///  --> fail/input.yaml:2:1
+    ///   |
+    /// 2 | kind: ClusterPolicy
+    ///   | ^^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: keep either the ClusterPolicy or the GPUCluster, not both
+    /// ```
     pub(crate) static CLUSTERPOLICY_WITH_GPUCLUSTER = {
         id: "ZL023",
         name: "clusterpolicy-with-gpucluster",
@@ -231,6 +289,21 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Set `spec.driver.kernelModuleType: open`.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL024/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL024]: gds is enabled but `driver.kernelModuleType` is `auto`; gds 2.17.5 and newer needs the open kernel module
+    ///  --> fail/input.yaml:9:5
+    ///   |
+    /// 9 |     kernelModuleType: auto
+    ///   |     ^^^^^^^^^^^^^^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: set `spec.driver.kernelModuleType: open`
+    ///           kernelModuleType: open
+    /// ```
     pub(crate) static GDS_WITHOUT_OPEN_KERNEL_MODULES = {
         id: "ZL024",
         name: "gds-without-open-kernel-modules",
@@ -343,6 +416,21 @@ declare_rule! {
     /// values spell the ClusterPolicy's fields the same) and delete the
     /// manifest. Or set `clusterPolicy.deployCR: false` and give the
     /// manifest every component's image, which the chart no longer does.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL025/fail/`:
+    ///
+    /// ```text
+    /// error[ZL025]: the gpu-operator chart installed with `fail/gpu-operator-values.yaml` creates ClusterPolicy `cluster-policy` (`clusterPolicy.deployCR` is true); the operator uses the oldest ClusterPolicy and ignores the others, so `gpu-cluster-policy` applied after it does nothing
+    ///  --> fail/clusterpolicy.yaml:4:3
+    ///   |
+    /// 4 |   name: gpu-cluster-policy
+    ///   |   ^^^^
+    ///   = object: ClusterPolicy/gpu-cluster-policy
+    ///   = help: move these settings into `fail/gpu-operator-values.yaml` and delete this ClusterPolicy, or set `clusterPolicy.deployCR: false` there and give this ClusterPolicy every image
+    ///   = see: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html
+    /// ```
     pub(crate) static CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY = {
         id: "ZL025",
         name: "clusterpolicy-beside-chart-clusterpolicy",
@@ -413,6 +501,20 @@ declare_rule! {
     /// Set the component's `repository`, `image` and `version` (the chart's
     /// `values.yaml` of the operator release lists them), or let the chart
     /// create the ClusterPolicy from values.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL026/fail/`:
+    ///
+    /// ```text
+    /// error[ZL026]: `spec.driver` is enabled without `repository`, `image` and `version`, and the gpu-operator chart sets no `DRIVER_IMAGE`: the operator fails with "empty image path provided through both ClusterPolicy CR and ENV"
+    ///  --> fail/clusterpolicy.yaml:9:3
+    ///   |
+    /// 9 |   driver:
+    ///   |   ^^^^^^
+    ///   = object: ClusterPolicy/gpu-cluster-policy
+    ///   = help: set `spec.driver.repository`, `image` and `version` (the gpu-operator chart's values.yaml of your release lists them)
+    /// ```
     pub(crate) static CLUSTERPOLICY_WITHOUT_IMAGES = {
         id: "ZL026",
         name: "clusterpolicy-without-images",

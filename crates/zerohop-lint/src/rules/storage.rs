@@ -25,6 +25,20 @@ declare_rule! {
     /// ## How to fix
     /// Remove the option; write barriers are cheap on devices with a
     /// non-volatile or no write cache.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL080/fail/`:
+    ///
+    /// ```text
+    /// error[ZL080]: xfs rejects `nobarrier` since linux 4.19; the mount fails
+    ///   --> fail/input.yaml:10:5
+    ///    |
+    /// 10 |   - nobarrier
+    ///    |     ^^^^^^^^^
+    ///    = object: StorageClass/local-xfs
+    ///    = help: remove `nobarrier` from mountOptions
+    /// ```
     pub(crate) static XFS_NOBARRIER = {
         id: "ZL080",
         name: "xfs-nobarrier",
@@ -145,6 +159,20 @@ declare_rule! {
     /// ## How to fix
     /// Use the key cuFile documents (the finding suggests the closest) with
     /// a value of its type, or remove it.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL081/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL081]: `properties.alow_compat_mode` is not a cufile key (did you mean `allow_compat_mode`?)
+    ///   --> fail/configmap.yaml:13:9
+    ///    |
+    /// 13 |         "alow_compat_mode": false
+    ///    |         ^^^^^^^^^^^^^^^^^^
+    ///    = object: ConfigMap/ml/cufile-config
+    ///    = help: rename it to `allow_compat_mode`
+    /// ```
     pub(crate) static UNKNOWN_CUFILE_KEY = {
         id: "ZL081",
         name: "unknown-cufile-key",
