@@ -11,6 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use zerohop_core::render::human::{self, HumanOptions};
+use zerohop_core::render::without_styles;
 use zerohop_core::{Finding, Report, RuleInfo, Severity, Status};
 use zerohop_doctor::checks::CHECKS;
 use zerohop_doctor::{Profile, Selection};
@@ -83,16 +84,7 @@ fn human(findings: Vec<Finding>) -> String {
     let report = Report::new("doctor", "", findings);
     let mut out = Vec::new();
     human::write(&report, HumanOptions { verbose: true }, &mut out).unwrap();
-    let text = String::from_utf8(out).unwrap();
-    let mut plain = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            chars.by_ref().find(|&next| next == 'm');
-        } else {
-            plain.push(c);
-        }
-    }
+    let plain = without_styles(&String::from_utf8(out).unwrap());
     let body = plain
         .trim_end()
         .rsplit_once('\n')

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zerohop_core::render::snippet;
+use zerohop_core::render::{snippet, without_styles};
 use zerohop_core::{Report, RuleInfo};
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::Limits;
@@ -117,20 +117,7 @@ fn render(id: &str, inputs: &[Input], findings: Vec<zerohop_core::Finding>) -> S
     let report = Report::new("lint", "fail", mine);
     let mut out = Vec::new();
     snippet::write(&report, &mut texts, &mut out).unwrap();
-    strip_ansi(&String::from_utf8(out).unwrap())
-}
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            chars.by_ref().find(|&next| next == 'm');
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    without_styles(&String::from_utf8(out).unwrap())
 }
 
 #[test]
