@@ -1,13 +1,19 @@
-//! Metadata of a doctor check or a lint rule, the source of `zerohop checks`
-//! and `zerohop explain`.
+//! Metadata of a doctor check, a lint rule, an intent rule or a validate
+//! judgement, the source of `zerohop checks` and `zerohop explain`.
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::finding::Severity;
 
-/// The headings every check's and rule's documentation must have, in order.
-pub const REQUIRED_HEADINGS: [&str; 3] =
-    ["## What it checks", "## Why it matters", "## How to fix"];
+/// The headings every check's and rule's documentation must have, in order,
+/// whatever its kind: the last shows the rule at work on one of its
+/// fixtures (each kind's tests compare it with the fixture's output).
+pub const REQUIRED_HEADINGS: [&str; 4] = [
+    "## What it checks",
+    "## Why it matters",
+    "## How to fix",
+    "## Example",
+];
 
 /// What is known about a check or lint rule without running it.
 ///
@@ -17,7 +23,8 @@ pub const REQUIRED_HEADINGS: [&str; 3] =
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuleInfo {
     /// Stable ID, never reused: a group prefix and three digits (`KRN001`,
-    /// `RDMA004`) or `ZL` and three digits for lint rules.
+    /// `RDMA004`), `ZL` and three digits for lint rules, `ZP` for intent
+    /// rules, `VAL` for judgements.
     pub id: &'static str,
     /// Kebab-case name that names the problem (`iommu-disabled`).
     pub name: &'static str,
@@ -66,6 +73,22 @@ impl RuleInfo {
                 digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit())
             })
         })
+    }
+
+    /// Whether `message` is written as every finding's and diagnostic's
+    /// message must be: a fragment that starts lowercase (or with a name
+    /// such as `ClusterPolicy` or `ConnectX-7`, a word with an uppercase
+    /// letter after its first) and does not end with a period. What to do
+    /// goes in a separate field, so the message stays one clause.
+    pub fn is_message_fragment(message: &str) -> bool {
+        let first_word = message.split_whitespace().next().unwrap_or("");
+        let mut chars = first_word.chars();
+        let starts = match chars.next() {
+            Some(c) if c.is_uppercase() => chars.any(char::is_uppercase),
+            Some(_) => true,
+            None => false,
+        };
+        starts && !message.ends_with('.')
     }
 
     /// Whether `name` is lowercase kebab-case.
@@ -223,11 +246,17 @@ mod tests {
 
     #[test]
     fn headings_are_found_in_order() {
-        let ok = info("Checks it.\n## What it checks\na\n## Why it matters\nb\n## How to fix\nc\n");
+        let ok = info(
+            "Checks it.\n## What it checks\na\n## Why it matters\nb\n## How to fix\nc\n## Example\nd\n",
+        );
         assert!(ok.missing_headings().is_empty());
         assert_eq!(ok.summary(), "Checks it.");
-        let swapped = info("## Why it matters\nb\n## What it checks\na\n## How to fix\nc\n");
+        let swapped =
+            info("## Why it matters\nb\n## What it checks\na\n## How to fix\nc\n## Example\nd\n");
         assert_eq!(swapped.missing_headings(), vec!["## Why it matters"]);
+        let without_example =
+            info("## What it checks\na\n## Why it matters\nb\n## How to fix\nc\n");
+        assert_eq!(without_example.missing_headings(), vec!["## Example"]);
     }
 
     #[test]
@@ -256,5 +285,18 @@ mod tests {
         assert!(!RuleInfo::is_well_formed_id("XYZ001", &["KRN"]));
         assert!(RuleInfo::is_kebab_case("iommu-disabled"));
         assert!(!RuleInfo::is_kebab_case("Iommu_disabled"));
+    }
+
+    #[test]
+    fn messages_are_lowercase_fragments() {
+        assert!(RuleInfo::is_message_fragment("gpus is 0"));
+        assert!(RuleInfo::is_message_fragment("ClusterPolicy has no driver"));
+        assert!(RuleInfo::is_message_fragment(
+            "ConnectX-6 Lx has no infiniband ports"
+        ));
+        assert!(RuleInfo::is_message_fragment("\"x\" is not a label"));
+        assert!(!RuleInfo::is_message_fragment("The pool has no nics"));
+        assert!(!RuleInfo::is_message_fragment("the pool has no nics."));
+        assert!(!RuleInfo::is_message_fragment(""));
     }
 }

@@ -127,8 +127,9 @@ impl std::fmt::Debug for Check {
 }
 
 /// Declares a check. The doc comment is the check's documentation and must
-/// have the headings `## What it checks`, `## Why it matters` and
-/// `## How to fix` (a test enforces them).
+/// have the headings `## What it checks`, `## Why it matters`,
+/// `## How to fix` and `## Example`, the last showing what a fixture of the
+/// check gives (tests enforce them).
 ///
 /// ```ignore
 /// declare_check! {

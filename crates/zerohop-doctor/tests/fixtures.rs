@@ -4,12 +4,15 @@
 //! doctor runs only that check on it; the case's status prefix must appear
 //! among the check's findings (a `pass-*` case must have no warn or fail),
 //! and the findings are snapshotted. Every check needs a passing case and a
-//! case that shows its problem.
+//! case that shows its problem, every message is a lowercase fragment, and
+//! each check's `## Example` shows what the case it names gives.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zerohop_core::{Severity, Status};
+use zerohop_core::render::human::{self, HumanOptions};
+use zerohop_core::render::without_styles;
+use zerohop_core::{Finding, Report, RuleInfo, Severity, Status};
 use zerohop_doctor::checks::CHECKS;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
@@ -59,6 +62,80 @@ fn cases() -> Vec<Case> {
     cases
 }
 
+/// The findings of check `id` on the fixture root `dir` (with its
+/// `profile.json`, if any); `None` when there is no such check.
+fn run_case(id: &str, dir: &Path) -> Option<Vec<Finding>> {
+    let selection = Selection::parse([id]).ok()?;
+    let profile_path = dir.join("profile.json");
+    let profile: Profile = match fs::read_to_string(&profile_path) {
+        Ok(text) => serde_json::from_str(&text)
+            .unwrap_or_else(|err| panic!("{}: {err}", profile_path.display())),
+        Err(_) => Profile::default(),
+    };
+    let root = HostRoot::at(dir).unwrap();
+    let facts = Facts::collect(&root);
+    let report = zerohop_doctor::run(&facts, &profile, &selection);
+    Some(report.findings.into_iter().filter(|f| f.id == id).collect())
+}
+
+/// `findings` as `zerohop doctor --verbose` shows them, without colour and
+/// without the summary line, which names the root.
+fn human(findings: Vec<Finding>) -> String {
+    let report = Report::new("doctor", "", findings);
+    let mut out = Vec::new();
+    human::write(&report, HumanOptions { verbose: true }, &mut out).unwrap();
+    let plain = without_styles(&String::from_utf8(out).unwrap());
+    let body = plain
+        .trim_end()
+        .rsplit_once('\n')
+        .map_or("", |(body, _)| body);
+    // An empty evidence value leaves a line's end blank, which documentation
+    // does not keep.
+    body.trim_end()
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The fixture case and the output shown under a check's `## Example`:
+/// the directory named on its `From` line, and its `text` block.
+fn example(docs: &str) -> Option<(&str, &str)> {
+    const FROM: &str = "From `crates/zerohop-doctor/tests/fixtures/";
+    let example = &docs[docs.find("## Example")?..];
+    let case_start = example.find(FROM)? + FROM.len();
+    let case_end = case_start + example[case_start..].find("/`")?;
+    let start = example.find("```text\n")? + "```text\n".len();
+    let end = start + example[start..].find("\n```")?;
+    Some((&example[case_start..case_end], &example[start..end]))
+}
+
+#[test]
+fn every_example_shows_what_its_fixture_gives() {
+    // The documentation shows a fixture's real findings, so that a changed
+    // message cannot leave a stale example behind.
+    let mut failures = Vec::new();
+    for check in CHECKS {
+        let id = check.info.id;
+        let Some((case, shown)) = example(check.info.docs) else {
+            failures.push(format!(
+                "{id}: no fixture and ```text block under ## Example"
+            ));
+            continue;
+        };
+        let given = match run_case(id, &fixtures_dir().join(case)) {
+            Some(findings) => human(findings),
+            None => String::new(),
+        };
+        if !case.starts_with(&format!("{id}/")) || given != shown {
+            failures.push(format!(
+                "{id}: the example of {case} shows\n{shown}\nbut it gives\n{given}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn every_fixture_gives_its_status() {
     let mut failures = Vec::new();
@@ -70,26 +147,26 @@ fn every_fixture_gives_its_status() {
             ));
             continue;
         };
-        let Ok(selection) = Selection::parse([case.id.as_str()]) else {
+        let Some(findings) = run_case(&case.id, &case.dir) else {
             failures.push(format!("{}: no such check", case.id));
             continue;
         };
-        let profile_path = case.dir.join("profile.json");
-        let profile: Profile = match fs::read_to_string(&profile_path) {
-            Ok(text) => serde_json::from_str(&text)
-                .unwrap_or_else(|err| panic!("{}: {err}", profile_path.display())),
-            Err(_) => Profile::default(),
-        };
-        let root = HostRoot::at(&case.dir).unwrap();
-        let facts = Facts::collect(&root);
-        let report = zerohop_doctor::run(&facts, &profile, &selection);
-        let findings: Vec<_> = report.findings.iter().filter(|f| f.id == case.id).collect();
         let statuses: Vec<Status> = findings.iter().map(|f| f.status).collect();
         if !statuses.contains(&expected) {
             failures.push(format!(
                 "{}/{}: expected {expected}, got {statuses:?}",
                 case.id, case.name
             ));
+        }
+        // The same message style as lint's and plan's: a lowercase fragment,
+        // what to do in the remediation.
+        for finding in &findings {
+            if !RuleInfo::is_message_fragment(&finding.message) {
+                failures.push(format!(
+                    "{}/{}: message {:?} is not a lowercase fragment",
+                    case.id, case.name, finding.message
+                ));
+            }
         }
         if expected == Status::Pass && statuses.iter().any(|s| s.is_problem()) {
             failures.push(format!(

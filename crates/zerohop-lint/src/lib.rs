@@ -25,7 +25,8 @@ use zerohop_k8s::yaml::{self, Limits};
 
 pub use loaded::{Batch, CollectError, Loaded, MAX_HELD_BYTES, load, load_crds, texts};
 pub use model::{InputFailure, Object, Workspace};
-pub use registry::{RULES, Rule, rule, rules};
+pub use registry::Rule;
+pub use rules::{RULES, rule, rules};
 pub use scope::Scope;
 
 use crate::loaded::Content;

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zerohop_core::render::snippet;
+use zerohop_core::render::{snippet, without_styles};
 use zerohop_core::{Report, RuleInfo};
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::Limits;
@@ -117,20 +117,7 @@ fn render(id: &str, inputs: &[Input], findings: Vec<zerohop_core::Finding>) -> S
     let report = Report::new("lint", "fail", mine);
     let mut out = Vec::new();
     snippet::write(&report, &mut texts, &mut out).unwrap();
-    strip_ansi(&String::from_utf8(out).unwrap())
-}
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            chars.by_ref().find(|&next| next == 'm');
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    without_styles(&String::from_utf8(out).unwrap())
 }
 
 #[test]
@@ -163,6 +150,32 @@ fn every_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// The output shown under a rule's `## Example`: its `text` block.
+fn example_output(docs: &str) -> Option<&str> {
+    let example = &docs[docs.find("## Example")?..];
+    let start = example.find("```text\n")? + "```text\n".len();
+    let end = start + example[start..].find("\n```")?;
+    Some(&example[start..end])
+}
+
+#[test]
+fn every_example_shows_what_the_failing_fixture_gives() {
+    // The documentation shows the failing fixture's real findings, so that
+    // a changed message cannot leave a stale example behind.
+    let options = options();
+    for rule in RULES {
+        let id = rule.info.id;
+        let shown = example_output(rule.info.docs)
+            .unwrap_or_else(|| panic!("{id}: no ```text block under ## Example"));
+        let fail = inputs(&fixtures().join(id).join("fail"));
+        let given = render(id, &fail, lint(&fail, &options).findings);
+        assert!(
+            given.contains(shown),
+            "{id}: the example shows\n{shown}\nbut fail/ gives\n{given}"
+        );
+    }
 }
 
 #[test]
@@ -221,26 +234,7 @@ fn findings_carry_location_object_and_fix() {
     );
     assert!(finding.remediation.is_some());
     assert_eq!(finding.subject, "spec.driver.useOpenKernelModules");
-    assert!(
-        finding
-            .message
-            .chars()
-            .next()
-            .is_some_and(|c| !c.is_uppercase())
-            && !finding.message.ends_with('.')
-    );
-}
-
-/// Whether a message starts lowercase, or with a kind name such as
-/// `ClusterPolicy` (a word with an uppercase letter after its first).
-fn starts_as_fragment(message: &str) -> bool {
-    let first_word = message.split_whitespace().next().unwrap_or("");
-    let mut chars = first_word.chars();
-    match chars.next() {
-        Some(c) if c.is_uppercase() => chars.any(char::is_uppercase),
-        Some(_) => true,
-        None => false,
-    }
+    assert!(RuleInfo::is_message_fragment(&finding.message));
 }
 
 #[test]
@@ -250,13 +244,7 @@ fn messages_are_lowercase_fragments() {
         let fail = inputs(&fixtures().join(rule.info.id).join("fail"));
         for finding in lint(&fail, &options).findings {
             assert!(
-                starts_as_fragment(&finding.message),
-                "{}: {:?}",
-                finding.id,
-                finding.message
-            );
-            assert!(
-                !finding.message.ends_with('.'),
+                RuleInfo::is_message_fragment(&finding.message),
                 "{}: {:?}",
                 finding.id,
                 finding.message

@@ -1,12 +1,19 @@
-//! Errors in an intent file, each with the file, line and column.
+//! Errors in an intent file, each with the rule it breaks, the file, line
+//! and column.
 
 use std::fmt;
 
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_saphyr::Location;
+use zerohop_core::RuleInfo;
+
+use crate::rule::Rule;
 
 /// One problem in the intent file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// The rule it breaks (`zerohop explain` documents it).
+    pub rule: &'static RuleInfo,
     /// 1-based line, 0 when unknown.
     pub line: u64,
     /// 1-based column, 0 when unknown.
@@ -18,9 +25,14 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// A diagnostic at a parser location.
-    pub(crate) fn at(location: &Location, message: impl Into<String>) -> Diagnostic {
+    /// A diagnostic of `rule` at a parser location.
+    pub(crate) fn at(
+        rule: &'static Rule,
+        location: &Location,
+        message: impl Into<String>,
+    ) -> Diagnostic {
         Diagnostic {
+            rule: &rule.info,
             line: location.line(),
             column: location.column(),
             message: message.into(),
@@ -35,8 +47,22 @@ impl Diagnostic {
     }
 }
 
+/// In JSON, the rule by its ID and name beside the place and the text.
+impl Serialize for Diagnostic {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("Diagnostic", 6)?;
+        out.serialize_field("id", self.rule.id)?;
+        out.serialize_field("name", self.rule.name)?;
+        out.serialize_field("line", &self.line)?;
+        out.serialize_field("column", &self.column)?;
+        out.serialize_field("message", &self.message)?;
+        out.serialize_field("help", &self.help)?;
+        out.end()
+    }
+}
+
 /// Why an intent file cannot be planned: every problem found, in file order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlanError {
     /// The file name as given by the caller.
     pub file: String,
@@ -54,6 +80,8 @@ impl PlanError {
     }
 }
 
+/// One diagnostic a line, `file:line:column: message [ID]` (the rule's ID
+/// last, as compilers put a warning's flag), then its help.
 impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (index, diagnostic) in self.diagnostics.iter().enumerate() {
@@ -69,6 +97,7 @@ impl fmt::Display for PlanError {
                     self.file, diagnostic.line, diagnostic.column, diagnostic.message
                 )?;
             }
+            write!(f, " [{}]", diagnostic.rule.id)?;
             if let Some(help) = &diagnostic.help {
                 write!(f, "\n  help: {help}")?;
             }
@@ -78,3 +107,38 @@ impl fmt::Display for PlanError {
 }
 
 impl std::error::Error for PlanError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::HOST_LOCAL_IPAM;
+
+    fn error() -> PlanError {
+        let diagnostic = Diagnostic {
+            rule: &HOST_LOCAL_IPAM.info,
+            line: 3,
+            column: 11,
+            message: "ipam host-local allocates from the same range on every node".to_owned(),
+            help: Some("use whereabouts".to_owned()),
+        };
+        PlanError::new("cluster.yaml", vec![diagnostic])
+    }
+
+    #[test]
+    fn the_text_ends_each_diagnostic_with_its_rule() {
+        assert_eq!(
+            error().to_string(),
+            "cluster.yaml:3:11: ipam host-local allocates from the same range on every node [ZP036]\n  help: use whereabouts"
+        );
+    }
+
+    #[test]
+    fn the_json_names_the_rule() {
+        let json = serde_json::to_value(error()).expect("json");
+        let diagnostic = &json["diagnostics"][0];
+        assert_eq!(diagnostic["id"], "ZP036");
+        assert_eq!(diagnostic["name"], "host-local-ipam");
+        assert_eq!(diagnostic["line"], 3);
+        assert_eq!(json["file"], "cluster.yaml");
+    }
+}

@@ -3,7 +3,8 @@
 //! order.
 //!
 //! The pipeline is pure: [`load`] parses and validates the intent (every
-//! error with its line and column), [`render`] turns it into an ordered
+//! error with its line and column and the intent rule it breaks, listed in
+//! [`RULES`]), [`render`] turns it into an ordered
 //! [`ManifestSet`], and [`write_set`] writes that set to a directory
 //! atomically.
 
@@ -15,6 +16,7 @@ mod output;
 mod parse;
 mod plan;
 mod render;
+mod rule;
 mod validate;
 
 pub use diagnostic::{Diagnostic, PlanError};
@@ -26,6 +28,8 @@ pub use plan::{
     AgentPlan, NfsPlan, NicPlan, Plan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan,
 };
 pub use render::{ManifestFile, ManifestSet, agent, render, validate as validation};
+pub use rule::Rule;
+pub use validate::{RULES, rules};
 
 /// Parses and validates an intent file. `file` names it in diagnostics;
 /// `platform` overrides `spec.platform`.

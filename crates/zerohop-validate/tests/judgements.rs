@@ -1,12 +1,15 @@
 //! One small hand-written capture per judgement that shows its problem,
-//! and a check that every declared judgement has one.
+//! a check that every declared judgement has one, and that each
+//! judgement's `## Example` shows one of them and what it gives.
 
 mod support;
 
 use std::collections::BTreeSet;
 
 use support::{judge, judge_with, line, of, one};
-use zerohop_core::Status;
+use zerohop_core::render::human::{self, HumanOptions};
+use zerohop_core::render::without_styles;
+use zerohop_core::{Finding, Report, Status};
 use zerohop_validate::judge::{Expectations, JUDGEMENTS};
 use zerohop_validate::nccl::collective::Collective;
 
@@ -410,4 +413,71 @@ fn without_expectations_bandwidth_is_only_reported() {
     let busbw = one(&findings, "VAL109");
     assert_eq!(busbw.status, Status::Info);
     assert!(busbw.message.contains("--rails"), "{}", busbw.message);
+}
+
+/// `findings` as `zerohop validate parse` shows them, without colour and
+/// without the summary line.
+fn human(findings: Vec<Finding>) -> String {
+    let report = Report::new("validate", "", findings);
+    let mut out = Vec::new();
+    human::write(&report, HumanOptions { verbose: true }, &mut out).unwrap();
+    let plain = without_styles(&String::from_utf8(out).unwrap());
+    let body = plain
+        .trim_end()
+        .rsplit_once('\n')
+        .map_or("", |(body, _)| body);
+    body.trim_end()
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The fixture the judgement's `## Example` names, and its two `text`
+/// blocks: the capture, then what `zerohop validate parse` says of it.
+fn example(docs: &str) -> Option<(&str, &str, &str)> {
+    let example = &docs[docs.find("## Example")?..];
+    let name_start = example.find("The capture `")? + "The capture `".len();
+    let name_end = name_start + example[name_start..].find('`')?;
+    let mut blocks = example.split("```text\n").skip(1);
+    let capture = blocks.next()?.split("\n```").next()?;
+    let output = blocks.next()?.split("\n```").next()?;
+    Some((&example[name_start..name_end], capture, output))
+}
+
+#[test]
+fn every_example_shows_what_its_fixture_gives() {
+    // The documentation shows a fixture's real capture and findings, so
+    // that a changed message cannot leave a stale example behind.
+    let fixtures = fixtures();
+    let mut failures = Vec::new();
+    for judgement in JUDGEMENTS {
+        let id = judgement.info.id;
+        let Some((name, capture, shown)) = example(judgement.info.docs) else {
+            failures.push(format!("{id}: no capture and output under ## Example"));
+            continue;
+        };
+        let Some(fixture) = fixtures.iter().find(|f| f.id == id && f.name == name) else {
+            failures.push(format!("{id}: no fixture {name} of this judgement"));
+            continue;
+        };
+        if capture != fixture.text.trim_end() {
+            failures.push(format!("{id}: the example's capture is not {name}"));
+        }
+        let given = human(of_owned(
+            judge_with(fixture.name, fixture.text, &fixture.expectations),
+            id,
+        ));
+        if given != shown {
+            failures.push(format!(
+                "{id}: the example of {name} shows\n{shown}\nbut it gives\n{given}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The findings of judgement `id`, owned.
+fn of_owned(findings: Vec<Finding>, id: &str) -> Vec<Finding> {
+    findings.into_iter().filter(|f| f.id == id).collect()
 }

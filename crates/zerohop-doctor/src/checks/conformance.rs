@@ -106,6 +106,22 @@ declare_check! {
     /// (`dmesg | grep -i -e nvrm -e xid -e 'pcie bus error'`); reseat or
     /// replace it, or correct the pool's `gpus` if the node is of another
     /// kind (and give it labels that select the right pool).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/CONF001/fail-gpu-missing/`:
+    ///
+    /// ```text
+    /// conformance
+    ///   fail           CONF001  gpu-count-differs  expected 2 nvidia gpus (cluster.yaml:15), seen 1
+    ///                  /sys/bus/pci/devices = 0000:1b:00.0
+    ///
+    /// what to fix first
+    ///   1. CONF001 gpu-count-differs: expected 2 nvidia gpus (cluster.yaml:15), seen 1
+    ///      fix: find the missing or extra gpus, or correct the pool's gpu count
+    ///        lspci -d 10de:
+    ///        dmesg | grep -i -e nvrm -e xid
+    /// ```
     pub static GPU_COUNT = {
         id: "CONF001",
         name: "gpu-count-differs",
@@ -184,6 +200,23 @@ declare_check! {
     /// network and the PF (`ip link set <pf> mtu N`), and the link type in
     /// the NIC's firmware (`mlxconfig -d <dev> set LINK_TYPE_P1=2` for
     /// Ethernet, `1` for InfiniBand, then a reset).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/CONF002/fail-link-type/`:
+    ///
+    /// ```text
+    /// conformance
+    ///   fail           CONF002  nic-differs  ens1f0np0 (mlx5_0): nic ens1f0np0 (mlx5_0) differs from the intent (cluster.yaml:20): link: expected Ethernet, seen InfiniBand
+    ///                  /sys/bus/pci/devices/0000:1c:00.0/sriov_numvfs = 4
+    ///                  /sys/class/net/ens1f0np0/mtu = 9000
+    ///                  /sys/class/infiniband/mlx5_0/ports/1/link_layer = InfiniBand
+    ///
+    /// what to fix first
+    ///   1. CONF002 nic-differs (ens1f0np0 (mlx5_0)): nic ens1f0np0 (mlx5_0) differs from the intent (cluster.yaml:20): link: expected Ethernet, seen InfiniBand
+    ///      fix: set the port as the intent says: vfs by the sr-iov policy, mtu on the pf and the rail network, link type in the nic firmware
+    ///        ip -d link show
+    /// ```
     pub static NIC_CONFORMANCE = {
         id: "CONF002",
         name: "nic-differs",
@@ -402,6 +435,25 @@ declare_check! {
     /// (`host/<pool>/etc/default/grub.d/90-zerohop.cfg`, or the pool's
     /// kernel-arguments `MachineConfig`) and reboot; a node that stays
     /// short lacks free memory at boot (`dmesg | grep -i huge`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/CONF003/fail-node-short/`:
+    ///
+    /// ```text
+    /// conformance
+    ///   fail           CONF003  hugepages-differ  hugepages differ from the intent (cluster.yaml:16): node 1 holds 0 pages, below its share of 32
+    ///                  /proc/cmdline = hugepagesz=1G hugepages=64
+    ///                  /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages = 64
+    ///                  /sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages = 64
+    ///                  /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages = 0
+    ///
+    /// what to fix first
+    ///   1. CONF003 hugepages-differ: hugepages differ from the intent (cluster.yaml:16): node 1 holds 0 pages, below its share of 32
+    ///      fix: request the pool at boot as the plan renders it, then reboot
+    ///        # kernel command line: default_hugepagesz=1G hugepagesz=1G hugepages=64
+    ///        dmesg | grep -i huge
+    /// ```
     pub static HUGEPAGES_CONFORMANCE = {
         id: "CONF003",
         name: "hugepages-differ",
@@ -561,6 +613,22 @@ declare_check! {
     /// them (`host/<pool>/etc/default/grub.d/90-zerohop.cfg`, or the
     /// pool's kernel-arguments `MachineConfig`) and reboot; keep the
     /// reserved CPUs out of them.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/CONF004/fail-lists-differ/`:
+    ///
+    /// ```text
+    /// conformance
+    ///   fail           CONF004  cpu-isolation-differs  cpu isolation differs from the intent: isolcpus= lacks managed_irq (cluster.yaml:18): managed interrupts stay on the isolated cpus; isolcpus: expected 4-55,60-111 (cluster.yaml:18), seen 4-55
+    ///                  /proc/cmdline = isolcpus=4-55 nohz_full=4-55,60-111 rcu_nocbs=4-55,60-111
+    ///                  /sys/devices/system/cpu/online = 0-111
+    ///
+    /// what to fix first
+    ///   1. CONF004 cpu-isolation-differs: cpu isolation differs from the intent: isolcpus= lacks managed_irq (cluster.yaml:18): managed interrupts stay on the isolated cpus; isolcpus: expected 4-55,60-111 (cluster.yaml:18), seen 4-55
+    ///      fix: put the pool's isolation lists on the kernel command line as the plan renders them, then reboot
+    ///        # kernel command line: isolcpus=managed_irq,4-55,60-111 nohz_full=4-55,60-111 rcu_nocbs=4-55,60-111
+    /// ```
     pub static CPU_ISOLATION_CONFORMANCE = {
         id: "CONF004",
         name: "cpu-isolation-differs",
@@ -722,6 +790,21 @@ declare_check! {
     /// storage `MachineConfig`): unmount the wrong mount and start the
     /// unit again. A value the server lowers (`rsize`, `wsize`) is the
     /// server's limit: raise it there.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/CONF005/fail-no-nconnect/`:
+    ///
+    /// ```text
+    /// conformance
+    ///   fail           CONF005  nfs-mount-differs  /mnt/ai-data: nfs mount /mnt/ai-data differs from the intent (cluster.yaml:37): nconnect: expected 16, absent
+    ///                  /proc/self/mountinfo = 40 21 0:50 / /mnt/ai-data rw,relatime shared:40 - nfs4 10.10.0.10:/export/ai-data rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=rdma,port=20049,timeo=600,retrans=2,sec=sys,clientaddr=10.10.0.21,local_lock=none,addr=10.10.0.10
+    ///
+    /// what to fix first
+    ///   1. CONF005 nfs-mount-differs (/mnt/ai-data): nfs mount /mnt/ai-data differs from the intent (cluster.yaml:37): nconnect: expected 16, absent
+    ///      fix: remount with the unit the plan renders
+    ///        umount /mnt/ai-data && systemctl start 'mnt-ai\x2ddata.mount'
+    /// ```
     pub static NFS_MOUNT_CONFORMANCE = {
         id: "CONF005",
         name: "nfs-mount-differs",
@@ -825,6 +908,20 @@ declare_check! {
     /// Check the discovery configuration and the service
     /// (`systemctl status nvmf-autoconnect`), then connect by hand:
     /// `nvme connect-all --transport=rdma --traddr=<address>`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/CONF006/fail-tcp-instead-of-rdma/`:
+    ///
+    /// ```text
+    /// conformance
+    ///   fail           CONF006  nvme-target-differs  10.0.10.1: nvme-of target 10.0.10.1 (nvme1) differs from the intent (storage.yaml:12): transport: expected rdma, seen tcp
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/nvme1/transport = tcp
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/nvme1/state = live
+    ///
+    /// what to fix first
+    ///   1. CONF006 nvme-target-differs (10.0.10.1): nvme-of target 10.0.10.1 (nvme1) differs from the intent (storage.yaml:12): transport: expected rdma, seen tcp
+    /// ```
     pub static NVME_TARGET_CONFORMANCE = {
         id: "CONF006",
         name: "nvme-target-differs",

@@ -65,6 +65,21 @@ declare_check! {
     /// ## How to fix
     /// Fix the syntax at the line and column shown, or start again from
     /// the copy shipped with CUDA: `cp /usr/local/cuda/gds/cufile.json /etc/cufile.json`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS001/fail-trailing-comma/`:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           GDS001  cufile-json-invalid  /etc/cufile.json does not parse at line 4 column 3: trailing comma
+    ///                  /etc/cufile.json = <invalid json>
+    ///
+    /// what to fix first
+    ///   1. GDS001 cufile-json-invalid: /etc/cufile.json does not parse at line 4 column 3: trailing comma
+    ///      fix: fix the json at line 4, or start from the copy shipped with cuda
+    ///        cp /usr/local/cuda/gds/cufile.json /etc/cufile.json
+    /// ```
     pub static CUFILE_INVALID = {
         id: "GDS001",
         name: "cufile-json-invalid",
@@ -148,6 +163,21 @@ declare_check! {
     /// Move the setting to its documented key (for RDMA client addresses:
     /// `properties.rdma_dev_addr_list`, or `fs.<fs>.mount_table`) with a
     /// value of its type, or delete it.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS002/warn-misspelt-key/`:
+    ///
+    /// ```text
+    /// gds
+    ///   warn           GDS002  cufile-unknown-keys  1 key that libcufile ignores or misreads: `properties.rdma_dev_adr_list` is not a cufile key (did you mean `rdma_dev_addr_list`?)
+    ///                  /etc/cufile.json = properties.rdma_dev_adr_list
+    ///
+    /// what to fix first
+    ///   1. GDS002 cufile-unknown-keys: 1 key that libcufile ignores or misreads: `properties.rdma_dev_adr_list` is not a cufile key (did you mean `rdma_dev_addr_list`?)
+    ///      fix: move each setting to its documented key with a value of its type, or delete it
+    ///        diff <(grep -o '"[a-z_]*"' /usr/local/cuda/gds/cufile.json | sort -u) <(grep -o '"[a-z_]*"' /etc/cufile.json | sort -u)
+    /// ```
     pub static CUFILE_UNKNOWN_KEYS = {
         id: "GDS002",
         name: "cufile-unknown-keys",
@@ -209,6 +239,22 @@ declare_check! {
     /// ## How to fix
     /// Set `"force_compat_mode": false` in the `properties` section (and
     /// unset `CUFILE_FORCE_COMPAT_MODE` in the workload's environment).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS003/fail-forced/`:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           GDS003  cufile-force-compat  force_compat_mode is true: every cufile i/o goes through host memory
+    ///                  /etc/cufile.json: properties.force_compat_mode = true
+    ///                  /etc/cufile.json: properties.allow_compat_mode = true
+    ///
+    /// what to fix first
+    ///   1. GDS003 cufile-force-compat: force_compat_mode is true: every cufile i/o goes through host memory
+    ///      fix: turn forced compat mode off
+    ///        sed -i 's/"force_compat_mode"[[:space:]]*:[[:space:]]*true/"force_compat_mode": false/' /etc/cufile.json
+    /// ```
     pub static FORCE_COMPAT = {
         id: "GDS003",
         name: "cufile-force-compat",
@@ -301,6 +347,23 @@ declare_check! {
     /// List this node's RDMA interface addresses (`ibdev2netdev`,
     /// `ip -br addr show dev <if>`) and put those in the list; on a fleet,
     /// template the file per node or set `CUFILE_ENV_PATH_JSON`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS004/fail-address-of-another-node/`:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           GDS004  cufile-rdma-addr-not-local  10.0.9.8: 10.0.9.8 is not an address of this node
+    ///                  /proc/net/fib_trie = 2 local addresses
+    ///                  /etc/cufile.json: properties.rdma_dev_addr_list = 10.0.9.8
+    ///
+    /// what to fix first
+    ///   1. GDS004 cufile-rdma-addr-not-local (10.0.9.8): 10.0.9.8 is not an address of this node
+    ///      fix: list this node's rdma interface addresses in cufile.json
+    ///        ibdev2netdev   # or: rdma link show
+    ///        ip -br addr show
+    /// ```
     pub static RDMA_ADDRESSES = {
         id: "GDS004",
         name: "cufile-rdma-addr-not-local",
@@ -392,6 +455,22 @@ declare_check! {
     /// Put the data on a supported file system: ext4/XFS on a local NVMe
     /// namespace or NVMe-oF over RDMA, or a parallel file system with a
     /// GDS-enabled client; mount NFS with `proto=rdma`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS005/fail-ext4-on-virtio/`:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           GDS005  gds-filesystem-unsupported  /data: ext4 on vdb, a virtio disk, not an nvme namespace: nvidia-fs does direct i/o only on nvme and nvme-of over rdma
+    ///                  /proc/self/mountinfo = 50 21 252:16 / /data rw,noatime - ext4 /dev/vdb rw
+    ///                  /sys/block/vdb = ../devices/pci0000:00/0000:00:05.0/virtio2/block/vdb
+    ///
+    /// what to fix first
+    ///   1. GDS005 gds-filesystem-unsupported (/data): ext4 on vdb, a virtio disk, not an nvme namespace: nvidia-fs does direct i/o only on nvme and nvme-of over rdma
+    ///      fix: put gds data on ext4/xfs over nvme (local or nvme-of over rdma), a gds-enabled parallel file system, or nfs over rdma
+    ///        gdscheck -p   # lists the backends this node supports
+    /// ```
     pub static GDS_FILESYSTEM = {
         id: "GDS005",
         name: "gds-filesystem-unsupported",
@@ -695,6 +774,22 @@ declare_check! {
     /// drop `--expect-gds` for this node. If the node has GPUs, check that
     /// they are on the bus (`lspci -d 10de:`) and that the driver is loaded
     /// (GPU001).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS007/fail-no-gpu/`:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           GDS007  gds-expected-without-gpu  gpudirect storage expected, but this host has no nvidia gpu: the expectation cannot be met
+    ///                  /sys/bus/pci/devices = 1 function(s), no nvidia gpu
+    ///                  /proc/driver/nvidia/gpus = <missing>
+    ///
+    /// what to fix first
+    ///   1. GDS007 gds-expected-without-gpu: gpudirect storage expected, but this host has no nvidia gpu: the expectation cannot be met
+    ///      fix: run the doctor on the gpu node that reads the data, or drop --expect-gds here
+    ///        lspci -d 10de:   # nvidia functions on the bus
+    /// ```
     pub static GDS_WITHOUT_GPU = {
         id: "GDS007",
         name: "gds-expected-without-gpu",
@@ -777,6 +872,15 @@ declare_check! {
     /// Point the workload at a file system that supports direct I/O (ext4,
     /// XFS, NFS, Lustre, GPFS…): in containers, mount the data as a volume
     /// rather than reading through the overlay root.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GDS006/not-applicable-not-probed/`:
+    ///
+    /// ```text
+    /// gds
+    ///   not-applicable GDS006  odirect-read-failed  not probed: give --probe PATH to read a block with O_DIRECT
+    /// ```
     pub static ODIRECT = {
         id: "GDS006",
         name: "odirect-read-failed",

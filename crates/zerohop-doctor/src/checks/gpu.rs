@@ -65,6 +65,22 @@ declare_check! {
     /// Install the driver (the GPU Operator's driver container, or the
     /// distribution's `nvidia-driver` packages with the open kernel modules),
     /// then `modprobe nvidia`; `dmesg | grep NVRM` shows why it refused a GPU.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GPU001/fail-bound-to-vfio/`:
+    ///
+    /// ```text
+    /// gpu
+    ///   fail           GPU001  nvidia-driver-missing  0000:1b:00.0: gpu bound to vfio-pci, not nvidia
+    ///                  /sys/bus/pci/devices/0000:1b:00.0/driver = vfio-pci
+    ///
+    /// what to fix first
+    ///   1. GPU001 nvidia-driver-missing (0000:1b:00.0): gpu bound to vfio-pci, not nvidia
+    ///      fix: bind the gpu to the nvidia driver
+    ///        echo 0000:1b:00.0 > /sys/bus/pci/drivers/vfio-pci/unbind   # if bound
+    ///        echo 0000:1b:00.0 > /sys/bus/pci/drivers/nvidia/bind
+    /// ```
     pub static DRIVER_MISSING = {
         id: "GPU001",
         name: "nvidia-driver-missing",
@@ -245,6 +261,23 @@ declare_check! {
     /// (not the deprecated `useOpenKernelModules`), or the
     /// `nvidia-driver-<ver>-open` / `kmod-nvidia-open-dkms` packages; reboot
     /// or reload the modules.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GPU002/fail-proprietary-dma-buf-wanted/`:
+    ///
+    /// ```text
+    /// gpu
+    ///   fail           GPU002  nvidia-module-proprietary  proprietary kernel module: no dma-buf gpudirect rdma
+    ///                  /sys/module/nvidia/taint = POE
+    ///                  /proc/driver/nvidia/version = NVRM version: NVIDIA UNIX x86_64 Kernel Module  525.60.13  Wed Nov 30 06:39:21 UTC 2022
+    ///
+    /// what to fix first
+    ///   1. GPU002 nvidia-module-proprietary: proprietary kernel module: no dma-buf gpudirect rdma
+    ///      fix: install the open kernel module flavour
+    ///        # GPU Operator: ClusterPolicy spec.driver.kernelModuleType: open
+    ///        apt install nvidia-driver-<version>-open   # or: dnf module install nvidia-driver:open-dkms
+    /// ```
     pub static PROPRIETARY_MODULE = {
         id: "GPU002",
         name: "nvidia-module-proprietary",
@@ -368,6 +401,21 @@ declare_check! {
     /// `modprobe nvidia_peermem` (GPU Operator: `driver.rdma.enabled: true`),
     /// after the RDMA modules; unload `nv_peer_mem`. For DMA-BUF, install the
     /// open kernel module on a 5.12+ kernel with DOCA-OFED or rdma-core 34+.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GPU003/fail-dma-buf-wanted-old-kernel/`:
+    ///
+    /// ```text
+    /// gpu
+    ///   fail           GPU003  gpudirect-rdma-path-missing  dma-buf wanted but not possible: kernel 5.4.0-150-generic predates rdma dma-buf support (5.12)
+    ///                  /proc/sys/kernel/osrelease = 5.4.0-150-generic
+    ///
+    /// what to fix first
+    ///   1. GPU003 gpudirect-rdma-path-missing: dma-buf wanted but not possible: kernel 5.4.0-150-generic predates rdma dma-buf support (5.12)
+    ///      fix: install the open kernel module on a 5.12+ kernel, or use nvidia_peermem
+    ///        # GPU Operator: spec.driver.kernelModuleType: open
+    /// ```
     pub static GPUDIRECT_PATH = {
         id: "GPU003",
         name: "gpudirect-rdma-path-missing",
@@ -538,6 +586,22 @@ declare_check! {
     /// GPU Operator: `gds.enabled: true` and `gdrcopy.enabled: true` in the
     /// `ClusterPolicy`; on a host, install `nvidia-fs` / `gdrcopy` (DKMS) and
     /// `modprobe nvidia_fs gdrdrv`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GPU004/fail-gdrdrv-missing/`:
+    ///
+    /// ```text
+    /// gpu
+    ///   fail           GPU004  gpudirect-storage-modules-missing  gdrdrv: gdrcopy expected, but gdrdrv is not loaded
+    ///                  /sys/module/gdrdrv = <missing>
+    ///
+    /// what to fix first
+    ///   1. GPU004 gpudirect-storage-modules-missing (gdrdrv): gdrcopy expected, but gdrdrv is not loaded
+    ///      fix: install and load gdrdrv
+    ///        modprobe gdrdrv
+    ///        # GPU Operator: ClusterPolicy spec.gdrcopy.enabled: true
+    /// ```
     pub static GDS_MODULES = {
         id: "GPU004",
         name: "gpudirect-storage-modules-missing",
@@ -649,6 +713,24 @@ declare_check! {
     /// complex, which some CPUs forward more slowly than host memory copies,
     /// so compare `all_reduce_perf` bus bandwidth with and without it. Pin
     /// each GPU's traffic to its NIC with `NCCL_IB_HCA` from `zerohop topo`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/GPU005/warn-cross-socket/`:
+    ///
+    /// ```text
+    /// gpu
+    ///   warn           GPU005  gpu-nic-cross-socket  0000:1b:00.0: nearest rdma nic mlx5_0 is on another socket (SYS), beyond nccl's default NCCL_NET_GDR_LEVEL=PXB: nccl stages through host memory
+    ///                  /sys/bus/pci/devices/0000:1b:00.0/numa_node = 0
+    ///                  /sys/class/infiniband/mlx5_0/device/numa_node = 1
+    ///
+    /// what to fix first
+    ///   1. GPU005 gpu-nic-cross-socket (0000:1b:00.0): nearest rdma nic mlx5_0 is on another socket (SYS), beyond nccl's default NCCL_NET_GDR_LEVEL=PXB: nccl stages through host memory
+    ///      fix: give this gpu a nic on its own socket, or set NCCL_NET_GDR_LEVEL=SYS so nccl uses gpudirect rdma through the cpu (measure: it can be slower than staging)
+    ///        export NCCL_NET_GDR_LEVEL=SYS
+    ///        all_reduce_perf -b 8 -e 8G -f 2 -g 1   # compare busbw with and without it
+    ///        zerohop topo   # the pairing and NCCL_IB_HCA
+    /// ```
     pub static GPU_NIC_DISTANCE = {
         id: "GPU005",
         name: "gpu-nic-cross-socket",

@@ -36,6 +36,22 @@ declare_check! {
     /// `kernel.io_uring_group`. In containers, the runtime's default seccomp
     /// profile also blocks io_uring: allow `io_uring_setup`,
     /// `io_uring_enter` and `io_uring_register`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/URING001/fail-disabled/`:
+    ///
+    /// ```text
+    /// io-uring
+    ///   fail           URING001  io-uring-disabled  io_uring disabled for every process
+    ///                  /proc/sys/kernel/io_uring_disabled = 2
+    ///
+    /// what to fix first
+    ///   1. URING001 io-uring-disabled: io_uring disabled for every process
+    ///      fix: allow io_uring
+    ///        sysctl -w kernel.io_uring_disabled=0
+    ///        echo kernel.io_uring_disabled=0 > /etc/sysctl.d/90-io-uring.conf
+    /// ```
     pub static IO_URING_DISABLED = {
         id: "URING001",
         name: "io-uring-disabled",

@@ -34,6 +34,15 @@ declare_check! {
     /// `io_uring_register` (`securityContext.seccompProfile` of type
     /// `Localhost`), or `--security-opt seccomp=<profile.json>` with Docker.
     /// ENOSYS from the kernel: a kernel built with `CONFIG_IO_URING=y`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/URING002/not-applicable-not-probed/`:
+    ///
+    /// ```text
+    /// io-uring
+    ///   not-applicable URING002  io-uring-setup-refused  not probed: give --probe PATH to set up io_uring in this process
+    /// ```
     pub static IO_URING_PROBE = {
         id: "URING002",
         name: "io-uring-setup-refused",

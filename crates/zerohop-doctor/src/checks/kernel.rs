@@ -64,6 +64,24 @@ declare_check! {
     /// already there; on Debian and Ubuntu edit `GRUB_CMDLINE_LINUX` in
     /// `/etc/default/grub` and run `update-grub`. On OpenShift, add them to
     /// a `MachineConfig`'s `kernelArguments` (`zerohop plan` renders one).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KRN001/fail-off-with-sriov/`:
+    ///
+    /// ```text
+    /// kernel
+    ///   fail           KRN001  iommu-misconfigured  iommu off while sr-iov vfs are in use: vfs are not isolated and vfio cannot take them
+    ///                  /proc/cmdline = intel_iommu=on iommu=pt intel_iommu=off
+    ///                  /proc/cpuinfo = intel
+    ///                  /sys/kernel/iommu_groups/*/type = <missing>
+    ///
+    /// what to fix first
+    ///   1. KRN001 iommu-misconfigured: iommu off while sr-iov vfs are in use: vfs are not isolated and vfio cannot take them
+    ///      fix: turn the iommu on in passthrough mode
+    ///        grubby --update-kernel=ALL '--args=intel_iommu=on iommu=pt'   # RHEL, then reboot
+    ///        # Debian/Ubuntu: put `intel_iommu=on iommu=pt` in GRUB_CMDLINE_LINUX in /etc/default/grub (replacing any other value of the same parameter), update-grub, reboot
+    /// ```
     pub static IOMMU_MODE = {
         id: "KRN001",
         name: "iommu-misconfigured",
@@ -408,6 +426,22 @@ declare_check! {
     /// pool stays short, the host lacks memory at boot (check
     /// `dmesg | grep -i huge`) or the CPU lacks 1 GiB page support
     /// (`pdpe1gb` in `/proc/cpuinfo`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KRN002/fail-expected-not-requested/`:
+    ///
+    /// ```text
+    /// kernel
+    ///   fail           KRN002  hugepages-1g-not-reserved  profile expects 8 1 GiB hugepages per node but none are requested at boot
+    ///                  /proc/meminfo = MemTotal 62.5 GiB
+    ///                  /proc/cmdline = <no hugepage parameters>
+    ///
+    /// what to fix first
+    ///   1. KRN002 hugepages-1g-not-reserved: profile expects 8 1 GiB hugepages per node but none are requested at boot
+    ///      fix: reserve 1 GiB hugepages at boot
+    ///        grubby --update-kernel=ALL '--args=default_hugepagesz=1G hugepagesz=1G hugepages=8'   # then reboot
+    /// ```
     pub static HUGEPAGES_1G_NOT_RESERVED = {
         id: "KRN002",
         name: "hugepages-1g-not-reserved",
@@ -628,6 +662,28 @@ declare_check! {
     /// Give the same CPU list to all three parameters (tuned's
     /// `cpu-partitioning` profile does this), check the kernel log for
     /// rejected values (`dmesg | grep -i -e isol -e nohz`), and reboot.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KRN003/fail-not-applied/`:
+    ///
+    /// ```text
+    /// kernel
+    ///   fail           KRN003  cpu-isolation-mismatch  isolcpus=2-3 requested but the kernel applied ``
+    ///                  /proc/cmdline = isolcpus=2-3
+    ///                  /sys/devices/system/cpu/isolated =
+    ///   fail           KRN003  cpu-isolation-mismatch  nohz_full=2-3 requested but the kernel applied ``
+    ///                  /proc/cmdline = nohz_full=2-3
+    ///                  /sys/devices/system/cpu/nohz_full =
+    ///
+    /// what to fix first
+    ///   1. KRN003 cpu-isolation-mismatch: isolcpus=2-3 requested but the kernel applied ``
+    ///      fix: check the kernel log for a rejected isolcpus= value and the kernel config
+    ///        dmesg | grep -i -e isol -e nohz
+    ///   2. KRN003 cpu-isolation-mismatch: nohz_full=2-3 requested but the kernel applied ``
+    ///      fix: check the kernel log for a rejected nohz_full= value and the kernel config
+    ///        dmesg | grep -i -e isol -e nohz
+    /// ```
     pub static CPU_ISOLATION_MISMATCH = {
         id: "KRN003",
         name: "cpu-isolation-mismatch",
@@ -740,6 +796,22 @@ declare_check! {
     /// ## How to fix
     /// Leave at least one CPU (better two: one per SMT sibling pair) of each
     /// node out of `isolcpus`, `nohz_full` and `rcu_nocbs`, and reboot.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KRN004/warn-node-fully-isolated/`:
+    ///
+    /// ```text
+    /// kernel
+    ///   pass           KRN004  no-housekeeping-cpu  node0: housekeeping cpus 0-3
+    ///   warn           KRN004  no-housekeeping-cpu  node1: every cpu of node 1 is isolated: its interrupts and kernel threads have nowhere to run
+    ///                  /sys/devices/system/node/node1/cpulist = 4-7
+    ///                  isolated cpus = 4-7
+    ///
+    /// what to fix first
+    ///   1. KRN004 no-housekeeping-cpu (node1): every cpu of node 1 is isolated: its interrupts and kernel threads have nowhere to run
+    ///      fix: leave at least one cpu of node 1 out of the isolation lists
+    /// ```
     pub static NO_HOUSEKEEPING_CPU = {
         id: "KRN004",
         name: "no-housekeeping-cpu",

@@ -132,6 +132,23 @@ declare_check! {
     /// come back, update the NVIDIA driver or move to DMA-BUF (the open
     /// kernel module on Linux 5.12 or later), which does not use
     /// `nvidia-peermem`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KLOG001/fail-invalid-context/`:
+    ///
+    /// ```text
+    /// kernel-log
+    ///   fail           KLOG001  peermem-errors  3 errors from nvidia-peermem in the last 24h of the capture (to 8125.000000 s after boot): mapping or freeing gpu memory for the nic failed
+    ///                  /var/log/zerohop/kmsg:1 = [ 8120.104411] nvidia-peermem nv_get_p2p_free_callback:119 ERROR detected invalid context, skipping further processing
+    ///                  /var/log/zerohop/kmsg:2 = [ 8120.115902] nvidia-peermem nv_get_p2p_free_callback:119 ERROR detected invalid context, skipping further processing
+    ///                  /var/log/zerohop/kmsg:3 = [ 8120.127310] nvidia-peermem nv_get_p2p_free_callback:119 ERROR detected invalid context, skipping further processing
+    ///
+    /// what to fix first
+    ///   1. KLOG001 peermem-errors: 3 errors from nvidia-peermem in the last 24h of the capture (to 8125.000000 s after boot): mapping or freeing gpu memory for the nic failed
+    ///      fix: restart the jobs that use gpudirect rdma; if the errors return, update the nvidia driver or move to dma-buf (open kernel module, linux 5.12 or later), which does not use nvidia-peermem
+    ///        cat /proc/driver/nvidia/version /sys/module/nvidia_peermem/version
+    /// ```
     pub static PEERMEM_ERRORS = {
         id: "KLOG001",
         name: "peermem-errors",
@@ -214,6 +231,27 @@ declare_check! {
     /// port's counters (`mlxlink -d <pci> -c -e`, `link_downed` under
     /// `/sys/class/infiniband/<dev>/ports/<p>/counters/`). Drain the node
     /// while it flaps.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KLOG002/fail-ipoib-flapping/`:
+    ///
+    /// ```text
+    /// kernel-log
+    ///   fail           KLOG002  rdma-link-flaps  ib2: ib2 lost its link 5 times in the last 24h of the capture (to Mar  3 02:14:09): the link flaps (5 or more losses fail)
+    ///                  /var/log/zerohop/kmsg:1 = Mar  3 02:10:07 gpu-node-07 systemd-networkd[811]: ib2: Lost carrier
+    ///                  /var/log/zerohop/kmsg:2 = Mar  3 02:10:09 gpu-node-07 systemd-networkd[811]: ib2: Gained carrier
+    ///                  /var/log/zerohop/kmsg:3 = Mar  3 02:11:07 gpu-node-07 systemd-networkd[811]: ib2: Lost carrier
+    ///                  /var/log/zerohop/kmsg:4 = Mar  3 02:11:09 gpu-node-07 systemd-networkd[811]: ib2: Gained carrier
+    ///                  /var/log/zerohop/kmsg:10 = Mar  3 02:14:09 gpu-node-07 systemd-networkd[811]: ib2: Gained carrier
+    ///                  /var/log/zerohop/kmsg = 5 more lines like these between the first and the last
+    ///
+    /// what to fix first
+    ///   1. KLOG002 rdma-link-flaps (ib2): ib2 lost its link 5 times in the last 24h of the capture (to Mar  3 02:14:09): the link flaps (5 or more losses fail)
+    ///      fix: check the cable, transceiver and switch port of the interface, and drain the node while its link flaps
+    ///        ip -s link show ib2
+    ///        grep . /sys/class/infiniband/*/ports/*/counters/link_downed
+    /// ```
     pub static LINK_FLAPS = {
         id: "KLOG002",
         name: "rdma-link-flaps",
@@ -337,6 +375,22 @@ declare_check! {
     /// overloaded, the network or RDMA link between (`rdma-link-flaps`,
     /// KLOG002), and `nfsstat -m` for the mount's options. Prefer hard
     /// mounts for training data, so that a stall is a pause, not an error.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KLOG003/fail-soft-mount-timed-out/`:
+    ///
+    /// ```text
+    /// kernel-log
+    ///   fail           KLOG003  nfs-server-not-responding  filer-b: nfs server filer-b stopped responding in the last 24h of the capture (to 61234.500000 s after boot) and has not answered since: i/o on its soft mounts fails with timeouts
+    ///                  /var/log/zerohop/kmsg:1 = kern  :notice: [61234.500000] nfs: server filer-b not responding, timed out
+    ///
+    /// what to fix first
+    ///   1. KLOG003 nfs-server-not-responding (filer-b): nfs server filer-b stopped responding in the last 24h of the capture (to 61234.500000 s after boot) and has not answered since: i/o on its soft mounts fails with timeouts
+    ///      fix: check that the server is up and not overloaded, and the network or rdma path to it
+    ///        ping -c 3 filer-b
+    ///        nfsstat -m
+    /// ```
     pub static NFS_NOT_RESPONDING = {
         id: "KLOG003",
         name: "nfs-server-not-responding",
@@ -432,6 +486,22 @@ declare_check! {
     /// application's I/O; pinning and DMA mapping errors at the driver.
     /// Install the `nvidia-fs` that matches the CUDA release's GDS, reload
     /// it, and compare `/proc/driver/nvidia-fs/stats` and `gdscheck -p`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KLOG004/fail-driver-setup/`:
+    ///
+    /// ```text
+    /// kernel-log
+    ///   fail           KLOG004  nvidia-fs-log-errors  1 error from nvidia-fs in the last 24h of the capture (to 9.100100 s after boot)
+    ///                  /var/log/zerohop/kmsg:2 = [    9.100100] nvidia_fs: failed to register a major number
+    ///
+    /// what to fix first
+    ///   1. KLOG004 nvidia-fs-log-errors: 1 error from nvidia-fs in the last 24h of the capture (to 9.100100 s after boot)
+    ///      fix: read the lines for the failing operation: alignment and o_direct errors are the application's, pinning and dma mapping errors the driver's; install the nvidia-fs of your cuda release's gds
+    ///        cat /proc/driver/nvidia-fs/stats
+    ///        /usr/local/cuda/gds/tools/gdscheck -p
+    /// ```
     pub static NVIDIA_FS_ERRORS = {
         id: "KLOG004",
         name: "nvidia-fs-log-errors",
@@ -539,6 +609,21 @@ declare_check! {
     /// or its riser, check that the slot trains at its full width and speed
     /// (PCI001), and update its firmware. Replace hardware that keeps
     /// reporting uncorrected errors.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KLOG005/fail-uncorrected-fatal/`:
+    ///
+    /// ```text
+    /// kernel-log
+    ///   fail           KLOG005  pcie-aer-errors  0000:18:00.0: 0000:18:00.0 reported 1 aer error in the last 24h of the capture (to 7001.000300 s after boot), the worst uncorrected and fatal
+    ///                  /var/log/zerohop/kmsg:2 = kern  :err   : [ 7001.000200] nvidia 0000:18:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)
+    ///
+    /// what to fix first
+    ///   1. KLOG005 pcie-aer-errors (0000:18:00.0): 0000:18:00.0 reported 1 aer error in the last 24h of the capture (to 7001.000300 s after boot), the worst uncorrected and fatal
+    ///      fix: reseat the device behind this port or its riser, check its link width and speed, update its firmware, and replace it if uncorrected errors return
+    ///        lspci -vvv -s 0000:18:00.0 | grep -i -e lnksta -e uesta -e cesta
+    /// ```
     pub static PCIE_AER_ERRORS = {
         id: "KLOG005",
         name: "pcie-aer-errors",

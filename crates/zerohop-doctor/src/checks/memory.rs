@@ -73,6 +73,26 @@ declare_check! {
     /// `hugepagesz=1G`, Linux 5.7 and later), or at run time with
     /// `echo 16 > /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages`
     /// right after boot.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/MEM001/fail-below-profile/`:
+    ///
+    /// ```text
+    /// memory
+    ///   fail           MEM001  hugepages-missing-on-node  node0: 2 1 GiB hugepages on node 0 that hosts gpus or nics, 4 needed
+    ///                  /sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages = 2
+    ///   fail           MEM001  hugepages-missing-on-node  node1: 2 1 GiB hugepages on node 1 that hosts gpus or nics, 4 needed
+    ///                  /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages = 2
+    ///
+    /// what to fix first
+    ///   1. MEM001 hugepages-missing-on-node (node0): 2 1 GiB hugepages on node 0 that hosts gpus or nics, 4 needed
+    ///      fix: reserve 1 GiB hugepages on every node that hosts a gpu or nic
+    ///        echo 4 > /sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages
+    ///   2. MEM001 hugepages-missing-on-node (node1): 2 1 GiB hugepages on node 1 that hosts gpus or nics, 4 needed
+    ///      fix: reserve 1 GiB hugepages on every node that hosts a gpu or nic
+    ///        echo 4 > /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages
+    /// ```
     pub static HUGEPAGES_MISSING_ON_NODE = {
         id: "MEM001",
         name: "hugepages-missing-on-node",
@@ -174,6 +194,21 @@ declare_check! {
     /// ## How to fix
     /// Find the holders (`grep -l huge /proc/*/maps`, hugetlbfs mounts with
     /// leftover files), clean them up, or grow the pool.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/MEM002/warn-exhausted/`:
+    ///
+    /// ```text
+    /// memory
+    ///   warn           MEM002  hugepages-exhausted  1 GiB pool: all 16 1 GiB hugepages are in use
+    ///                  /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages = 0
+    ///
+    /// what to fix first
+    ///   1. MEM002 hugepages-exhausted (1 GiB pool): all 16 1 GiB hugepages are in use
+    ///      fix: free leaked hugepages or grow the pool
+    ///        grep -l huge /proc/[0-9]*/maps
+    /// ```
     pub static HUGEPAGES_EXHAUSTED = {
         id: "MEM002",
         name: "hugepages-exhausted",
@@ -234,6 +269,15 @@ declare_check! {
     /// ## How to fix
     /// Set `transparent_hugepage=madvise` on the kernel command line, or
     /// `echo madvise > /sys/kernel/mm/transparent_hugepage/enabled`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/MEM003/info-always/`:
+    ///
+    /// ```text
+    /// memory
+    ///   info           MEM003  thp-always  transparent hugepages always on: compaction can stall data-path threads
+    /// ```
     pub static THP_POLICY = {
         id: "MEM003",
         name: "thp-always",
@@ -292,6 +336,15 @@ declare_check! {
     /// Set `memlock` to `unlimited` in `/etc/security/limits.conf` (hosts),
     /// `LimitMEMLOCK=infinity` (systemd services), or give pods the
     /// `IPC_LOCK` capability (Kubernetes).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/MEM004/not-applicable-not-live/`:
+    ///
+    /// ```text
+    /// memory
+    ///   not-applicable MEM004  memlock-too-low  memlock is a property of the running process: only checked on the live host
+    /// ```
     pub static MEMLOCK_TOO_LOW = {
         id: "MEM004",
         name: "memlock-too-low",

@@ -262,6 +262,24 @@ declare_check! {
     /// otherwise mount the data file system there and add it to
     /// `/etc/fstab`. Declare `/` if the data is meant to live on the root
     /// file system.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS007/fail-fstab-mount-missing/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   fail           NFS007  data-mount-not-mounted  /mnt/data: /etc/fstab mounts nfs4 srv:/data at /mnt/data, but it is not mounted: the path reads ext4 /dev/vda1 at / instead
+    ///                  /etc/fstab = srv:/data /mnt/data nfs4 proto=rdma,port=20049,nconnect=16,_netdev 0 0
+    ///                  /proc/self/mountinfo = 21 0 8:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+    ///
+    /// what to fix first
+    ///   1. NFS007 data-mount-not-mounted (/mnt/data): /etc/fstab mounts nfs4 srv:/data at /mnt/data, but it is not mounted: the path reads ext4 /dev/vda1 at / instead
+    ///      fix: mount /mnt/data as /etc/fstab says; the boot log tells why it failed
+    ///        modprobe rpcrdma   # nfs over rdma needs it before mounting
+    ///        mount /mnt/data
+    ///        journalctl -b | grep -i -- /mnt/data
+    /// ```
     pub static DATA_MOUNT_MISSING = {
         id: "NFS007",
         name: "data-mount-not-mounted",
@@ -381,6 +399,25 @@ declare_check! {
     /// `modprobe rpcrdma; mount -t nfs -o proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard server:/export /mnt/data`,
     /// and put the same options in `/etc/fstab` (with `_netdev`). On
     /// Kubernetes, the Network Operator's `ENABLE_NFSRDMA` loads the module.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS001/fail-fstab-asks-rdma/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   fail           NFS001  nfs-not-rdma  /mnt/data: /etc/fstab asks for rdma but the mount is over tcp: silent fallback
+    ///                  /proc/self/mountinfo = 40 21 0:50 / /mnt/data rw,relatime shared:40 - nfs4 srv:/data rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,nconnect=4,port=0,timeo=600,retrans=2,sec=sys,clientaddr=10.0.9.7,local_lock=none,addr=10.0.9.1
+    ///                  /etc/fstab = srv:/data /mnt/data nfs4 proto=rdma,port=20049,nconnect=4,_netdev 0 0
+    ///                  /proc/self/mountstats = 4 xprt: tcp
+    ///
+    /// what to fix first
+    ///   1. NFS001 nfs-not-rdma (/mnt/data): /etc/fstab asks for rdma but the mount is over tcp: silent fallback
+    ///      fix: remount over rdma with the data-path options
+    ///        modprobe rpcrdma
+    ///        umount /mnt/data && mount -t nfs4 -o proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard srv:/data /mnt/data
+    ///        # persist in /etc/fstab: srv:/data /mnt/data nfs4 proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard,_netdev 0 0
+    /// ```
     pub static NFS_NOT_RDMA = {
         id: "NFS001",
         name: "nfs-not-rdma",
@@ -467,6 +504,23 @@ declare_check! {
     /// Remount with `port=20049` (or leave `port=` out with `proto=rdma`),
     /// and on the server make sure `rdma=y` and `rdma-port=20049` are in
     /// the `[nfsd]` section of `/etc/nfs.conf`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS002/warn-port-2049/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   warn           NFS002  nfs-rdma-port  /mnt/data: nfs over rdma on port 2049, not 20049
+    ///                  /proc/self/mountinfo = 40 21 0:50 / /mnt/data rw,relatime shared:40 - nfs4 srv:/data rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=rdma,nconnect=4,port=2049,timeo=600,retrans=2,sec=sys,clientaddr=10.0.9.7,local_lock=none,addr=10.0.9.1
+    ///
+    /// what to fix first
+    ///   1. NFS002 nfs-rdma-port (/mnt/data): nfs over rdma on port 2049, not 20049
+    ///      fix: remount over rdma with the data-path options
+    ///        modprobe rpcrdma
+    ///        umount /mnt/data && mount -t nfs4 -o proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard srv:/data /mnt/data
+    ///        # persist in /etc/fstab: srv:/data /mnt/data nfs4 proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard,_netdev 0 0
+    /// ```
     pub static NFS_RDMA_PORT_CHECK = {
         id: "NFS002",
         name: "nfs-rdma-port",
@@ -509,6 +563,23 @@ declare_check! {
     /// ## How to fix
     /// Mount with `nconnect=16` (the kernel's maximum), and check the
     /// RDMA ports the missing transports would use (`rdma link`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS003/warn-transports-missing/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   warn           NFS003  nfs-nconnect-transports  /mnt/data: only 2 of nconnect=4 rdma transports are up
+    ///                  /proc/self/mountstats = 2 xprt: rdma lines
+    ///                  /proc/self/mountinfo = 40 21 0:50 / /mnt/data rw,relatime shared:40 - nfs4 srv:/data rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=rdma,nconnect=4,port=20049,timeo=600,retrans=2,sec=sys,clientaddr=10.0.9.7,local_lock=none,addr=10.0.9.1
+    ///
+    /// what to fix first
+    ///   1. NFS003 nfs-nconnect-transports (/mnt/data): only 2 of nconnect=4 rdma transports are up
+    ///      fix: find the rdma ports the missing transports need, then remount
+    ///        rdma link show
+    ///        umount /mnt/data && mount /mnt/data
+    /// ```
     pub static NFS_NCONNECT = {
         id: "NFS003",
         name: "nfs-nconnect-transports",
@@ -567,6 +638,21 @@ declare_check! {
     /// ## How to fix
     /// Remount with `rsize=1048576,wsize=1048576`; if the values stay
     /// lower, the server caps them (Linux `nfsd`: `max_block_size`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS004/warn-32kib/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   warn           NFS004  nfs-rsize-small  /mnt/data: rsize 32 KiB and wsize 32 KiB: below 1 MiB, rpc overhead caps throughput
+    ///                  /proc/self/mountinfo = 40 21 0:50 / /mnt/data rw,relatime shared:40 - nfs4 srv:/data rw,vers=4.2,rsize=32768,wsize=32768,namlen=255,hard,proto=rdma,nconnect=4,port=20049,timeo=600,retrans=2,sec=sys,clientaddr=10.0.9.7,local_lock=none,addr=10.0.9.1
+    ///
+    /// what to fix first
+    ///   1. NFS004 nfs-rsize-small (/mnt/data): rsize 32 KiB and wsize 32 KiB: below 1 MiB, rpc overhead caps throughput
+    ///      fix: remount with 1 MiB transfers
+    ///        umount /mnt/data && mount -t nfs4 -o proto=rdma,port=20049,rsize=1048576,wsize=1048576 srv:/data /mnt/data
+    /// ```
     pub static NFS_IO_SIZE = {
         id: "NFS004",
         name: "nfs-rsize-small",
@@ -624,6 +710,23 @@ declare_check! {
     /// DOCA-OFED, the module comes from the OFED packages (`mlnx-nfsrdma`);
     /// on Kubernetes, set `ENABLE_NFSRDMA=true` in the Network Operator's
     /// driver.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS005/fail-fstab-rdma-module-missing/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   fail           NFS005  rpcrdma-missing  rpcrdma not loaded: nfs mounts over rdma fail or fall back to tcp
+    ///                  /sys/module/rpcrdma = <missing>
+    ///                  /etc/fstab = srv:/data /mnt/data nfs rdma,port=20049,_netdev 0 0
+    ///
+    /// what to fix first
+    ///   1. NFS005 rpcrdma-missing: rpcrdma not loaded: nfs mounts over rdma fail or fall back to tcp
+    ///      fix: load the nfs rdma client module now and at boot
+    ///        modprobe rpcrdma
+    ///        echo rpcrdma > /etc/modules-load.d/rpcrdma.conf
+    /// ```
     pub static RPCRDMA_MISSING = {
         id: "NFS005",
         name: "rpcrdma-missing",
@@ -702,6 +805,21 @@ declare_check! {
     /// ## How to fix
     /// Remount with `hard` (the default when neither is given). Make jobs
     /// interruptible with `timeo=600,retrans=2` rather than `soft`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NFS006/warn-soft/`:
+    ///
+    /// ```text
+    /// nfs
+    ///   warn           NFS006  nfs-soft-mount  /mnt/data: soft mount: a slow server turns into i/o errors in training jobs
+    ///                  /proc/self/mountinfo = 40 21 0:50 / /mnt/data rw,relatime shared:40 - nfs4 srv:/data rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,soft,proto=rdma,nconnect=4,port=20049,timeo=600,retrans=2,sec=sys,clientaddr=10.0.9.7,local_lock=none,addr=10.0.9.1
+    ///
+    /// what to fix first
+    ///   1. NFS006 nfs-soft-mount (/mnt/data): soft mount: a slow server turns into i/o errors in training jobs
+    ///      fix: remount hard
+    ///        umount /mnt/data && mount -t nfs4 -o hard,timeo=600,retrans=2 srv:/data /mnt/data
+    /// ```
     pub static NFS_SOFT = {
         id: "NFS006",
         name: "nfs-soft-mount",

@@ -78,6 +78,22 @@ declare_check! {
     /// distributions; RHEL 8 and older default to N): add it to the kernel
     /// command line, or `echo 'options nvme_core multipath=Y' > /etc/modprobe.d/nvme.conf`
     /// and rebuild the initramfs, then reboot.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NVME001/fail-multipath-off/`:
+    ///
+    /// ```text
+    /// nvme
+    ///   fail           NVME001  nvme-native-multipath-off  native multipath off while nvme-subsys0 (rdma) have several paths or a fabric
+    ///                  /sys/module/nvme_core/parameters/multipath = N
+    ///
+    /// what to fix first
+    ///   1. NVME001 nvme-native-multipath-off: native multipath off while nvme-subsys0 (rdma) have several paths or a fabric
+    ///      fix: turn on nvme native multipath and reboot
+    ///        echo 'options nvme_core multipath=Y' > /etc/modprobe.d/nvme-multipath.conf
+    ///        dracut -f   # or update-initramfs -u, then reboot
+    /// ```
     pub static NATIVE_MULTIPATH = {
         id: "NVME001",
         name: "nvme-native-multipath-off",
@@ -144,6 +160,25 @@ declare_check! {
     /// `nvme list-subsys` shows the paths. Reconnect lost controllers
     /// (`nvme connect-all`), check the fabric ports, and check the array's
     /// ANA group states (a failover in progress shows `change`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NVME002/fail-all-inaccessible/`:
+    ///
+    /// ```text
+    /// nvme
+    ///   fail           NVME002  nvme-no-optimized-path  nvme-subsys0/nvme0n1: no optimized path on a live controller: i/o queues or crosses to a non-optimized controller
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/nvme0/state = live
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/nvme1/state = live
+    ///                  /sys/class/nvme/nvme0/nvme0c0n1/ana_state = inaccessible (controller nvme0 live)
+    ///                  /sys/class/nvme/nvme1/nvme0c1n1/ana_state = inaccessible (controller nvme1 live)
+    ///
+    /// what to fix first
+    ///   1. NVME002 nvme-no-optimized-path (nvme-subsys0/nvme0n1): no optimized path on a live controller: i/o queues or crosses to a non-optimized controller
+    ///      fix: reconnect the lost paths and check the array's ana groups
+    ///        nvme list-subsys
+    ///        nvme connect-all
+    /// ```
     pub static NO_OPTIMIZED_PATH = {
         id: "NVME002",
         name: "nvme-no-optimized-path",
@@ -256,6 +291,23 @@ declare_check! {
     /// Check the fabric port of the controller (`nvme list-subsys`,
     /// `rdma link`), reconnect (`nvme connect-all`), or remove a path the
     /// array retired (`nvme disconnect -d nvmeX`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NVME003/warn-controller-connecting/`:
+    ///
+    /// ```text
+    /// nvme
+    ///   warn           NVME003  nvme-path-degraded  nvme-subsys0/nvme1: controller nvme1 is connecting
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/nvme1/state = connecting
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/nvme1/address = traddr=10.0.10.1,trsvcid=4420
+    ///
+    /// what to fix first
+    ///   1. NVME003 nvme-path-degraded (nvme-subsys0/nvme1): controller nvme1 is connecting
+    ///      fix: reconnect or retire the degraded paths
+    ///        nvme list-subsys
+    ///        nvme connect-all
+    /// ```
     pub static PATH_DEGRADED = {
         id: "NVME003",
         name: "nvme-path-degraded",
@@ -348,6 +400,22 @@ declare_check! {
     /// `ACTION=="add|change", SUBSYSTEM=="nvme-subsystem", ATTR{iopolicy}="round-robin"`,
     /// or for all subsystems `nvme_core.iopolicy=round-robin` on the
     /// kernel command line.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NVME004/warn-numa-expected-round-robin/`:
+    ///
+    /// ```text
+    /// nvme
+    ///   warn           NVME004  nvme-iopolicy  nvme-subsys0: iopolicy numa, expected round-robin
+    ///                  /sys/class/nvme-subsystem/nvme-subsys0/iopolicy = numa
+    ///
+    /// what to fix first
+    ///   1. NVME004 nvme-iopolicy (nvme-subsys0): iopolicy numa, expected round-robin
+    ///      fix: set the round-robin i/o policy now and at every connect
+    ///        echo round-robin > /sys/class/nvme-subsystem/nvme-subsys0/iopolicy
+    ///        echo 'ACTION=="add|change", SUBSYSTEM=="nvme-subsystem", ATTR{iopolicy}="round-robin"' > /etc/udev/rules.d/71-nvme-iopolicy.rules
+    /// ```
     pub static IOPOLICY = {
         id: "NVME004",
         name: "nvme-iopolicy",
@@ -456,6 +524,28 @@ declare_check! {
     /// `nvme connect -t rdma -a <traddr> -s 4420 -n <subsysnqn>`;
     /// disconnect the wrong paths with `nvme disconnect -d nvmeX`, and set
     /// `-t rdma` in `/etc/nvme/discovery.conf`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NVME005/fail-no-fabric-controller/`:
+    ///
+    /// ```text
+    /// nvme
+    ///   fail           NVME005  nvme-transport-unexpected  nvme_rdma not loaded: nvme over rdma cannot connect
+    ///                  /sys/module/nvme_rdma = <missing>
+    ///   fail           NVME005  nvme-transport-unexpected  no nvme-of controller connected, rdma expected
+    ///                  /sys/class/nvme-subsystem = no fabric controllers
+    ///
+    /// what to fix first
+    ///   1. NVME005 nvme-transport-unexpected: nvme_rdma not loaded: nvme over rdma cannot connect
+    ///      fix: load the rdma transport and connect over it
+    ///        modprobe nvme_rdma
+    ///        nvme connect -t rdma -a <traddr> -s 4420 -n <subsysnqn>
+    ///   2. NVME005 nvme-transport-unexpected: no nvme-of controller connected, rdma expected
+    ///      fix: load the rdma transport and connect over it
+    ///        modprobe nvme_rdma
+    ///        nvme connect -t rdma -a <traddr> -s 4420 -n <subsysnqn>
+    /// ```
     pub static TRANSPORT = {
         id: "NVME005",
         name: "nvme-transport-unexpected",
@@ -577,6 +667,24 @@ declare_check! {
     /// devices in `/etc/multipath.conf`: `blacklist { devnode "^nvme" }`),
     /// and put GDS data on a file system directly on the NVMe namespace
     /// (or on md RAID 0, which cuFile supports).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/NVME006/warn-dm-multipath/`:
+    ///
+    /// ```text
+    /// nvme
+    ///   warn           NVME006  dm-multipath-under-gds  /data: /data is on dm-multipath (dm-0 (mpath)): gds needs nvme native multipath
+    ///                  /sys/block/dm-0/dm/uuid = mpath-3600a098038314b6f5a5d4f4f70656e31
+    ///                  /sys/block/dm-0/slaves = nvme0n1 nvme1n1
+    ///                  /proc/self/mountinfo = 50 21 253:0 / /data rw,noatime shared:50 - xfs /dev/mapper/mpatha rw,attr2,inode64
+    ///
+    /// what to fix first
+    ///   1. NVME006 dm-multipath-under-gds (/data): /data is on dm-multipath (dm-0 (mpath)): gds needs nvme native multipath
+    ///      fix: move gds data to a file system on the nvme namespace, with native nvme multipath
+    ///        echo 'blacklist { devnode "^nvme" }' >> /etc/multipath.conf
+    ///        echo 'options nvme_core multipath=Y' > /etc/modprobe.d/nvme-multipath.conf
+    /// ```
     pub static DM_UNDER_GDS = {
         id: "NVME006",
         name: "dm-multipath-under-gds",

@@ -105,6 +105,24 @@ declare_check! {
     /// manual (some x16 slots are x8 electrically), set the slot's PCIe
     /// generation to Auto/Gen5 in the BIOS, and update the NIC firmware.
     /// `lspci -vvv -s <address>` shows `LnkCap` versus `LnkSta`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/PCI001/fail-nic-gen3-of-gen5/`:
+    ///
+    /// ```text
+    /// pcie
+    ///   fail           PCI001  pcie-link-downtrained  0000:01:00.0: nic 15b3:1021 link at 8.0 GT/s PCIe of 32.0 GT/s PCIe
+    ///                  /sys/bus/pci/devices/0000:01:00.0/current_link_speed = 8.0 GT/s PCIe
+    ///                  /sys/bus/pci/devices/0000:01:00.0/max_link_speed = 32.0 GT/s PCIe
+    ///                  /sys/bus/pci/devices/0000:01:00.0/current_link_width = 16
+    ///                  /sys/bus/pci/devices/0000:01:00.0/max_link_width = 16
+    ///
+    /// what to fix first
+    ///   1. PCI001 pcie-link-downtrained (0000:01:00.0): nic 15b3:1021 link at 8.0 GT/s PCIe of 32.0 GT/s PCIe
+    ///      fix: reseat the card, check the slot wiring and the bios pcie generation, update firmware
+    ///        lspci -vvv -s 0000:01:00.0 | grep -e LnkCap -e LnkSta
+    /// ```
     pub static LINK_DOWNTRAINED = {
         id: "PCI001",
         name: "pcie-link-downtrained",
@@ -290,6 +308,20 @@ declare_check! {
     /// "ACPI SRAT L3 cache as NUMA domain" as the platform guide says) and
     /// update the BIOS; in VMs, give the guest a virtual NUMA topology with
     /// PCI locality.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/PCI002/warn-numa-minus-one/`:
+    ///
+    /// ```text
+    /// pcie
+    ///   warn           PCI002  numa-node-unknown  0000:01:00.0: nic 15b3:1021 numa node unknown on a 2-node host
+    ///                  /sys/bus/pci/devices/0000:01:00.0/numa_node = -1
+    ///
+    /// what to fix first
+    ///   1. PCI002 numa-node-unknown (0000:01:00.0): nic 15b3:1021 numa node unknown on a 2-node host
+    ///      fix: enable acpi srat / numa reporting in the bios and update it
+    /// ```
     pub static NUMA_NODE_UNKNOWN = {
         id: "PCI002",
         name: "numa-node-unknown",
@@ -357,6 +389,22 @@ declare_check! {
     /// Blacklist it and rebuild the initramfs:
     /// `echo -e "blacklist nouveau\noptions nouveau modeset=0" > /etc/modprobe.d/blacklist-nouveau.conf`,
     /// `dracut --force` (RHEL) or `update-initramfs -u` (Ubuntu), then reboot.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/PCI003/fail-nouveau/`:
+    ///
+    /// ```text
+    /// pcie
+    ///   fail           PCI003  nouveau-bound  0000:02:00.0: nouveau holds the gpu: no cuda, gpudirect rdma or storage
+    ///                  /sys/bus/pci/devices/0000:02:00.0/driver = nouveau
+    ///
+    /// what to fix first
+    ///   1. PCI003 nouveau-bound (0000:02:00.0): nouveau holds the gpu: no cuda, gpudirect rdma or storage
+    ///      fix: blacklist nouveau, rebuild the initramfs and reboot
+    ///        printf 'blacklist nouveau\noptions nouveau modeset=0\n' > /etc/modprobe.d/blacklist-nouveau.conf
+    ///        dracut --force   # or: update-initramfs -u
+    /// ```
     pub static NOUVEAU_BOUND = {
         id: "PCI003",
         name: "nouveau-bound",
@@ -416,6 +464,24 @@ declare_check! {
     /// Enable ACS on the switch ports above the NIC in the BIOS (and do not
     /// use `pcie_acs_override`), or put the NIC in a slot whose root port
     /// supports ACS.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/PCI004/warn-shared-group/`:
+    ///
+    /// ```text
+    /// pcie
+    ///   warn           PCI004  vf-iommu-group-shared  0000:01:00.2: vf shares iommu group 10 with 0000:01:00.0, 0000:01:00.3
+    ///                  /sys/kernel/iommu_groups/10/devices = 0000:01:00.0 0000:01:00.2 0000:01:00.3
+    ///   warn           PCI004  vf-iommu-group-shared  0000:01:00.3: vf shares iommu group 10 with 0000:01:00.0, 0000:01:00.2
+    ///                  /sys/kernel/iommu_groups/10/devices = 0000:01:00.0 0000:01:00.2 0000:01:00.3
+    ///
+    /// what to fix first
+    ///   1. PCI004 vf-iommu-group-shared (0000:01:00.2): vf shares iommu group 10 with 0000:01:00.0, 0000:01:00.3
+    ///      fix: enable acs above the nic in the bios so each vf gets its own group
+    ///   2. PCI004 vf-iommu-group-shared (0000:01:00.3): vf shares iommu group 10 with 0000:01:00.0, 0000:01:00.2
+    ///      fix: enable acs above the nic in the bios so each vf gets its own group
+    /// ```
     pub static VF_IOMMU_GROUP_SHARED = {
         id: "PCI004",
         name: "vf-iommu-group-shared",
@@ -497,6 +563,20 @@ declare_check! {
     /// Nothing, when GPUDirect peer-to-peer is the goal and the host is not
     /// shared. For isolation, enable ACS on the switch (and accept that P2P
     /// traffic is then redirected through the root complex, or use ATS).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/PCI005/warn-shared-with-vf/`:
+    ///
+    /// ```text
+    /// pcie
+    ///   warn           PCI005  gpu-nic-shared-iommu-group  group 20: gpu 0000:03:00.0 and nic 0000:02:00.0, 0000:02:00.1 share iommu group 20: no acs between them, and vfs in it cannot be isolated
+    ///                  /sys/kernel/iommu_groups/20/devices = 0000:02:00.0 0000:02:00.1 0000:03:00.0
+    ///
+    /// what to fix first
+    ///   1. PCI005 gpu-nic-shared-iommu-group (group 20): gpu 0000:03:00.0 and nic 0000:02:00.0, 0000:02:00.1 share iommu group 20: no acs between them, and vfs in it cannot be isolated
+    ///      fix: enable acs on the switch for isolation, or keep these vfs on the host
+    /// ```
     pub static GPU_NIC_SHARED_IOMMU_GROUP = {
         id: "PCI005",
         name: "gpu-nic-shared-iommu-group",

@@ -83,6 +83,21 @@ declare_check! {
     /// Set the MTU on the host (`ip link set <if> mtu 9000`, persisted in
     /// netplan/NetworkManager) or in the SR-IOV network / NAD for VFs, and
     /// the same or larger MTU on every switch port of the fabric.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/QOS001/fail-mtu-1500/`:
+    ///
+    /// ```text
+    /// qos
+    ///   fail           QOS001  roce-mtu-too-small  ens1f0 (mlx5_0/1): mtu 1500 below 4200: roce runs with a path mtu under 4096
+    ///                  /sys/class/net/ens1f0/mtu = 1500
+    ///
+    /// what to fix first
+    ///   1. QOS001 roce-mtu-too-small (ens1f0 (mlx5_0/1)): mtu 1500 below 4200: roce runs with a path mtu under 4096
+    ///      fix: raise the mtu on the host or in the sr-iov network, and on the switch ports
+    ///        ip link set ens1f0 mtu 9000
+    /// ```
     pub static MTU_TOO_SMALL = {
         id: "QOS001",
         name: "roce-mtu-too-small",
@@ -161,6 +176,21 @@ declare_check! {
     /// Set the same MTU on every interface of the role
     /// (`ip link set <if> mtu 9000`) and persist it in the host's network
     /// configuration or the SR-IOV network.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/QOS002/warn-mtu-differs/`:
+    ///
+    /// ```text
+    /// qos
+    ///   warn           QOS002  roce-mtu-inconsistent  MT4129 pf: mtu differs within the role: ens2f0 not at 9000
+    ///                  /sys/class/net/*/mtu = ens1f0=9000 ens2f0=4200
+    ///
+    /// what to fix first
+    ///   1. QOS002 roce-mtu-inconsistent (MT4129 pf): mtu differs within the role: ens2f0 not at 9000
+    ///      fix: set the same mtu on every interface of the role
+    ///        for i in ens2f0; do ip link set "$i" mtu 9000; done
+    /// ```
     pub static MTU_INCONSISTENT = {
         id: "QOS002",
         name: "roce-mtu-inconsistent",
@@ -261,6 +291,23 @@ declare_check! {
     /// `roce_rp`, or `mlxconfig`'s `ROCE_CC_PRIO_MASK_P1`, persisted by the
     /// NIC Configuration Operator or a boot script; match the switch's ECN
     /// marking on the same priority.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/QOS003/fail-np-off/`:
+    ///
+    /// ```text
+    /// qos
+    ///   fail           QOS003  dcqcn-disabled  ens1f0: dcqcn notification point off for roce priority 3
+    ///                  /sys/class/net/ens1f0/ecn/roce_np/enable/3 = 0
+    ///                  /sys/class/net/ens1f0/ecn/roce_rp/enable/3 = 1
+    ///
+    /// what to fix first
+    ///   1. QOS003 dcqcn-disabled (ens1f0): dcqcn notification point off for roce priority 3
+    ///      fix: enable dcqcn on the roce priority and persist it
+    ///        echo 1 > /sys/class/net/ens1f0/ecn/roce_np/enable/3
+    ///        echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/enable/3
+    /// ```
     pub static DCQCN_DISABLED = {
         id: "QOS003",
         name: "dcqcn-disabled",
@@ -341,6 +388,22 @@ declare_check! {
     /// `cma_roce_mode -d <dev> -p <port> -m 2` (from DOCA/MLNX_OFED), or
     /// `mkdir /sys/kernel/config/rdma_cm/<dev>` and
     /// `echo "RoCE v2" > /sys/kernel/config/rdma_cm/<dev>/ports/<p>/default_roce_mode`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/QOS004/fail-roce-v1/`:
+    ///
+    /// ```text
+    /// qos
+    ///   fail           QOS004  roce-mode-not-v2  mlx5_0/1: default roce mode IB/RoCE v1: not routable, no ecn
+    ///                  /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode = IB/RoCE v1
+    ///
+    /// what to fix first
+    ///   1. QOS004 roce-mode-not-v2 (mlx5_0/1): default roce mode IB/RoCE v1: not routable, no ecn
+    ///      fix: set rdma-cm's default roce mode to v2
+    ///        echo 'RoCE v2' > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode
+    ///        cma_roce_mode -d mlx5_0 -p 1 -m 2   # doca-ofed
+    /// ```
     pub static ROCE_MODE = {
         id: "QOS004",
         name: "roce-mode-not-v2",

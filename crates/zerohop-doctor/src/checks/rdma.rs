@@ -182,6 +182,23 @@ declare_check! {
     /// (`doca-ofed` package) or deploy the Network Operator's `NicClusterPolicy`
     /// with `ofedDriver`; check `dmesg` for symbol version errors after a
     /// kernel update (rebuild with DKMS).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA001/fail-ib-core-missing/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA001  rdma-module-chain-broken  ib_core: ib_core is not loaded, so mlx5_ib, ib_uverbs, rdma_cm, rdma_ucm cannot load either (rdma in use: mellanox/nvidia network controller 0000:1c:00.0)
+    ///                  /proc/modules = <no ib_core>
+    ///                  /sys/module/ib_core = <missing>
+    ///
+    /// what to fix first
+    ///   1. RDMA001 rdma-module-chain-broken (ib_core): ib_core is not loaded, so mlx5_ib, ib_uverbs, rdma_cm, rdma_ucm cannot load either (rdma in use: mellanox/nvidia network controller 0000:1c:00.0)
+    ///      fix: load the rdma module chain; install doca-ofed if the modules are missing
+    ///        modprobe -a ib_core mlx5_ib ib_uverbs rdma_cm rdma_ucm
+    ///        dmesg | grep -i -e mlx5 -e ib_core | tail   # symbol errors after a kernel update: rebuild with dkms
+    /// ```
     pub static MODULE_CHAIN = {
         id: "RDMA001",
         name: "rdma-module-chain-broken",
@@ -289,6 +306,23 @@ declare_check! {
     /// `modprobe ib_uverbs ib_umad`; make sure `rdma-core` (or DOCA-OFED's
     /// user space) matches the kernel modules: install both from the same
     /// release.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA002/fail-verbs-abi-missing/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA002  rdma-abi-missing  verbs: no verbs abi: ib_uverbs exposes no device to user space
+    ///                  /sys/class/infiniband_verbs/abi_version = <missing>
+    ///   pass           RDMA002  rdma-abi-missing  mad: mad abi version 5
+    ///
+    /// what to fix first
+    ///   1. RDMA002 rdma-abi-missing (verbs): no verbs abi: ib_uverbs exposes no device to user space
+    ///      fix: load ib_uverbs and install user space from the same release as the kernel modules
+    ///        modprobe ib_uverbs
+    ///        ibv_devinfo   # must list the devices
+    /// ```
     pub static ABI_MISSING = {
         id: "RDMA002",
         name: "rdma-abi-missing",
@@ -367,6 +401,21 @@ declare_check! {
     /// In Kubernetes, request the RDMA resource from the RDMA shared device
     /// plugin or the SR-IOV device plugin (they mount the nodes), or mount
     /// `/dev/infiniband` into privileged pods.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA003/fail-no-dev-infiniband/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA003  rdma-device-nodes-missing  /dev/infiniband is absent: user space cannot open any rdma device
+    ///                  /dev/infiniband = <missing>
+    ///
+    /// what to fix first
+    ///   1. RDMA003 rdma-device-nodes-missing: /dev/infiniband is absent: user space cannot open any rdma device
+    ///      fix: load ib_uverbs and rdma_ucm on the host; give pods the rdma resource of a device plugin
+    ///        modprobe -a ib_uverbs rdma_ucm && ls -l /dev/infiniband
+    /// ```
     pub static DEVICE_NODES = {
         id: "RDMA003",
         name: "rdma-device-nodes-missing",
@@ -448,6 +497,21 @@ declare_check! {
     /// `Disabled`: `ip link set <netdev> up` (RoCE) or enable the switch port.
     /// `INIT` on InfiniBand: start a subnet manager (`opensm`) or fix the
     /// fabric's. `ibstat` and `rdma link` show the same states.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA004/fail-no-device-expected/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA004  rdma-port-down  rdma expected, but /sys/class/infiniband lists no device
+    ///                  /sys/class/infiniband = <missing>
+    ///
+    /// what to fix first
+    ///   1. RDMA004 rdma-port-down: rdma expected, but /sys/class/infiniband lists no device
+    ///      fix: install and load the nic's rdma driver (doca-ofed or the inbox mlx5_ib)
+    ///        modprobe mlx5_ib && ls /sys/class/infiniband
+    /// ```
     pub static PORT_DOWN = {
         id: "RDMA004",
         name: "rdma-port-down",
@@ -561,6 +625,22 @@ declare_check! {
     /// Check the cable and transceiver type (a 200G cable in a 400G port),
     /// the switch port speed, and the NIC firmware; `mlxlink -d <pci>` shows
     /// the negotiated speed and lanes and why.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA005/fail-below-expected/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   pass           RDMA005  rdma-port-rate-low  mlx5_0/1: 400 Gb/sec (4X NDR)
+    ///   fail           RDMA005  rdma-port-rate-low  mlx5_1/1: 200 Gb/sec (2X NDR) below the expected 400 Gb/s
+    ///                  /sys/class/infiniband/mlx5_1/ports/1/rate = 200 Gb/sec (2X NDR)
+    ///
+    /// what to fix first
+    ///   1. RDMA005 rdma-port-rate-low (mlx5_1/1): 200 Gb/sec (2X NDR) below the expected 400 Gb/s
+    ///      fix: check the cable and transceiver, the switch port speed and the nic firmware
+    ///        mlxlink -d 0000:1d:00.0 -m   # negotiated speed, lanes and cable
+    /// ```
     pub static PORT_RATE = {
         id: "RDMA005",
         name: "rdma-port-rate-low",
@@ -657,6 +737,23 @@ declare_check! {
     /// ## How to fix
     /// `ip link set <if> up`; when it stays down, check the cable, the switch
     /// port and `ethtool <if>`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA006/fail-admin-down/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA006  rdma-netdev-no-carrier  mlx5_0/1: ens1f0 is down
+    ///                  /sys/class/net/ens1f0/carrier = <unreadable>
+    ///                  /sys/class/net/ens1f0/operstate = down
+    ///
+    /// what to fix first
+    ///   1. RDMA006 rdma-netdev-no-carrier (mlx5_0/1): ens1f0 is down
+    ///      fix: bring the interface up; check the cable and switch port if it stays down
+    ///        ip link set ens1f0 up
+    ///        ethtool ens1f0
+    /// ```
     pub static NETDEV_NO_CARRIER = {
         id: "RDMA006",
         name: "rdma-netdev-no-carrier",
@@ -752,6 +849,22 @@ declare_check! {
     /// Give the netdev its IP address (`ip addr add`, or the CNI for a VF in a
     /// pod), keep RDMA-CM on RoCE v2 (QOS004), and set `NCCL_IB_GID_INDEX`
     /// to the RoCE v2 IPv4 entry `show_gids` prints.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA007/fail-only-roce-v1/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA007  roce-v2-gid-missing  mlx5_0/1: no roce v2 gid: only roce v1, which is not routable and has no ecn
+    ///                  /sys/class/infiniband/mlx5_0/ports/1/gids = 0=fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d 1=::ffff:10.0.10.1
+    ///
+    /// what to fix first
+    ///   1. RDMA007 roce-v2-gid-missing (mlx5_0/1): no roce v2 gid: only roce v1, which is not routable and has no ecn
+    ///      fix: enable roce v2 and give the netdev an ip address
+    ///        ip addr add <address>/<prefix> dev ens1f0
+    ///        show_gids   # lists the gid table with types
+    /// ```
     pub static ROCE_V2_GID = {
         id: "RDMA007",
         name: "roce-v2-gid-missing",

@@ -71,6 +71,23 @@ declare_check! {
     /// DCQCN (QOS003). Ignored CNPs: turn DCQCN's reaction point on
     /// (`/sys/class/net/<if>/ecn/roce_rp/enable/<prio>`). Receivers out of
     /// buffers: the application posts too few receive buffers.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/RDMA008/fail-link-flapping/`:
+    ///
+    /// ```text
+    /// rdma
+    ///   fail           RDMA008  rdma-port-errors  mlx5_1/1: link_downed saturated at 255: the link flapped at least 255 times since the counters were cleared, and further events are not counted; link_error_recovery 3 (times the link recovered from an error)
+    ///                  /sys/class/infiniband/mlx5_1/ports/1/counters/link_downed = 255
+    ///                  /sys/class/infiniband/mlx5_1/ports/1/counters/link_error_recovery = 3
+    ///
+    /// what to fix first
+    ///   1. RDMA008 rdma-port-errors (mlx5_1/1): link_downed saturated at 255: the link flapped at least 255 times since the counters were cleared, and further events are not counted; link_error_recovery 3 (times the link recovered from an error)
+    ///      fix: find the failing link part (cable, transceiver, switch port); then clear the counters and watch whether they grow
+    ///        mlxlink -d mlx5_1 -c -m   # physical counters, bit error rate and module
+    ///        perfquery -C mlx5_1 -P 1 -R   # clear this port's counters
+    /// ```
     pub static PORT_ERRORS_COUNTED = {
         id: "RDMA008",
         name: "rdma-port-errors",

@@ -94,6 +94,21 @@ declare_check! {
     /// Enable it in the firmware and reboot (or reset the NIC):
     /// `mlxconfig -d <pci> set SRIOV_EN=1 NUM_OF_VFS=<n>`; turn SR-IOV on in
     /// the BIOS too. The NIC Configuration Operator can do it fleet-wide.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/SRIOV001/fail-sriov-disabled-in-firmware/`:
+    ///
+    /// ```text
+    /// sriov
+    ///   fail           SRIOV001  sriov-not-capable  0000:1c:00.0: nic 15b3:1021 allows 0 vfs: sr-iov off in firmware
+    ///                  /sys/bus/pci/devices/0000:1c:00.0/sriov_totalvfs = 0
+    ///
+    /// what to fix first
+    ///   1. SRIOV001 sriov-not-capable (0000:1c:00.0): nic 15b3:1021 allows 0 vfs: sr-iov off in firmware
+    ///      fix: enable sr-iov in the nic firmware and the bios, then reboot
+    ///        mlxconfig -d 0000:1c:00.0 set SRIOV_EN=1 NUM_OF_VFS=8
+    /// ```
     pub static NOT_CAPABLE = {
         id: "SRIOV001",
         name: "sriov-not-capable",
@@ -169,6 +184,22 @@ declare_check! {
     /// `echo <n> > /sys/bus/pci/devices/<pci>/sriov_numvfs` (write 0 first
     /// to change a non-zero count), persisted by the SR-IOV Network Operator
     /// (`SriovNetworkNodePolicy.numVfs`) or a udev rule / systemd unit.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/SRIOV002/fail-no-vfs/`:
+    ///
+    /// ```text
+    /// sriov
+    ///   fail           SRIOV002  sriov-vf-count-wrong  0000:1c:00.0: no vfs enabled (they do not survive a reboot unless recreated)
+    ///                  /sys/bus/pci/devices/0000:1c:00.0/sriov_numvfs = 0
+    ///                  /sys/bus/pci/devices/0000:1c:00.0/sriov_totalvfs = 8
+    ///
+    /// what to fix first
+    ///   1. SRIOV002 sriov-vf-count-wrong (0000:1c:00.0): no vfs enabled (they do not survive a reboot unless recreated)
+    ///      fix: set the vf count and persist it (sr-iov network operator policy numVfs)
+    ///        echo 0 > /sys/bus/pci/devices/0000:1c:00.0/sriov_numvfs && echo 8 > /sys/bus/pci/devices/0000:1c:00.0/sriov_numvfs
+    /// ```
     pub static VF_COUNT = {
         id: "SRIOV002",
         name: "sriov-vf-count-wrong",
@@ -244,6 +275,23 @@ declare_check! {
     /// `isRdma: true` in the `SriovNetworkNodePolicy`), make sure `mlx5_ib` is
     /// loaded, and that RoCE is enabled on the VFs (`devlink dev param set
     /// pci/<vf> name enable_roce value true cmode driverinit`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/SRIOV003/fail-no-rdma-device-on-vf/`:
+    ///
+    /// ```text
+    /// sriov
+    ///   fail           SRIOV003  sriov-vf-not-rdma  0000:1c:00.0: 2 vf(s) on mlx5_core without an rdma device
+    ///                  /sys/bus/pci/devices/0000:1c:00.0/virtfn* = 0000:1c:00.2 0000:1c:00.3
+    ///                  /sys/bus/pci/devices/0000:1c:00.2/driver = mlx5_core
+    ///
+    /// what to fix first
+    ///   1. SRIOV003 sriov-vf-not-rdma (0000:1c:00.0): 2 vf(s) on mlx5_core without an rdma device
+    ///      fix: bind the vfs to mlx5_core with rdma enabled (sriov policy deviceType netdevice, isRdma true)
+    ///        for vf in 0000:1c:00.2 0000:1c:00.3; do echo "$vf" > /sys/bus/pci/drivers/mlx5_core/bind; done
+    ///        modprobe mlx5_ib && rdma link show
+    /// ```
     pub static VF_NOT_RDMA = {
         id: "SRIOV003",
         name: "sriov-vf-not-rdma",
@@ -353,6 +401,21 @@ declare_check! {
     /// Raise `numVfs` in the `SriovNetworkNodePolicy` (or `sriov_numvfs`), up
     /// to `sriov_totalvfs`; raise `NUM_OF_VFS` with `mlxconfig` when the
     /// firmware limit is too low.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/SRIOV004/warn-fewer-vfs-than-gpus/`:
+    ///
+    /// ```text
+    /// sriov
+    ///   warn           SRIOV004  sriov-vf-pool-small  2 vfs for 4 gpu(s): fewer than one per gpu
+    ///                  /sys/bus/pci/devices/*/sriov_numvfs = 0000:1c:00.0=2
+    ///
+    /// what to fix first
+    ///   1. SRIOV004 sriov-vf-pool-small: 2 vfs for 4 gpu(s): fewer than one per gpu
+    ///      fix: raise numVfs in the sriov network node policy to at least one per gpu plus headroom
+    ///        echo <n> > /sys/bus/pci/devices/<pf>/sriov_numvfs
+    /// ```
     pub static VF_POOL_SMALL = {
         id: "SRIOV004",
         name: "sriov-vf-pool-small",
@@ -419,6 +482,22 @@ declare_check! {
     /// and reload, or `rdma system set netns exclusive` at boot before any
     /// pod starts (the SR-IOV Network Operator does it when a policy has
     /// `isRdma: true`).
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/SRIOV005/warn-shared/`:
+    ///
+    /// ```text
+    /// sriov
+    ///   warn           SRIOV005  rdma-netns-mode-shared  ib_core loaded in shared netns mode while 2 vf rdma device(s) go to pods: confirm with `rdma system`
+    ///                  /sys/module/ib_core/parameters/netns_mode = Y
+    ///
+    /// what to fix first
+    ///   1. SRIOV005 rdma-netns-mode-shared: ib_core loaded in shared netns mode while 2 vf rdma device(s) go to pods: confirm with `rdma system`
+    ///      fix: switch the rdma subsystem to exclusive netns mode before pods start
+    ///        rdma system set netns exclusive
+    ///        echo 'options ib_core netns_mode=0' > /etc/modprobe.d/ib_core.conf
+    /// ```
     pub static NETNS_MODE = {
         id: "SRIOV005",
         name: "rdma-netns-mode-shared",

@@ -26,7 +26,28 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Replace it with `kernelModuleType: open` (or `proprietary`).
-    pub(crate) static IGNORED_USE_OPEN_KERNEL_MODULES = "ZL020", "ignored-use-open-kernel-modules", Error, ignored_use_open_kernel_modules;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL020/fail/`:
+    ///
+    /// ```text
+    /// error[ZL020]: `useOpenKernelModules` is deprecated and no longer honored by the gpu operator
+    ///  --> fail/input.yaml:8:5
+    ///   |
+    /// 8 |     useOpenKernelModules: true
+    ///   |     ^^^^^^^^^^^^^^^^^^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: replace it with `kernelModuleType: open`
+    ///           kernelModuleType: open
+    ///   = see: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/release-notes.html
+    /// ```
+    pub(crate) static IGNORED_USE_OPEN_KERNEL_MODULES = {
+        id: "ZL020",
+        name: "ignored-use-open-kernel-modules",
+        severity: Error,
+        check: ignored_use_open_kernel_modules,
+    };
 }
 
 fn ignored_use_open_kernel_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -105,7 +126,26 @@ declare_rule! {
     /// ## How to fix
     /// Remove the field, or move to its replacement (`secretName` for the
     /// licensing config).
-    pub(crate) static DEPRECATED_CLUSTERPOLICY_FIELD = "ZL021", "deprecated-clusterpolicy-field", Warning, deprecated_clusterpolicy_field;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL021/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL021]: `spec.psp` is deprecated and ignored by the gpu operator
+    ///  --> fail/input.yaml:6:3
+    ///   |
+    /// 6 |   psp:
+    ///   |   ^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: remove it: pod security policies are no longer supported
+    /// ```
+    pub(crate) static DEPRECATED_CLUSTERPOLICY_FIELD = {
+        id: "ZL021",
+        name: "deprecated-clusterpolicy-field",
+        severity: Warning,
+        check: deprecated_clusterpolicy_field,
+    };
 }
 
 fn deprecated_clusterpolicy_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -140,7 +180,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Merge the settings into one ClusterPolicy and delete the others.
-    pub(crate) static MULTIPLE_CLUSTERPOLICIES = "ZL022", "multiple-clusterpolicies", Error, multiple_clusterpolicies;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL022/fail/`:
+    ///
+    /// ```text
+    /// error[ZL022]: second ClusterPolicy `cluster-policy-rdma`: only one is used (the oldest, `cluster-policy` if applied first), the others are ignored
+    ///   --> fail/input.yaml:12:3
+    ///    |
+    /// 12 |   name: cluster-policy-rdma
+    ///    |   ^^^^
+    ///    = object: ClusterPolicy/cluster-policy-rdma
+    ///    = help: merge the settings into one ClusterPolicy and delete the others
+    /// ```
+    pub(crate) static MULTIPLE_CLUSTERPOLICIES = {
+        id: "ZL022",
+        name: "multiple-clusterpolicies",
+        severity: Error,
+        check: multiple_clusterpolicies,
+    };
 }
 
 fn multiple_clusterpolicies(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -175,7 +234,26 @@ declare_rule! {
     /// ## How to fix
     /// Choose one: ClusterPolicy (device plugin stack) or GPUCluster (DRA
     /// stack), and delete the other.
-    pub(crate) static CLUSTERPOLICY_WITH_GPUCLUSTER = "ZL023", "clusterpolicy-with-gpucluster", Error, clusterpolicy_with_gpucluster;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL023/fail/`:
+    ///
+    /// ```text
+    /// error[ZL023]: ClusterPolicy `cluster-policy` and GPUCluster `gpu-cluster` cannot co-exist; the ClusterPolicy goes NotReady
+    ///  --> fail/input.yaml:2:1
+    ///   |
+    /// 2 | kind: ClusterPolicy
+    ///   | ^^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: keep either the ClusterPolicy or the GPUCluster, not both
+    /// ```
+    pub(crate) static CLUSTERPOLICY_WITH_GPUCLUSTER = {
+        id: "ZL023",
+        name: "clusterpolicy-with-gpucluster",
+        severity: Error,
+        check: clusterpolicy_with_gpucluster,
+    };
 }
 
 fn clusterpolicy_with_gpucluster(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -211,7 +289,27 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Set `spec.driver.kernelModuleType: open`.
-    pub(crate) static GDS_WITHOUT_OPEN_KERNEL_MODULES = "ZL024", "gds-without-open-kernel-modules", Warning, gds_without_open_kernel_modules;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL024/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL024]: gds is enabled but `driver.kernelModuleType` is `auto`; gds 2.17.5 and newer needs the open kernel module
+    ///  --> fail/input.yaml:9:5
+    ///   |
+    /// 9 |     kernelModuleType: auto
+    ///   |     ^^^^^^^^^^^^^^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: set `spec.driver.kernelModuleType: open`
+    ///           kernelModuleType: open
+    /// ```
+    pub(crate) static GDS_WITHOUT_OPEN_KERNEL_MODULES = {
+        id: "ZL024",
+        name: "gds-without-open-kernel-modules",
+        severity: Warning,
+        check: gds_without_open_kernel_modules,
+    };
 }
 
 fn gds_without_open_kernel_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -318,7 +416,27 @@ declare_rule! {
     /// values spell the ClusterPolicy's fields the same) and delete the
     /// manifest. Or set `clusterPolicy.deployCR: false` and give the
     /// manifest every component's image, which the chart no longer does.
-    pub(crate) static CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY = "ZL025", "clusterpolicy-beside-chart-clusterpolicy", Error, clusterpolicy_beside_chart_clusterpolicy;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL025/fail/`:
+    ///
+    /// ```text
+    /// error[ZL025]: the gpu-operator chart installed with `fail/gpu-operator-values.yaml` creates ClusterPolicy `cluster-policy` (`clusterPolicy.deployCR` is true); the operator uses the oldest ClusterPolicy and ignores the others, so `gpu-cluster-policy` applied after it does nothing
+    ///  --> fail/clusterpolicy.yaml:4:3
+    ///   |
+    /// 4 |   name: gpu-cluster-policy
+    ///   |   ^^^^
+    ///   = object: ClusterPolicy/gpu-cluster-policy
+    ///   = help: move these settings into `fail/gpu-operator-values.yaml` and delete this ClusterPolicy, or set `clusterPolicy.deployCR: false` there and give this ClusterPolicy every image
+    ///   = see: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html
+    /// ```
+    pub(crate) static CLUSTERPOLICY_BESIDE_CHART_CLUSTERPOLICY = {
+        id: "ZL025",
+        name: "clusterpolicy-beside-chart-clusterpolicy",
+        severity: Error,
+        check: clusterpolicy_beside_chart_clusterpolicy,
+    };
 }
 
 fn clusterpolicy_beside_chart_clusterpolicy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -383,7 +501,26 @@ declare_rule! {
     /// Set the component's `repository`, `image` and `version` (the chart's
     /// `values.yaml` of the operator release lists them), or let the chart
     /// create the ClusterPolicy from values.
-    pub(crate) static CLUSTERPOLICY_WITHOUT_IMAGES = "ZL026", "clusterpolicy-without-images", Error, clusterpolicy_without_images;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL026/fail/`:
+    ///
+    /// ```text
+    /// error[ZL026]: `spec.driver` is enabled without `repository`, `image` and `version`, and the gpu-operator chart sets no `DRIVER_IMAGE`: the operator fails with "empty image path provided through both ClusterPolicy CR and ENV"
+    ///  --> fail/clusterpolicy.yaml:9:3
+    ///   |
+    /// 9 |   driver:
+    ///   |   ^^^^^^
+    ///   = object: ClusterPolicy/gpu-cluster-policy
+    ///   = help: set `spec.driver.repository`, `image` and `version` (the gpu-operator chart's values.yaml of your release lists them)
+    /// ```
+    pub(crate) static CLUSTERPOLICY_WITHOUT_IMAGES = {
+        id: "ZL026",
+        name: "clusterpolicy-without-images",
+        severity: Error,
+        check: clusterpolicy_without_images,
+    };
 }
 
 /// Whether a component's image is left to the operator's environment: its

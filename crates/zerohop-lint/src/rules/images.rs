@@ -172,7 +172,27 @@ declare_rule! {
     /// in `repository` (`nvcr.io/nvidia`) and the tag in `version`. For the
     /// GPU Operator, a full reference in `image` works only with
     /// `repository` and `version` both left out.
-    pub(crate) static IMAGE_REPEATS_REPOSITORY = "ZL095", "image-repeats-repository", Error, image_repeats_repository;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL095/fail/`:
+    ///
+    /// ```text
+    /// error[ZL095]: `image` repeats `repository` `nvcr.io/nvidia`: the operator pulls `nvcr.io/nvidia/nvcr.io/nvidia/driver:550.90.07`
+    ///   --> fail/input.yaml:10:5
+    ///    |
+    /// 10 |     image: nvcr.io/nvidia/driver
+    ///    |     ^^^^^
+    ///    = object: ClusterPolicy/cluster-policy
+    ///    = help: set `image` to the image name alone (`driver`), the registry and path in `repository`, the tag in `version`
+    ///            image: driver
+    /// ```
+    pub(crate) static IMAGE_REPEATS_REPOSITORY = {
+        id: "ZL095",
+        name: "image-repeats-repository",
+        severity: Error,
+        check: image_repeats_repository,
+    };
 }
 
 fn image_repeats_repository(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -246,7 +266,26 @@ declare_rule! {
     /// Set all three (`repository: nvcr.io/nvidia`, `image: driver`,
     /// `version: 550.90.07`), or, for the GPU Operator, none of
     /// `repository` and `version` to keep the operator's default image.
-    pub(crate) static PARTIAL_IMAGE_SPEC = "ZL096", "partial-image-spec", Error, partial_image_spec;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL096/fail/`:
+    ///
+    /// ```text
+    /// error[ZL096]: component image without `repository` and `image`: the gpu operator pulls `/:525.60.13`
+    ///   --> fail/input.yaml:11:5
+    ///    |
+    /// 11 |     version: "525.60.13"
+    ///    |     ^^^^^^^
+    ///    = object: ClusterPolicy/gpu-cluster-policy
+    ///    = help: set `repository`, `image` and `version` together, or leave out `repository` and `version` for the operator's default image
+    /// ```
+    pub(crate) static PARTIAL_IMAGE_SPEC = {
+        id: "ZL096",
+        name: "partial-image-spec",
+        severity: Error,
+        check: partial_image_spec,
+    };
 }
 
 fn partial_image_spec(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

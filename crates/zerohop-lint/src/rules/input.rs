@@ -32,7 +32,25 @@ declare_rule! {
     /// close brackets and quotes, render templates (`helm template`,
     /// `envsubst`) before linting, and split huge streams into files. Lint
     /// regular files; pipe the output of a command to `zerohop lint -`.
-    pub(crate) static INVALID_INPUT = "ZL001", "invalid-input", Error, invalid_input;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL001/fail/`:
+    ///
+    /// ```text
+    /// error[ZL001]: invalid YAML: tabs disallowed within this context (block indentation)
+    ///  --> fail/input.yaml:4:2
+    ///   |
+    /// 4 |  name: tabbed
+    ///   |  ^^^^^^^^^^^^
+    ///   = help: fix the input at this position so that it is valid YAML, then lint it again
+    /// ```
+    pub(crate) static INVALID_INPUT = {
+        id: "ZL001",
+        name: "invalid-input",
+        severity: Error,
+        check: invalid_input,
+    };
 }
 
 fn invalid_input(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -98,7 +116,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Keep one of the two keys and merge their values.
-    pub(crate) static DUPLICATE_KEY = "ZL002", "duplicate-key", Error, duplicate_key;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL002/fail/`:
+    ///
+    /// ```text
+    /// error[ZL002]: key `a` is set twice (first at line 6); the API server keeps only the last
+    ///  --> fail/input.yaml:7:3
+    ///   |
+    /// 7 |   a: "2"
+    ///   |   ^
+    ///   = object: ConfigMap/c
+    ///   = help: remove one of the two keys and merge their values
+    /// ```
+    pub(crate) static DUPLICATE_KEY = {
+        id: "ZL002",
+        name: "duplicate-key",
+        severity: Error,
+        check: duplicate_key,
+    };
 }
 
 fn duplicate_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -264,7 +301,26 @@ declare_rule! {
     /// ## How to fix
     /// Quote the value when a string is meant (`spoofChk: "on"`), or write
     /// `true`/`false` when a boolean is meant.
-    pub(crate) static YAML11_BOOLEAN = "ZL003", "yaml11-boolean", Warning, yaml11_boolean;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL003/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL003]: unquoted `on` is read by Kubernetes as the boolean true
+    ///  --> fail/input.yaml:8:3
+    ///   |
+    /// 8 |   spoofChk: on
+    ///   |   ^^^^^^^^
+    ///   = object: SriovNetwork/sriov-network-operator/net
+    ///   = help: write "on" if a string is meant, or true if a boolean is meant
+    /// ```
+    pub(crate) static YAML11_BOOLEAN = {
+        id: "ZL003",
+        name: "yaml11-boolean",
+        severity: Warning,
+        check: yaml11_boolean,
+    };
 }
 
 fn yaml11_boolean(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -303,7 +359,26 @@ declare_rule! {
     /// ## How to fix
     /// Write the decimal value (`420` for mode `0644`) or quote the string
     /// if a string is meant.
-    pub(crate) static LEADING_ZERO_OCTAL = "ZL004", "leading-zero-octal", Info, leading_zero_octal;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL004/fail/`:
+    ///
+    /// ```text
+    /// info[ZL004]: `0644` is octal to Kubernetes (420) but decimal to YAML 1.2 tools
+    ///   --> fail/input.yaml:13:9
+    ///    |
+    /// 13 |         defaultMode: 0644
+    ///    |         ^^^^^^^^^^^
+    ///    = object: Pod/p
+    ///    = help: write the decimal value 420, or quote "0644" if a string is meant
+    /// ```
+    pub(crate) static LEADING_ZERO_OCTAL = {
+        id: "ZL004",
+        name: "leading-zero-octal",
+        severity: Info,
+        check: leading_zero_octal,
+    };
 }
 
 fn leading_zero_octal(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -342,7 +417,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Quote the value: `rootDevices: ["0000:18:00.1"]`.
-    pub(crate) static UNQUOTED_BASE_60 = "ZL005", "unquoted-base-60-scalar", Warning, unquoted_base_60;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL005/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL005]: unquoted `0000:18:00.1` is a base-60 number to YAML 1.1 libraries such as PyYAML
+    ///   --> fail/input.yaml:13:9
+    ///    |
+    /// 13 |       - 0000:18:00.1
+    ///    |         ^^^^^^^^^^^^
+    ///    = object: SriovNetworkNodePolicy/sriov-network-operator/policy
+    ///    = help: quote it: "0000:18:00.1"
+    /// ```
+    pub(crate) static UNQUOTED_BASE_60 = {
+        id: "ZL005",
+        name: "unquoted-base-60-scalar",
+        severity: Warning,
+        check: unquoted_base_60,
+    };
 }
 
 fn unquoted_base_60(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -381,7 +475,25 @@ declare_rule! {
     /// ## How to fix
     /// Add `apiVersion` and `kind` if it is an object; otherwise leave it out
     /// of the linted paths.
-    pub(crate) static NOT_A_KUBERNETES_OBJECT = "ZL006", "not-a-kubernetes-object", Info, not_a_kubernetes_object;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL006/fail/`:
+    ///
+    /// ```text
+    /// info[ZL006]: document has no apiVersion or kind; not a kubernetes object, skipped
+    ///  --> fail/input.yaml:1:1
+    ///   |
+    /// 1 | replicas: 3
+    ///   | ^^^^^^^^^^^
+    ///   = help: add apiVersion and kind if this is meant to be an object
+    /// ```
+    pub(crate) static NOT_A_KUBERNETES_OBJECT = {
+        id: "ZL006",
+        name: "not-a-kubernetes-object",
+        severity: Info,
+        check: not_a_kubernetes_object,
+    };
 }
 
 fn not_a_kubernetes_object(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -424,7 +536,22 @@ declare_rule! {
     /// Nothing to do when the link is not a manifest of this deployment.
     /// Otherwise copy the file into the directory, or name the target on
     /// the command line.
-    pub(crate) static SKIPPED_PATH = "ZL007", "skipped-path", Info, skipped_path;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL007/fail/`:
+    ///
+    /// ```text
+    /// info[ZL007]: symlink to `../pass/input.yaml` leads outside the linted directory; not followed
+    ///  --> fail/outside.yaml:1:1
+    ///   = help: copy the file into the linted directory or name its target on the command line if it should be linted
+    /// ```
+    pub(crate) static SKIPPED_PATH = {
+        id: "ZL007",
+        name: "skipped-path",
+        severity: Info,
+        check: skipped_path,
+    };
 }
 
 fn skipped_path(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

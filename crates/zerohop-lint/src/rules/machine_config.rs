@@ -88,7 +88,27 @@ declare_rule! {
     /// ## How to fix
     /// Rename the unit to the output of `systemd-escape --path --suffix=mount
     /// <Where>`.
-    pub(crate) static MOUNT_UNIT_NAME_MISMATCH = "ZL070", "mount-unit-name-mismatch", Error, mount_unit_name_mismatch;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL070/fail/`:
+    ///
+    /// ```text
+    /// error[ZL070]: unit `var-mnt-nfs-data.mount` mounts `/var/mnt/nfs-data`; systemd requires the name `var-mnt-nfs\x2ddata.mount`
+    ///   --> fail/input.yaml:13:11
+    ///    |
+    /// 13 |         - name: "var-mnt-nfs-data.mount"
+    ///    |           ^^^^
+    ///    = object: MachineConfig/99-worker-nfs-rdma
+    ///    = help: rename the unit to `var-mnt-nfs\x2ddata.mount`
+    ///            systemd-escape --path --suffix=mount /var/mnt/nfs-data
+    /// ```
+    pub(crate) static MOUNT_UNIT_NAME_MISMATCH = {
+        id: "ZL070",
+        name: "mount-unit-name-mismatch",
+        severity: Error,
+        check: mount_unit_name_mismatch,
+    };
 }
 
 fn mount_unit_name_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -175,7 +195,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Add `port=20049` to the mount options.
-    pub(crate) static NFS_RDMA_WITHOUT_PORT_20049 = "ZL071", "nfs-rdma-without-port-20049", Error, nfs_rdma_without_port;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL071/fail/`:
+    ///
+    /// ```text
+    /// error[ZL071]: nfs over rdma without `port=20049`
+    ///   --> fail/input.yaml:15:11
+    ///    |
+    /// 15 |           contents: |
+    ///    |           ^^^^^^^^
+    ///    = object: MachineConfig/99-worker-nfs-rdma
+    ///    = help: add port=20049 to the mount options
+    /// ```
+    pub(crate) static NFS_RDMA_WITHOUT_PORT_20049 = {
+        id: "ZL071",
+        name: "nfs-rdma-without-port-20049",
+        severity: Error,
+        check: nfs_rdma_without_port,
+    };
 }
 
 fn nfs_rdma_without_port(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -209,7 +248,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Add `nconnect=16` (up to 16) to the mount options.
-    pub(crate) static NFS_RDMA_WITHOUT_NCONNECT = "ZL072", "nfs-rdma-without-nconnect", Warning, nfs_rdma_without_nconnect;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL072/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL072]: nfs over rdma without `nconnect`; one connection caps throughput
+    ///   --> fail/input.yaml:15:11
+    ///    |
+    /// 15 |           contents: |
+    ///    |           ^^^^^^^^
+    ///    = object: MachineConfig/99-worker-nfs-rdma
+    ///    = help: add nconnect=16 to the mount options
+    /// ```
+    pub(crate) static NFS_RDMA_WITHOUT_NCONNECT = {
+        id: "ZL072",
+        name: "nfs-rdma-without-nconnect",
+        severity: Warning,
+        check: nfs_rdma_without_nconnect,
+    };
 }
 
 fn nfs_rdma_without_nconnect(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -246,7 +304,26 @@ declare_rule! {
     /// ## How to fix
     /// Use the role of an existing pool, or add the role to the pool's
     /// `machineConfigSelector`.
-    pub(crate) static ROLE_WITHOUT_POOL = "ZL073", "role-without-pool", Warning, role_without_pool;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL073/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL073]: role `gpu-worker` is selected by none of the pools in the input (worker)
+    ///  --> fail/input.yaml:6:5
+    ///   |
+    /// 6 |     machineconfiguration.openshift.io/role: gpu-worker
+    ///   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    ///   = object: MachineConfig/99-worker-nfs-rdma
+    ///   = help: use the role of an existing pool, or add the role to a pool's machineConfigSelector
+    /// ```
+    pub(crate) static ROLE_WITHOUT_POOL = {
+        id: "ZL073",
+        name: "role-without-pool",
+        severity: Warning,
+        check: role_without_pool,
+    };
 }
 
 /// The roles of the MachineConfigs a pool renders: those its
@@ -449,7 +526,27 @@ declare_rule! {
     /// Drop `domain` (write `isolcpus=managed_irq,<cpus>`), and pin the
     /// latency-critical containers with integer CPU requests under the
     /// static CPU manager instead.
-    pub(crate) static ISOLCPUS_DOMAIN_ON_SHARED_POOL = "ZL074", "isolcpus-domain-on-shared-pool", Warning, isolcpus_domain_on_shared_pool;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL074/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL074]: isolcpus with `domain` takes cpus `2-63` of the kubelet's shared pool (outside reservedSystemCPUs `0-1` of KubeletConfig `gpu-worker-cpu-manager`) out of load balancing: pods' unpinned threads stay where they start
+    ///   --> fail/tuning.yaml:13:7
+    ///    |
+    /// 13 |     - isolcpus=managed_irq,domain,2-63
+    ///    |       ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    ///    = object: MachineConfig/50-gpu-worker-kernel-args
+    ///    = help: isolate with managed_irq only, and pin latency-critical containers through the static cpu manager
+    ///            isolcpus=managed_irq,2-63
+    /// ```
+    pub(crate) static ISOLCPUS_DOMAIN_ON_SHARED_POOL = {
+        id: "ZL074",
+        name: "isolcpus-domain-on-shared-pool",
+        severity: Warning,
+        check: isolcpus_domain_on_shared_pool,
+    };
 }
 
 fn isolcpus_domain_on_shared_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -551,7 +648,28 @@ declare_rule! {
     /// `/run/mellanox/drivers/.driver-ready` (`entrypoint/internal/config/config.go`,
     /// `DriverReadyPath`), and set `UNLOAD_STORAGE_MODULES` in the
     /// NicClusterPolicy (ZL038).
-    pub(crate) static NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER = "ZL075", "nfs-rdma-mount-before-doca-driver", Error, nfs_rdma_mount_before_doca_driver;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL075/fail/`:
+    ///
+    /// ```text
+    /// error[ZL075]: nfs over rdma unit `var-mnt-datasets.mount` is ordered after openibd.service, which the containerised doca driver does not have (NicClusterPolicy `nic-cluster-policy`): the inbox rpcrdma then pins the inbox driver
+    ///   --> fail/nfs.yaml:30:11
+    ///    |
+    /// 30 |           contents: |
+    ///    |           ^^^^^^^^
+    ///    = object: MachineConfig/60-worker-nfs-rdma
+    ///    = help: leave the mount disabled and start it from a path unit on the driver's ready file
+    ///            [Path]
+    ///            PathExists=/run/mellanox/drivers/.driver-ready
+    /// ```
+    pub(crate) static NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER = {
+        id: "ZL075",
+        name: "nfs-rdma-mount-before-doca-driver",
+        severity: Error,
+        check: nfs_rdma_mount_before_doca_driver,
+    };
 }
 
 fn nfs_rdma_mount_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -35,7 +35,29 @@ declare_rule! {
     /// Write the class by name: `PIX`, `PXB`, `PHB` or `SYS` (the finding
     /// names the one NCCL reads the number as), or leave the variable unset
     /// for NCCL's default (`PXB` on PCIe hosts).
-    pub(crate) static NUMERIC_NCCL_NET_GDR_LEVEL = "ZL098", "numeric-nccl-net-gdr-level", Warning, numeric_nccl_net_gdr_level;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL098/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL098]: NCCL_NET_GDR_LEVEL=0 is a legacy number that NCCL reads as `LOC`, which turns GPUDirect RDMA off
+    ///   --> fail/input.yaml:16:15
+    ///    |
+    /// 16 |               value: "0"
+    ///    |               ^^^^^
+    ///    = object: Job/allreduce
+    ///    = help: write the class by name (NCCL_NET_GDR_LEVEL=LOC keeps today's meaning), or unset it for NCCL's default `PXB`
+    ///            - name: NCCL_NET_GDR_LEVEL
+    ///              value: LOC
+    ///    = see: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net-gdr-level-formerly-nccl-ib-gdr-level
+    /// ```
+    pub(crate) static NUMERIC_NCCL_NET_GDR_LEVEL = {
+        id: "ZL098",
+        name: "numeric-nccl-net-gdr-level",
+        severity: Warning,
+        check: numeric_nccl_net_gdr_level,
+    };
 }
 
 fn numeric_nccl_net_gdr_level(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

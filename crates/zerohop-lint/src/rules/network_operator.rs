@@ -35,7 +35,28 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Rename it to `nic-cluster-policy`.
-    pub(crate) static NICCLUSTERPOLICY_NAME_IGNORED = "ZL030", "nicclusterpolicy-name-ignored", Error, nicclusterpolicy_name_ignored;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL030/fail/`:
+    ///
+    /// ```text
+    /// error[ZL030]: NicClusterPolicy `my-nic-policy` is ignored: only `nic-cluster-policy` is reconciled
+    ///  --> fail/input.yaml:4:3
+    ///   |
+    /// 4 |   name: my-nic-policy
+    ///   |   ^^^^
+    ///   = object: NicClusterPolicy/my-nic-policy
+    ///   = help: rename it to `nic-cluster-policy`
+    ///           metadata:
+    ///             name: nic-cluster-policy
+    /// ```
+    pub(crate) static NICCLUSTERPOLICY_NAME_IGNORED = {
+        id: "ZL030",
+        name: "nicclusterpolicy-name-ignored",
+        severity: Error,
+        check: nicclusterpolicy_name_ignored,
+    };
 }
 
 fn nicclusterpolicy_name_ignored(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -89,7 +110,26 @@ declare_rule! {
     /// ## How to fix
     /// Remove the field and use its replacement (GPU Operator `driver.rdma`
     /// for peer memory, `spec.nvIpam` for IPAM).
-    pub(crate) static REMOVED_NICCLUSTERPOLICY_FIELD = "ZL031", "removed-nicclusterpolicy-field", Error, removed_nicclusterpolicy_field;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL031/fail/`:
+    ///
+    /// ```text
+    /// error[ZL031]: `spec.nvPeerDriver` was removed from NicClusterPolicy in v23.7.0
+    ///  --> fail/input.yaml:6:3
+    ///   |
+    /// 6 |   nvPeerDriver:
+    ///   |   ^^^^^^^^^^^^
+    ///   = object: NicClusterPolicy/nic-cluster-policy
+    ///   = help: remove it; use the GPU Operator's `driver.rdma` (or DMA-BUF) for GPUDirect RDMA
+    /// ```
+    pub(crate) static REMOVED_NICCLUSTERPOLICY_FIELD = {
+        id: "ZL031",
+        name: "removed-nicclusterpolicy-field",
+        severity: Error,
+        check: removed_nicclusterpolicy_field,
+    };
 }
 
 fn removed_nicclusterpolicy_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -147,7 +187,29 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Use the exact name the driver reads, e.g. `ENABLE_NFSRDMA: "true"`.
-    pub(crate) static UNKNOWN_DOCA_DRIVER_ENV = "ZL032", "unknown-doca-driver-env", Error, unknown_doca_driver_env;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL032/fail/`:
+    ///
+    /// ```text
+    /// error[ZL032]: the doca driver does not read `NFSRDMA_ENABLE`; it reads `ENABLE_NFSRDMA`
+    ///   --> fail/input.yaml:11:9
+    ///    |
+    /// 11 |       - name: NFSRDMA_ENABLE
+    ///    |         ^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: rename the variable to `ENABLE_NFSRDMA`
+    ///            - name: ENABLE_NFSRDMA
+    ///              value: "true"
+    ///    = see: https://docs.nvidia.com/networking/display/kubernetes/latest/advanced/doca-drivers.html
+    /// ```
+    pub(crate) static UNKNOWN_DOCA_DRIVER_ENV = {
+        id: "ZL032",
+        name: "unknown-doca-driver-env",
+        severity: Error,
+        check: unknown_doca_driver_env,
+    };
 }
 
 fn unknown_doca_driver_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -222,7 +284,28 @@ declare_rule! {
     /// ## How to fix
     /// Add `UNLOAD_STORAGE_MODULES: "true"` next to `ENABLE_NFSRDMA`, and
     /// mount NFS over RDMA only once the driver is ready (ZL075).
-    pub(crate) static NFSRDMA_WITHOUT_UNLOAD_STORAGE_MODULES = "ZL038", "nfsrdma-without-unload-storage-modules", Error, nfsrdma_without_unload_storage_modules;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL038/fail/`:
+    ///
+    /// ```text
+    /// error[ZL038]: `ENABLE_NFSRDMA` without `UNLOAD_STORAGE_MODULES`: the driver container stops at its next start, finding rpcrdma loaded
+    ///   --> fail/nicclusterpolicy.yaml:11:9
+    ///    |
+    /// 11 |       - name: ENABLE_NFSRDMA
+    ///    |         ^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: let the driver unload the storage modules
+    ///            - name: UNLOAD_STORAGE_MODULES
+    ///              value: "true"
+    /// ```
+    pub(crate) static NFSRDMA_WITHOUT_UNLOAD_STORAGE_MODULES = {
+        id: "ZL038",
+        name: "nfsrdma-without-unload-storage-modules",
+        severity: Error,
+        check: nfsrdma_without_unload_storage_modules,
+    };
 }
 
 fn nfsrdma_without_unload_storage_modules(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -281,7 +364,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Move the variable to `spec.ofedDriver.env` of the NicClusterPolicy.
-    pub(crate) static DOCA_ENV_ON_WRONG_COMPONENT = "ZL033", "doca-env-on-wrong-component", Error, doca_env_on_wrong_component;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL033/fail/`:
+    ///
+    /// ```text
+    /// error[ZL033]: `ENABLE_NFSRDMA` is read by the doca driver (`ofedDriver`), not by `rdmaSharedDevicePlugin`
+    ///   --> fail/input.yaml:13:9
+    ///    |
+    /// 13 |       - name: ENABLE_NFSRDMA
+    ///    |         ^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: move `ENABLE_NFSRDMA` to `spec.ofedDriver.env` of the NicClusterPolicy
+    /// ```
+    pub(crate) static DOCA_ENV_ON_WRONG_COMPONENT = {
+        id: "ZL033",
+        name: "doca-env-on-wrong-component",
+        severity: Error,
+        check: doca_env_on_wrong_component,
+    };
 }
 
 fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -375,7 +477,26 @@ declare_rule! {
     /// ## How to fix
     /// Add `"resourcePrefix": "nvidia.com"` to the resource (as NVIDIA's
     /// examples do), and request `nvidia.com/<name>`.
-    pub(crate) static SRIOV_DP_RESOURCE_WITHOUT_PREFIX = "ZL034", "sriov-dp-resource-without-prefix", Warning, sriov_dp_resource_without_prefix;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL034/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL034]: sriov device plugin resource `sriov_rdma` has no resourcePrefix and is advertised as `intel.com/sriov_rdma`
+    ///   --> fail/input.yaml:10:5
+    ///    |
+    /// 10 |     config: |
+    ///    |     ^^^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: add "resourcePrefix": "nvidia.com" to the resource and request nvidia.com/<name> in pods
+    /// ```
+    pub(crate) static SRIOV_DP_RESOURCE_WITHOUT_PREFIX = {
+        id: "ZL034",
+        name: "sriov-dp-resource-without-prefix",
+        severity: Warning,
+        check: sriov_dp_resource_without_prefix,
+    };
 }
 
 fn sriov_dp_resource_without_prefix(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -414,7 +535,26 @@ declare_rule! {
     /// ## How to fix
     /// Use only letters, digits and `_`, starting and ending with a letter or
     /// digit (`rdma_shared_device_a`), which every component accepts.
-    pub(crate) static INVALID_RESOURCE_NAME = "ZL035", "invalid-resource-name", Error, invalid_resource_name;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL035/fail/`:
+    ///
+    /// ```text
+    /// error[ZL035]: resource name `rdma-shared-a` is rejected: the rdma shared device plugin accepts only letters, digits and `_`
+    ///   --> fail/input.yaml:10:5
+    ///    |
+    /// 10 |     config: |
+    ///    |     ^^^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: rename it to `rdma_shared_a`
+    /// ```
+    pub(crate) static INVALID_RESOURCE_NAME = {
+        id: "ZL035",
+        name: "invalid-resource-name",
+        severity: Error,
+        check: invalid_resource_name,
+    };
 }
 
 fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -484,7 +624,26 @@ declare_rule! {
     /// ## How to fix
     /// Use `rdmaMode: shared`, or use SR-IOV VFs (exclusive mode) without the
     /// shared device plugin.
-    pub(crate) static RDMA_SHARED_PLUGIN_WITH_EXCLUSIVE_MODE = "ZL036", "rdma-shared-plugin-with-exclusive-mode", Error, rdma_shared_plugin_with_exclusive_mode;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL036/fail/`:
+    ///
+    /// ```text
+    /// error[ZL036]: rdmaMode exclusive conflicts with the rdma shared device plugin configured in NicClusterPolicy `nic-cluster-policy`
+    ///   --> fail/input.yaml:19:3
+    ///    |
+    /// 19 |   rdmaMode: exclusive
+    ///    |   ^^^^^^^^
+    ///    = object: SriovNetworkPoolConfig/sriov-network-operator/pool
+    ///    = help: set `rdmaMode: shared`, or drop the rdma shared device plugin
+    /// ```
+    pub(crate) static RDMA_SHARED_PLUGIN_WITH_EXCLUSIVE_MODE = {
+        id: "ZL036",
+        name: "rdma-shared-plugin-with-exclusive-mode",
+        severity: Error,
+        check: rdma_shared_plugin_with_exclusive_mode,
+    };
 }
 
 fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -528,7 +687,26 @@ declare_rule! {
     /// ## How to fix
     /// Configure each resource in one place: either the SR-IOV Network
     /// Operator or the NicClusterPolicy device plugin.
-    pub(crate) static RESOURCE_ADVERTISED_TWICE = "ZL037", "resource-advertised-twice", Error, resource_advertised_twice;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL037/fail/`:
+    ///
+    /// ```text
+    /// error[ZL037]: resource `rdma_vfs` is also advertised by NicClusterPolicy `nic-cluster-policy` (fail/input.yaml:1)
+    ///   --> fail/input.yaml:19:3
+    ///    |
+    /// 19 |   resourceName: rdma_vfs
+    ///    |   ^^^^^^^^^^^^
+    ///    = object: SriovNetworkNodePolicy/sriov-network-operator/policy
+    ///    = help: configure the resource in one place only
+    /// ```
+    pub(crate) static RESOURCE_ADVERTISED_TWICE = {
+        id: "ZL037",
+        name: "resource-advertised-twice",
+        severity: Error,
+        check: resource_advertised_twice,
+    };
 }
 
 fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -173,7 +173,28 @@ declare_rule! {
     /// Use cluster-wide IPAM (`whereabouts`, or `nv-ipam` with the Network
     /// Operator), or give each node its own range (one network per node,
     /// selected by `kubernetes.io/hostname`).
-    pub(crate) static HOST_LOCAL_IPAM_ACROSS_NODES = "ZL097", "host-local-ipam-across-nodes", Warning, host_local_ipam_across_nodes;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL097/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL097]: host-local ipam on a network that spans nodes (an SR-IOV network serves every node its policies select): each node hands out the same addresses from `10.56.217.0/24`
+    ///   --> fail/input.yaml:26:3
+    ///    |
+    /// 26 |   ipam: |
+    ///    |   ^^^^
+    ///    = object: SriovNetwork/sriov-network-operator/rail0
+    ///    = help: allocate cluster-wide with whereabouts (or nv-ipam), or give each node its own network and range
+    ///            {"type": "whereabouts", "range": "192.168.100.0/24"}
+    ///    = see: https://www.cni.dev/plugins/current/ipam/host-local/
+    /// ```
+    pub(crate) static HOST_LOCAL_IPAM_ACROSS_NODES = {
+        id: "ZL097",
+        name: "host-local-ipam-across-nodes",
+        severity: Warning,
+        check: host_local_ipam_across_nodes,
+    };
 }
 
 fn host_local_ipam_across_nodes(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -227,7 +248,27 @@ declare_rule! {
     /// ## How to fix
     /// Write the name alone, as in the SriovNetworkNodePolicy
     /// (`resourceName: mlnx_rdma`); the operator adds the prefix.
-    pub(crate) static PREFIXED_SRIOV_NETWORK_RESOURCE = "ZL099", "prefixed-sriov-network-resource", Error, prefixed_sriov_network_resource;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL099/fail/`:
+    ///
+    /// ```text
+    /// error[ZL099]: resourceName carries the prefix `openshift.io`, which the sr-iov operator adds again: the NAD names `<prefix>/openshift.io/mlnx_rdma`
+    ///  --> fail/input.yaml:9:3
+    ///   |
+    /// 9 |   resourceName: openshift.io/mlnx_rdma
+    ///   |   ^^^^^^^^^^^^
+    ///   = object: SriovNetwork/openshift-sriov-network-operator/rdma
+    ///   = help: write the name alone (`mlnx_rdma`), as the SriovNetworkNodePolicy does
+    ///           resourceName: mlnx_rdma
+    /// ```
+    pub(crate) static PREFIXED_SRIOV_NETWORK_RESOURCE = {
+        id: "ZL099",
+        name: "prefixed-sriov-network-resource",
+        severity: Error,
+        check: prefixed_sriov_network_resource,
+    };
 }
 
 fn prefixed_sriov_network_resource(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -34,7 +34,26 @@ declare_rule! {
     /// Rename the field to the declared one, or remove it; `kubectl explain
     /// <kind>.spec` lists the fields. Move a chart value to the chart's
     /// values (`helm install --set nfd.enabled=false`).
-    pub(crate) static UNKNOWN_FIELD = "ZL010", "unknown-field", Error, unknown_field;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL010/fail/`:
+    ///
+    /// ```text
+    /// error[ZL010]: `nfd` is a value of the gpu-operator helm chart, not a ClusterPolicy field: it deploys node feature discovery with the chart (`nfd.enabled`)
+    ///  --> fail/clusterpolicy.yaml:7:3
+    ///   |
+    /// 7 |   nfd:
+    ///   |   ^^^
+    ///   = object: ClusterPolicy/cluster-policy
+    ///   = help: remove it from the ClusterPolicy; set it in the values of the gpu-operator chart instead
+    /// ```
+    pub(crate) static UNKNOWN_FIELD = {
+        id: "ZL010",
+        name: "unknown-field",
+        severity: Error,
+        check: unknown_field,
+    };
 }
 
 declare_rule! {
@@ -51,7 +70,26 @@ declare_rule! {
     /// ## How to fix
     /// Add the field; the CRD's description (`kubectl explain`) says what it
     /// holds.
-    pub(crate) static MISSING_REQUIRED_FIELD = "ZL011", "missing-required-field", Error, missing_required_field;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL011/fail/`:
+    ///
+    /// ```text
+    /// error[ZL011]: `spec` lacks the required field `size`
+    ///  --> fail/input.yaml:5:1
+    ///   |
+    /// 5 | spec:
+    ///   | ^^^^
+    ///   = object: Widget/w
+    ///   = help: add `size` under `spec`
+    /// ```
+    pub(crate) static MISSING_REQUIRED_FIELD = {
+        id: "ZL011",
+        name: "missing-required-field",
+        severity: Error,
+        check: missing_required_field,
+    };
 }
 
 declare_rule! {
@@ -67,7 +105,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Use a value of the declared type within the declared set or range.
-    pub(crate) static INVALID_FIELD_VALUE = "ZL012", "invalid-field-value", Error, invalid_field_value;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL012/fail/`:
+    ///
+    /// ```text
+    /// error[ZL012]: "purple" is not one of "red", "green", "blue"
+    ///  --> fail/input.yaml:7:3
+    ///   |
+    /// 7 |   color: purple
+    ///   |   ^^^^^
+    ///   = object: Widget/w
+    ///   = help: use a value the CRD accepts (`kubectl explain` shows the type and allowed values)
+    /// ```
+    pub(crate) static INVALID_FIELD_VALUE = {
+        id: "ZL012",
+        name: "invalid-field-value",
+        severity: Error,
+        check: invalid_field_value,
+    };
 }
 
 declare_rule! {
@@ -85,7 +142,26 @@ declare_rule! {
     /// ## How to fix
     /// Use a served apiVersion (see `kubectl api-resources`), or install the
     /// CRD version that serves it.
-    pub(crate) static UNSERVED_API_VERSION = "ZL013", "unserved-api-version", Warning, unserved_api_version;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL013/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL013]: example.com/v2 Widget is not served by the given CRDs
+    ///  --> fail/input.yaml:1:1
+    ///   |
+    /// 1 | apiVersion: example.com/v2
+    ///   | ^^^^^^^^^^
+    ///   = object: Widget/w
+    ///   = help: use apiVersion example.com/v1
+    /// ```
+    pub(crate) static UNSERVED_API_VERSION = {
+        id: "ZL013",
+        name: "unserved-api-version",
+        severity: Warning,
+        check: unserved_api_version,
+    };
 }
 
 /// Runs `report` for each violation of `select`ed kinds.

@@ -91,7 +91,26 @@ declare_rule! {
     /// ## How to fix
     /// Use the PF device ID of the adapter (ConnectX-6 Dx: 101d,
     /// ConnectX-7: 1021), or select by `pfNames`/`rootDevices`.
-    pub(crate) static VF_DEVICE_ID_IN_POLICY = "ZL040", "vf-device-id-in-policy", Error, vf_device_id_in_policy;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL040/fail/`:
+    ///
+    /// ```text
+    /// error[ZL040]: deviceID `101e` is the vf id of ConnectX-6 Dx, ConnectX-6 Lx, ConnectX-7, ConnectX-8, ConnectX-9, BlueField-2 (ConnectX-6 Dx), BlueField-3 (ConnectX-7); a policy selects pfs
+    ///   --> fail/input.yaml:13:5
+    ///    |
+    /// 13 |     deviceID: "101e"
+    ///    |     ^^^^^^^^
+    ///    = object: SriovNetworkNodePolicy/sriov-network-operator/policy
+    ///    = help: use the pf device id: 101d for ConnectX-6 Dx, 101f for ConnectX-6 Lx, 1021 for ConnectX-7, 1023 for ConnectX-8, 1025 for ConnectX-9, a2d6 for BlueField-2 (ConnectX-6 Dx), a2dc for BlueField-3 (ConnectX-7)
+    /// ```
+    pub(crate) static VF_DEVICE_ID_IN_POLICY = {
+        id: "ZL040",
+        name: "vf-device-id-in-policy",
+        severity: Error,
+        check: vf_device_id_in_policy,
+    };
 }
 
 fn vf_device_id_in_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -150,7 +169,26 @@ declare_rule! {
     /// ## How to fix
     /// Use the VF device ID (ConnectX-5: 1018, ConnectX-6 Dx/7/8: 101e), and
     /// `pciAddresses` rather than `devices` for addresses.
-    pub(crate) static PF_DEVICE_ID_IN_VF_SELECTOR = "ZL041", "pf-device-id-in-vf-selector", Warning, pf_device_id_in_vf_selector;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL041/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL041]: resource `sriov_rdma` selects device `1017`, the pf id of ConnectX-5; its vfs are `1018`
+    ///   --> fail/input.yaml:10:5
+    ///    |
+    /// 10 |     config: |
+    ///    |     ^^^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: select the vf device id `1018` in "devices"
+    /// ```
+    pub(crate) static PF_DEVICE_ID_IN_VF_SELECTOR = {
+        id: "ZL041",
+        name: "pf-device-id-in-vf-selector",
+        severity: Warning,
+        check: pf_device_id_in_vf_selector,
+    };
 }
 
 /// The model whose PF has device ID `pf`, by name, with its VF device ID.
@@ -199,7 +237,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Put the VF ID of the policies' adapter in the plugin's `devices`.
-    pub(crate) static VF_SELECTOR_NEVER_MATCHES_POLICY = "ZL042", "vf-selector-never-matches-policy", Error, vf_selector_never_matches_policy;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL042/fail/`:
+    ///
+    /// ```text
+    /// error[ZL042]: resource `dp_vfs` selects vf devices 101e but the policies create vfs `1018` (ConnectX-5, policy `policy`)
+    ///   --> fail/input.yaml:24:5
+    ///    |
+    /// 24 |     config: |
+    ///    |     ^^^^^^
+    ///    = object: NicClusterPolicy/nic-cluster-policy
+    ///    = help: select the vf device id of the policies' adapter in "devices"
+    /// ```
+    pub(crate) static VF_SELECTOR_NEVER_MATCHES_POLICY = {
+        id: "ZL042",
+        name: "vf-selector-never-matches-policy",
+        severity: Error,
+        check: vf_selector_never_matches_policy,
+    };
 }
 
 fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -261,7 +318,26 @@ declare_rule! {
     /// ## How to fix
     /// Use `deviceType: netdevice` for RDMA in pods, or drop `isRdma` for
     /// VM/DPDK use.
-    pub(crate) static VFIO_PCI_WITH_RDMA = "ZL043", "vfio-pci-with-rdma", Error, vfio_pci_with_rdma;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL043/fail/`:
+    ///
+    /// ```text
+    /// error[ZL043]: `isRdma: true` with `deviceType: vfio-pci` is rejected: vfio-pci vfs have no rdma device
+    ///   --> fail/input.yaml:15:3
+    ///    |
+    /// 15 |   isRdma: true
+    ///    |   ^^^^^^
+    ///    = object: SriovNetworkNodePolicy/sriov-network-operator/policy
+    ///    = help: use `deviceType: netdevice` for rdma in pods, or set `isRdma: false`
+    /// ```
+    pub(crate) static VFIO_PCI_WITH_RDMA = {
+        id: "ZL043",
+        name: "vfio-pci-with-rdma",
+        severity: Error,
+        check: vfio_pci_with_rdma,
+    };
 }
 
 fn vfio_pci_with_rdma(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -301,7 +377,26 @@ declare_rule! {
     /// ## How to fix
     /// Change the kind to `SriovIBNetwork` (drop Ethernet-only fields such as
     /// `vlan`, `spoofChk`, `trust`).
-    pub(crate) static IB_POLICY_WITH_ETHERNET_NETWORK = "ZL044", "ib-policy-with-ethernet-network", Error, ib_policy_with_ethernet_network;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL044/fail/`:
+    ///
+    /// ```text
+    /// error[ZL044]: resource `rdma_vfs` comes from infiniband policy `policy`; a SriovNetwork renders ethernet config
+    ///   --> fail/input.yaml:22:3
+    ///    |
+    /// 22 |   resourceName: rdma_vfs
+    ///    |   ^^^^^^^^^^^^
+    ///    = object: SriovNetwork/sriov-network-operator/ib-net
+    ///    = help: use kind SriovIBNetwork for infiniband vfs
+    /// ```
+    pub(crate) static IB_POLICY_WITH_ETHERNET_NETWORK = {
+        id: "ZL044",
+        name: "ib-policy-with-ethernet-network",
+        severity: Error,
+        check: ib_policy_with_ethernet_network,
+    };
 }
 
 fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -358,7 +453,26 @@ declare_rule! {
     /// ## How to fix
     /// Request at most 128 VFs per PF (for InfiniBand, NVIDIA recommends at
     /// most 16).
-    pub(crate) static TOO_MANY_MELLANOX_VFS = "ZL045", "too-many-mellanox-vfs", Error, too_many_mellanox_vfs;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL045/fail/`:
+    ///
+    /// ```text
+    /// error[ZL045]: numVfs 256 is above the 128 vfs the operator allows on nvidia/mellanox nics
+    ///   --> fail/input.yaml:10:3
+    ///    |
+    /// 10 |   numVfs: 256
+    ///    |   ^^^^^^
+    ///    = object: SriovNetworkNodePolicy/sriov-network-operator/policy
+    ///    = help: request at most 128 vfs per pf
+    /// ```
+    pub(crate) static TOO_MANY_MELLANOX_VFS = {
+        id: "ZL045",
+        name: "too-many-mellanox-vfs",
+        severity: Error,
+        check: too_many_mellanox_vfs,
+    };
 }
 
 fn too_many_mellanox_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -403,7 +517,26 @@ declare_rule! {
     /// ## How to fix
     /// Keep the range within `0..numVfs-1` (`ens1f0#0-7` for `numVfs: 8`), or
     /// raise `numVfs`.
-    pub(crate) static PF_NAMES_RANGE_BEYOND_NUM_VFS = "ZL046", "pf-names-range-beyond-num-vfs", Error, pf_names_range_beyond_num_vfs;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL046/fail/`:
+    ///
+    /// ```text
+    /// error[ZL046]: `ens1f0#0-8`: vf 8 does not exist with numVfs 8 (vfs are 0..7)
+    ///   --> fail/input.yaml:13:9
+    ///    |
+    /// 13 |       - "ens1f0#0-8"
+    ///    |         ^^^^^^^^^^^^
+    ///    = object: SriovNetworkNodePolicy/sriov-network-operator/policy
+    ///    = help: keep the range within 0..numVfs-1, or raise numVfs
+    /// ```
+    pub(crate) static PF_NAMES_RANGE_BEYOND_NUM_VFS = {
+        id: "ZL046",
+        name: "pf-names-range-beyond-num-vfs",
+        severity: Error,
+        check: pf_names_range_beyond_num_vfs,
+    };
 }
 
 fn pf_names_range_beyond_num_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -493,7 +626,28 @@ declare_rule! {
     /// ## How to fix
     /// Add the plugin to `metaPlugins` (after any other, comma-separated,
     /// without brackets), and remove an `rdma` capability.
-    pub(crate) static RDMA_NETWORK_WITHOUT_RDMA_CNI = "ZL047", "rdma-network-without-rdma-cni", Error, rdma_network_without_rdma_cni;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL047/fail/`:
+    ///
+    /// ```text
+    /// error[ZL047]: `rdma` is not a cni capability: it moves no rdma device into the pod
+    ///   --> fail/input.yaml:37:3
+    ///    |
+    /// 37 |   capabilities: '{"rdma": true}'
+    ///    |   ^^^^^^^^^^^^
+    ///    = object: SriovNetwork/sriov-network-operator/rail0
+    ///    = help: remove it; chain the rdma plugin in metaPlugins instead
+    ///            metaPlugins: |
+    ///              {"type": "rdma"}
+    /// ```
+    pub(crate) static RDMA_NETWORK_WITHOUT_RDMA_CNI = {
+        id: "ZL047",
+        name: "rdma-network-without-rdma-cni",
+        severity: Error,
+        check: rdma_network_without_rdma_cni,
+    };
 }
 
 /// Whether a `metaPlugins` text chains the `rdma` plugin. The operator
@@ -647,7 +801,26 @@ declare_rule! {
     /// Select on Node Feature Discovery's PCI labels
     /// (`feature.node.kubernetes.io/pci-15b3.present: "true"` for nodes
     /// with NVIDIA NICs, `pci-10de` for GPUs) or on a label of your own.
-    pub(crate) static SELECTOR_ON_GPU_FEATURE_DISCOVERY_LABEL = "ZL048", "selector-on-gpu-feature-discovery-label", Error, selector_on_gpu_feature_discovery_label;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL048/fail/`:
+    ///
+    /// ```text
+    /// error[ZL048]: SriovNetworkPoolConfig selects nodes by `nvidia.com/gpu.product`, a gpu feature discovery label that no node has until the gpu stack is up
+    ///   --> fail/sriov.yaml:10:7
+    ///    |
+    /// 10 |       nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+    ///    |       ^^^^^^^^^^^^^^^^^^^^^^
+    ///    = object: SriovNetworkPoolConfig/nvidia-network-operator/rdma-exclusive
+    ///    = help: select on node feature discovery's pci label, e.g. `feature.node.kubernetes.io/pci-15b3.present: "true"`, or on a label of your own
+    /// ```
+    pub(crate) static SELECTOR_ON_GPU_FEATURE_DISCOVERY_LABEL = {
+        id: "ZL048",
+        name: "selector-on-gpu-feature-discovery-label",
+        severity: Error,
+        check: selector_on_gpu_feature_discovery_label,
+    };
 }
 
 fn selector_on_gpu_feature_discovery_label(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -25,7 +25,26 @@ declare_rule! {
     /// ## How to fix
     /// Remove the option; write barriers are cheap on devices with a
     /// non-volatile or no write cache.
-    pub(crate) static XFS_NOBARRIER = "ZL080", "xfs-nobarrier", Error, xfs_nobarrier;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL080/fail/`:
+    ///
+    /// ```text
+    /// error[ZL080]: xfs rejects `nobarrier` since linux 4.19; the mount fails
+    ///   --> fail/input.yaml:10:5
+    ///    |
+    /// 10 |   - nobarrier
+    ///    |     ^^^^^^^^^
+    ///    = object: StorageClass/local-xfs
+    ///    = help: remove `nobarrier` from mountOptions
+    /// ```
+    pub(crate) static XFS_NOBARRIER = {
+        id: "ZL080",
+        name: "xfs-nobarrier",
+        severity: Error,
+        check: xfs_nobarrier,
+    };
 }
 
 fn xfs_nobarrier(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -140,7 +159,26 @@ declare_rule! {
     /// ## How to fix
     /// Use the key cuFile documents (the finding suggests the closest) with
     /// a value of its type, or remove it.
-    pub(crate) static UNKNOWN_CUFILE_KEY = "ZL081", "unknown-cufile-key", Warning, unknown_cufile_key;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL081/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL081]: `properties.alow_compat_mode` is not a cufile key (did you mean `allow_compat_mode`?)
+    ///   --> fail/configmap.yaml:13:9
+    ///    |
+    /// 13 |         "alow_compat_mode": false
+    ///    |         ^^^^^^^^^^^^^^^^^^
+    ///    = object: ConfigMap/ml/cufile-config
+    ///    = help: rename it to `allow_compat_mode`
+    /// ```
+    pub(crate) static UNKNOWN_CUFILE_KEY = {
+        id: "ZL081",
+        name: "unknown-cufile-key",
+        severity: Warning,
+        check: unknown_cufile_key,
+    };
 }
 
 fn unknown_cufile_key(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

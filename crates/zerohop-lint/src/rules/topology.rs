@@ -219,7 +219,26 @@ declare_rule! {
     /// whole CPUs that span the same NUMA nodes as the GPUs, and
     /// `excludeTopology: true` on the rails' SriovNetworkNodePolicies, or
     /// split the pod per NUMA node.
-    pub(crate) static POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER = "ZL090", "pod-never-admitted-by-topology-manager", Error, pod_never_admitted_by_topology_manager;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL090/fail/`:
+    ///
+    /// ```text
+    /// error[ZL090]: the pod can never be admitted under topologyManagerPolicy single-numa-node (pod scope) of KubeletConfig `h100-topology`: no single numa node holds them all: 8 nvidia.com/gpu on numa {0,1}; 96 exclusive cpus on numa {0,1}; the kubelet fails it with TopologyAffinityError
+    ///   --> fail/training.yaml:23:5
+    ///    |
+    /// 23 |     zerohop.dev/numa-layout: '[{"cpus":56,"reservedCpus":8,"devices":{"nvidia.com/gpu":4}},{"cpus":56,"devices":{"nvidia.com/gpu":4}}]'
+    ///    |     ^^^^^^^^^^^^^^^^^^^^^^^
+    ///    = object: Pod/ai-training/trainer
+    ///    = help: use single-numa-node only for pods one numa node holds; for pods spanning sockets use restricted with the pod scope, whole cpus spanning the gpus' numa nodes, and excludeTopology on the rail vfs
+    /// ```
+    pub(crate) static POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER = {
+        id: "ZL090",
+        name: "pod-never-admitted-by-topology-manager",
+        severity: Error,
+        check: pod_never_admitted_by_topology_manager,
+    };
 }
 
 fn pod_never_admitted_by_topology_manager(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -303,7 +322,29 @@ declare_rule! {
     /// ## How to fix
     /// Give every container whole CPUs and memory, with requests equal to
     /// limits (or limits only).
-    pub(crate) static GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER = "ZL091", "gpu-pod-not-pinned-by-static-cpu-manager", Warning, gpu_pod_not_pinned;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL091/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL091]: container `trainer` has no cpu limit: the gpu pod is not pinned by the static cpu manager of KubeletConfiguration `fail/training.yaml`, and the topology manager gets no cpu hint
+    ///   --> fail/training.yaml:21:9
+    ///    |
+    /// 21 |         limits:
+    ///    |         ^^^^^^
+    ///    = object: Pod/ai-training/trainer
+    ///    = help: give every container whole cpus and memory with requests equal to limits
+    ///            resources:
+    ///              requests: {cpu: "32", memory: 256Gi}
+    ///              limits: {cpu: "32", memory: 256Gi}
+    /// ```
+    pub(crate) static GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER = {
+        id: "ZL091",
+        name: "gpu-pod-not-pinned-by-static-cpu-manager",
+        severity: Warning,
+        check: gpu_pod_not_pinned,
+    };
 }
 
 fn gpu_pod_not_pinned(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

@@ -187,7 +187,26 @@ declare_rule! {
     /// Create the network in the pod's namespace (set `networkNamespace` on
     /// the operator network), or write `<namespace>/<name>` in the
     /// annotation.
-    pub(crate) static UNRESOLVED_NETWORK_ANNOTATION = "ZL050", "unresolved-network-annotation", Error, unresolved_network_annotation;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL050/fail/`:
+    ///
+    /// ```text
+    /// error[ZL050]: network `rdma-net` is looked up in namespace `ml`, but the input has NetworkAttachmentDefinition `rdma-net` in namespace `default`
+    ///   --> fail/input.yaml:17:5
+    ///    |
+    /// 17 |     k8s.v1.cni.cncf.io/networks: rdma-net
+    ///    |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: set the network's `networkNamespace` to the pod's namespace, or write `<namespace>/<name>` in the annotation
+    /// ```
+    pub(crate) static UNRESOLVED_NETWORK_ANNOTATION = {
+        id: "ZL050",
+        name: "unresolved-network-annotation",
+        severity: Error,
+        check: unresolved_network_annotation,
+    };
 }
 
 fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -274,7 +293,26 @@ declare_rule! {
     /// ## How to fix
     /// Request the resource under the name it is advertised with, or
     /// configure the device plugin to advertise it.
-    pub(crate) static UNADVERTISED_RESOURCE_REQUEST = "ZL051", "unadvertised-resource-request", Error, unadvertised_resource_request;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL051/fail/`:
+    ///
+    /// ```text
+    /// error[ZL051]: `nvidia.com/sriov_rdma` is not advertised; the input advertises intel.com/sriov_rdma
+    ///   --> fail/input.yaml:29:11
+    ///    |
+    /// 29 |           nvidia.com/sriov_rdma: 1
+    ///    |           ^^^^^^^^^^^^^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: request the advertised name, or set the device plugin's (or the sr-iov operator's) resource prefix to match
+    /// ```
+    pub(crate) static UNADVERTISED_RESOURCE_REQUEST = {
+        id: "ZL051",
+        name: "unadvertised-resource-request",
+        severity: Error,
+        check: unadvertised_resource_request,
+    };
 }
 
 fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -336,7 +374,26 @@ declare_rule! {
     /// ## How to fix
     /// Add the resource to the container's `requests` and `limits`, one per
     /// attachment of that network.
-    pub(crate) static NAD_RESOURCE_NOT_REQUESTED = "ZL052", "nad-resource-not-requested", Error, nad_resource_not_requested;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL052/fail/`:
+    ///
+    /// ```text
+    /// error[ZL052]: network `rdma-net` hands out `nvidia.com/rdma_vfs` but no container requests it
+    ///   --> fail/input.yaml:17:5
+    ///    |
+    /// 17 |     k8s.v1.cni.cncf.io/networks: rdma-net
+    ///    |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: add `nvidia.com/rdma_vfs: 1` to the container's resources requests and limits
+    /// ```
+    pub(crate) static NAD_RESOURCE_NOT_REQUESTED = {
+        id: "ZL052",
+        name: "nad-resource-not-requested",
+        severity: Error,
+        check: nad_resource_not_requested,
+    };
 }
 
 fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -414,7 +471,29 @@ declare_rule! {
     /// ## How to fix
     /// Add `securityContext: {capabilities: {add: ["IPC_LOCK"]}}` to the
     /// container.
-    pub(crate) static RDMA_WITHOUT_IPC_LOCK = "ZL060", "rdma-without-ipc-lock", Error, rdma_without_ipc_lock;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL060/fail/`:
+    ///
+    /// ```text
+    /// error[ZL060]: container `trainer` requests rdma resource `rdma/rdma_shared_a` without the IPC_LOCK capability
+    ///   --> fail/input.yaml:10:7
+    ///    |
+    /// 10 |     - name: trainer
+    ///    |       ^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: add IPC_LOCK to the container's capabilities
+    ///            securityContext:
+    ///              capabilities:
+    ///                add: ["IPC_LOCK"]
+    /// ```
+    pub(crate) static RDMA_WITHOUT_IPC_LOCK = {
+        id: "ZL060",
+        name: "rdma-without-ipc-lock",
+        severity: Error,
+        check: rdma_without_ipc_lock,
+    };
 }
 
 fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -479,7 +558,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Set the same quantity in `requests` and `limits`.
-    pub(crate) static HUGEPAGES_REQUEST_LIMIT_MISMATCH = "ZL061", "hugepages-request-limit-mismatch", Error, hugepages_request_limit_mismatch;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL061/fail/`:
+    ///
+    /// ```text
+    /// error[ZL061]: `hugepages-1Gi` request 2Gi differs from its limit 4Gi
+    ///   --> fail/input.yaml:18:11
+    ///    |
+    /// 18 |           hugepages-1Gi: 2Gi
+    ///    |           ^^^^^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: set the same hugepages quantity in requests and limits
+    /// ```
+    pub(crate) static HUGEPAGES_REQUEST_LIMIT_MISMATCH = {
+        id: "ZL061",
+        name: "hugepages-request-limit-mismatch",
+        severity: Error,
+        check: hugepages_request_limit_mismatch,
+    };
 }
 
 fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -547,7 +645,26 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Add `memory` (and `cpu`) to the container's requests and limits.
-    pub(crate) static HUGEPAGES_WITHOUT_CPU_OR_MEMORY = "ZL062", "hugepages-without-cpu-or-memory", Error, hugepages_without_cpu_or_memory;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL062/fail/`:
+    ///
+    /// ```text
+    /// error[ZL062]: `hugepages-2Mi` is requested without a cpu or memory request
+    ///   --> fail/input.yaml:12:7
+    ///    |
+    /// 12 |       resources:
+    ///    |       ^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: add memory (and cpu) to the container's requests and limits
+    /// ```
+    pub(crate) static HUGEPAGES_WITHOUT_CPU_OR_MEMORY = {
+        id: "ZL062",
+        name: "hugepages-without-cpu-or-memory",
+        severity: Error,
+        check: hugepages_without_cpu_or_memory,
+    };
 }
 
 fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -610,7 +727,26 @@ declare_rule! {
     /// ## How to fix
     /// Request one VF (from the rail's network) per GPU, with the topology
     /// manager set to `single-numa-node` or GPU/NIC affinity configured.
-    pub(crate) static FEWER_VFS_THAN_GPUS = "ZL063", "fewer-vfs-than-gpus", Warning, fewer_vfs_than_gpus;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL063/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL063]: pod requests 8 gpus but 2 vfs; one vf per gpu is recommended for gpudirect rdma
+    ///   --> fail/input.yaml:31:11
+    ///    |
+    /// 31 |           nvidia.com/gpu: 8
+    ///    |           ^^^^^^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: request 8 vfs, one per gpu
+    /// ```
+    pub(crate) static FEWER_VFS_THAN_GPUS = {
+        id: "ZL063",
+        name: "fewer-vfs-than-gpus",
+        severity: Warning,
+        check: fewer_vfs_than_gpus,
+    };
 }
 
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -702,7 +838,31 @@ declare_rule! {
     /// Set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`),
     /// `NCCL_SOCKET_IFNAME` to the bootstrap interface, and check the log for
     /// `NET/IB` with `NCCL_DEBUG=INFO`.
-    pub(crate) static RDMA_WITHOUT_NCCL_ENV = "ZL064", "rdma-without-nccl-env", Warning, rdma_without_nccl_env;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL064/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL064]: pod requests gpus and `rdma/rdma_shared_a` but sets no NCCL_* environment
+    ///   --> fail/input.yaml:18:11
+    ///    |
+    /// 18 |           rdma/rdma_shared_a: 1
+    ///    |           ^^^^^^^^^^^^^^^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: set NCCL_IB_HCA to the pod's rdma devices and verify NET/IB with NCCL_DEBUG=INFO
+    ///            env:
+    ///              - name: NCCL_IB_HCA
+    ///                value: mlx5
+    ///              - name: NCCL_DEBUG
+    ///                value: INFO
+    /// ```
+    pub(crate) static RDMA_WITHOUT_NCCL_ENV = {
+        id: "ZL064",
+        name: "rdma-without-nccl-env",
+        severity: Warning,
+        check: rdma_without_nccl_env,
+    };
 }
 
 fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
@@ -774,7 +934,29 @@ declare_rule! {
     /// Set `NCCL_IB_TC` to the lossless class of the fabric (DSCP × 4 + 2
     /// for ECN: 106 for DSCP 26 on priority 3), and the same with perftest
     /// (`--tclass=106`).
-    pub(crate) static ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS = "ZL065", "roce-without-lossless-traffic-class", Warning, roce_without_lossless_traffic_class;
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL065/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL065]: container `trainer` requests roce device `nvidia.com/rdma_rail0` but sets no NCCL_IB_TC: nccl traffic leaves on traffic class 0, priority 0, without pfc
+    ///   --> fail/input.yaml:26:7
+    ///    |
+    /// 26 |     - name: trainer
+    ///    |       ^^^^
+    ///    = object: Pod/ml/trainer
+    ///    = help: set NCCL_IB_TC to the fabric's lossless traffic class (170 for dscp 42 on priority 5)
+    ///            env:
+    ///              - name: NCCL_IB_TC
+    ///                value: "170"
+    /// ```
+    pub(crate) static ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS = {
+        id: "ZL065",
+        name: "roce-without-lossless-traffic-class",
+        severity: Warning,
+        check: roce_without_lossless_traffic_class,
+    };
 }
 
 fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {

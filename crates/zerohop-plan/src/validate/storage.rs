@@ -4,9 +4,106 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::Checker;
+use super::values::{MALFORMED_ADDRESS, MALFORMED_PATH, VALUE_OUT_OF_RANGE};
 use crate::grammar;
 use crate::intent::{NfsRdma, Storage};
 use crate::plan::NfsPlan;
+use crate::rule::declare_rule;
+
+declare_rule! {
+    /// NVMe over Fabrics together with NFS over RDMA, or GPUDirect Storage with NVMe over Fabrics.
+    ///
+    /// ## What it checks
+    /// `spec.storage` with both `nvmeOf` and `nfsRdma`, and with `gds:
+    /// true` beside `nvmeOf`.
+    ///
+    /// ## Why it matters
+    /// With NFS over RDMA the DOCA driver container is started with
+    /// `ENABLE_NFSRDMA`, and it fails while NVMe modules are loaded, a
+    /// known issue of the Network Operator (Mellanox/network-operator-docs
+    /// `docs/release-notes.rst`: blacklist NVMe or leave `ENABLE_NFSRDMA`
+    /// false): a node that also mounts NVMe-oF over RDMA keeps the inbox
+    /// driver. And with the DOCA driver "in context of GDS only GDS with
+    /// NFS over RDMA is supported. … NVME over RDMA cannot be used"
+    /// (`docs/advanced/doca-drivers.rst`), so `gds` with NVMe-oF would set
+    /// up GPUDirect Storage for a path that cannot carry it.
+    ///
+    /// ## How to fix
+    /// Use one storage path per node: NFS over RDMA (with `gds` if wanted)
+    /// or NVMe-oF.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP040/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   storage:
+    ///     nfsRdma:
+    ///       server: 10.10.0.10
+    ///       export: /export/ai-data
+    ///       mountPoint: /mnt/ai-data
+    ///       nic: ens2f0np0
+    ///     nvmeOf:
+    ///       targets:
+    ///         - {address: 10.10.0.20}
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:24:7: nvme-of together with nfs over rdma [ZP040]
+    ///   help: the doca driver container fails with ENABLE_NFSRDMA while nvme rdma modules are loaded; use one storage path per node
+    /// ```
+    pub(crate) static CONFLICTING_STORAGE_PATHS = {
+        id: "ZP040",
+        name: "conflicting-storage-paths",
+        severity: Error,
+    };
+}
+
+declare_rule! {
+    /// NFS over RDMA names a NIC that no pool has, or one whose network is tagged with a VLAN.
+    ///
+    /// ## What it checks
+    /// `spec.storage.nfsRdma.nic` against the PFs of every pool: it must be
+    /// one of them, and its rail must have no `vlan`.
+    ///
+    /// ## Why it matters
+    /// The mount runs in the host's network namespace over that PF, and
+    /// the plan configures its RoCE QoS by that name. A name no pool has
+    /// is a port the plan knows nothing of; a VLAN is what the rail's
+    /// SR-IOV network gives the VFs of pods, not the PF itself, so the host
+    /// would reach the server untagged on a network that expects tags.
+    ///
+    /// ## How to fix
+    /// Name the PF whose network reaches the NFS server, and serve NFS over
+    /// RDMA on an untagged network (remove its `vlan`), or give the storage
+    /// network a PF of its own.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP041/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   storage:
+    ///     nfsRdma:
+    ///       nic: ens9f0np0
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:22:12: nic "ens9f0np0" is not a pf of any pool [ZP041]
+    ///   help: name the pf whose network reaches the nfs server
+    /// ```
+    pub(crate) static UNUSABLE_NFS_NIC = {
+        id: "ZP041",
+        name: "unusable-nfs-nic",
+        severity: Error,
+    };
+}
 
 /// The storage part of the plan, checked.
 pub(super) struct StoragePlan {
@@ -23,11 +120,12 @@ pub(super) fn storage(
     all_pfs: &BTreeMap<String, bool>,
 ) -> StoragePlan {
     if let (Some(nvme), Some(_)) = (&storage.nvme_of, &storage.nfs_rdma) {
-        c.error(&nvme.referenced, "nvme-of together with nfs over rdma", "the doca driver container fails with ENABLE_NFSRDMA while nvme rdma modules are loaded; use one storage path per node");
+        c.error(&CONFLICTING_STORAGE_PATHS, &nvme.referenced, "nvme-of together with nfs over rdma", "the doca driver container fails with ENABLE_NFSRDMA while nvme rdma modules are loaded; use one storage path per node");
     }
     let gds = storage.gds.as_ref().is_some_and(|g| g.value);
     if let (Some(gds_flag), true, Some(_)) = (&storage.gds, gds, &storage.nvme_of) {
         c.error(
+            &CONFLICTING_STORAGE_PATHS,
             &gds_flag.referenced,
             "gds with nvme-of",
             "with the network operator's doca driver, gds is supported only with nfs over rdma",
@@ -39,6 +137,7 @@ pub(super) fn storage(
         // Written into /etc/nvme/discovery.conf, whose lines nvme-cli
         // splits into arguments: an RDMA target is an IP address.
         let address = c.grammar(
+            &MALFORMED_ADDRESS,
             &target.address,
             "nvme-of target",
             grammar::ip_address,
@@ -46,6 +145,7 @@ pub(super) fn storage(
         );
         if target.port.value == 0 {
             c.error(
+                &VALUE_OUT_OF_RANGE,
                 &target.port.referenced,
                 "port 0 is not a port",
                 "leave port out for 4420, the nvme-of port",
@@ -66,18 +166,21 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
     // The server and export form the mount unit's What=, the mount point
     // its Where= and the unit's name, and both reach the README's checks.
     let server = c.grammar(
+        &MALFORMED_ADDRESS,
         &nfs.server,
         "server",
         grammar::host,
         "give the nfs server's ip address or host name on the storage network",
     );
     let export = c.grammar(
+        &MALFORMED_PATH,
         &nfs.export,
         "export",
         grammar::absolute_path,
         "give the exported path as the server's /etc/exports has it, e.g. /export/ai-data",
     );
     let mount_point = c.grammar(
+        &MALFORMED_PATH,
         &nfs.mount_point,
         "mount point",
         |point| match grammar::absolute_path(point)? {
@@ -88,6 +191,7 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
     );
     if !(1..=16).contains(&nfs.nconnect.value) {
         c.error(
+            &VALUE_OUT_OF_RANGE,
             &nfs.nconnect.referenced,
             format!("nconnect {} is out of range", nfs.nconnect.value),
             "use 1 to 16",
@@ -95,11 +199,13 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
     }
     match all_pfs.get(&nfs.nic.value) {
         None => c.error(
+            &UNUSABLE_NFS_NIC,
             &nfs.nic.referenced,
             format!("nic {:?} is not a pf of any pool", nfs.nic.value),
             "name the pf whose network reaches the nfs server",
         ),
         Some(true) => c.error(
+            &UNUSABLE_NFS_NIC,
             &nfs.nic.referenced,
             format!(
                 "the network of {:?} has a vlan; nfs over rdma runs on the pf in the host network",

@@ -37,8 +37,125 @@ use zerohop_known::cpuset::CpuSet;
 use zerohop_known::topology::{Demand, GPU_RESOURCE, MAX_LAYOUT_NUMA_NODES, Policy, admit};
 
 use super::Checker;
+use super::values::{MALFORMED_CPU_LIST, VALUE_OUT_OF_RANGE};
 use crate::intent::{NumaNodeSpec, RdmaMode};
 use crate::plan::{NumaPlan, PoolPlan, RailPlan, numa_layout, rail_resource};
+use crate::rule::declare_rule;
+
+declare_rule! {
+    /// A pool's NUMA layout contradicts itself or the pool: GPUs that do not add up, a CPU in two nodes, a NIC on a node the pool lacks.
+    ///
+    /// ## What it checks
+    /// When a pool gives `numaNodes`: 1 to 16 of them; no CPU in two of
+    /// them; their `gpus` adding up to the pool's `gpus`; and every NIC
+    /// with a `numaNode` that is one of them. A NIC's `numaNode` without
+    /// the pool's `numaNodes` is reported too.
+    ///
+    /// ## Why it matters
+    /// The layout decides the Topology Manager policy and the example pod's
+    /// CPUs, and is written into the pod's `zerohop.dev/numa-layout`
+    /// annotation, which lint's ZL090 and `zerohop doctor --intent` read as
+    /// the nodes' truth. A layout that cannot be the node's proves nothing:
+    /// the policy chosen from it may refuse every pod, or pin CPUs on the
+    /// wrong socket.
+    ///
+    /// ## How to fix
+    /// Copy the layout from a node: the CPUs of each NUMA node from
+    /// `/sys/devices/system/node/node<N>/cpulist` (or `lscpu`), the GPUs of
+    /// each from `nvidia-smi topo -m` (NUMA Affinity), and each NIC's node
+    /// from `/sys/class/net/<pf>/device/numa_node`; `zerohop topo` shows
+    /// all three.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP025/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   nodePools:
+    ///     - name: h100
+    ///       gpus: 8
+    ///       numaNodes:
+    ///         - {cpus: "0-27,56-83", gpus: 4}
+    ///         - {cpus: "28-55,84-111", gpus: 2}
+    ///       nics:
+    ///         - {pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: "1021", rail: 0, subnet: 192.168.100.0/24, numaNode: 0}
+    ///         - {pf: ens2f0np0, rdmaDevice: mlx5_1, deviceId: "1021", rail: 1, subnet: 192.168.101.0/24, numaNode: 1}
+    ///   workload:
+    ///     gpusPerPod: 8
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:9:13: the numa nodes of pool "h100" hold 6 gpus but the pool has 8 [ZP025]
+    ///   help: give each numa node the gpus attached to it (nvidia-smi topo -m, NUMA Affinity)
+    /// ```
+    pub(crate) static INCONSISTENT_NUMA_LAYOUT = {
+        id: "ZP025",
+        name: "inconsistent-numa-layout",
+        severity: Error,
+    };
+}
+
+declare_rule! {
+    /// The example pod can never be admitted on the pool's nodes under the Topology Manager policy the plan chooses.
+    ///
+    /// ## What it checks
+    /// When the first pool gives its NUMA layout: the example pod (its
+    /// `gpusPerPod` GPUs, one RDMA device of each of its `vfsPerPod`
+    /// rails, and its exclusive CPUs, `cpus` or sized from the layout) put
+    /// through the kubelet's hint merging on an empty node, under the
+    /// policy the plan chooses for the pool, with the pod scope, by the
+    /// same code as lint's ZL090 (`zerohop_known::topology`).
+    ///
+    /// ## Why it matters
+    /// The kubelet admits a pod only when its resource managers' hints
+    /// merge into one the policy accepts (kubernetes/kubernetes
+    /// `pkg/kubelet/cm/topologymanager/policy.go`; Kubernetes
+    /// documentation, "Control Topology Management Policies on a node");
+    /// otherwise it fails the pod with `TopologyAffinityError` after the
+    /// scheduler placed it, and a Job recreates it in a loop. More CPUs
+    /// than the NUMA nodes of the GPUs hold outside `reservedCpus` can
+    /// never be aligned with them.
+    ///
+    /// ## How to fix
+    /// Leave `workload.cpus` out to have it sized from the layout, or give
+    /// as many CPUs as the GPUs' NUMA nodes hold outside `reservedCpus`;
+    /// or ask for fewer `gpusPerPod` or `vfsPerPod`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP051/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   nodePools:
+    ///     - name: h100
+    ///       gpus: 8
+    ///       numaNodes:
+    ///         - {cpus: "0-27,56-83", gpus: 4}
+    ///         - {cpus: "28-55,84-111", gpus: 4}
+    ///       nics:
+    ///         - {pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: "1021", rail: 0, subnet: 192.168.100.0/24, numaNode: 0}
+    ///         - {pf: ens2f0np0, rdmaDevice: mlx5_1, deviceId: "1021", rail: 1, subnet: 192.168.101.0/24, numaNode: 1}
+    ///   workload:
+    ///     gpusPerPod: 8
+    ///     cpus: 200
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:25:11: the example pod (8 gpus, 2 rdma devices, 200 cpus) can never be admitted on pool "h100" under topology manager policy best-effort: 200 exclusive cpus: the node has 112 in all [ZP051]
+    ///   help: give workload.cpus so that the cpus span the same numa nodes as the gpus, or fewer gpusPerPod/vfsPerPod
+    /// ```
+    pub(crate) static POD_NEVER_ADMITTED = {
+        id: "ZP051",
+        name: "pod-never-admitted",
+        severity: Error,
+    };
+}
 
 /// CPUs per NUMA node the default pod size leaves to the node's daemon
 /// sets (device plugins, CNI, the agent), which request CPU from the same
@@ -61,6 +178,7 @@ pub(super) fn numa_nodes(
     };
     if specs.is_empty() || specs.len() > MAX_LAYOUT_NUMA_NODES {
         c.error(
+            &INCONSISTENT_NUMA_LAYOUT,
             &pool.referenced,
             format!("pool {:?} lists {} numa nodes", pool.value, specs.len()),
             format!("list 1 to {MAX_LAYOUT_NUMA_NODES} numa nodes, as lscpu shows them"),
@@ -72,6 +190,7 @@ pub(super) fn numa_nodes(
     for spec in specs {
         let cpus = c
             .grammar(
+                &MALFORMED_CPU_LIST,
                 &spec.cpus,
                 "cpus",
                 |text| CpuSet::parse(text).map_err(|e| e.to_string()),
@@ -80,6 +199,7 @@ pub(super) fn numa_nodes(
             .unwrap_or_default();
         if let Some(twice) = cpus.0.iter().find(|cpu| !seen.insert(**cpu)) {
             c.error(
+                &INCONSISTENT_NUMA_LAYOUT,
                 &spec.cpus.referenced,
                 format!("cpu {twice} is in two numa nodes"),
                 "give each numa node its own cpus",
@@ -93,6 +213,7 @@ pub(super) fn numa_nodes(
     let listed: u32 = nodes.iter().map(|n| n.gpus).sum();
     if listed != gpus {
         c.error(
+            &INCONSISTENT_NUMA_LAYOUT,
             &pool.referenced,
             format!(
                 "the numa nodes of pool {:?} hold {listed} gpus but the pool has {gpus}",
@@ -113,6 +234,7 @@ pub(super) fn nic_numa_node(
 ) {
     match numa_node {
         Some(node) if numa_nodes == 0 => c.error(
+            &INCONSISTENT_NUMA_LAYOUT,
             &node.referenced,
             format!(
                 "pf {:?} gives a numaNode but its pool gives no numaNodes",
@@ -121,6 +243,7 @@ pub(super) fn nic_numa_node(
             "describe the pool's numaNodes (cpus and gpus of each), or remove numaNode",
         ),
         Some(node) if node.value as usize >= numa_nodes => c.error(
+            &INCONSISTENT_NUMA_LAYOUT,
             &node.referenced,
             format!(
                 "numaNode {} but the pool has {numa_nodes} numa nodes",
@@ -129,6 +252,7 @@ pub(super) fn nic_numa_node(
             "give the numa node as /sys/class/net/<pf>/device/numa_node shows it",
         ),
         None if numa_nodes > 0 => c.error(
+            &INCONSISTENT_NUMA_LAYOUT,
             &pf.referenced,
             format!("pf {:?} has no numaNode", pf.value),
             "give each nic its numa node: cat /sys/class/net/<pf>/device/numa_node",
@@ -195,6 +319,7 @@ pub(super) fn pod_cpus(
         && cpus.value == 0
     {
         c.error(
+            &VALUE_OUT_OF_RANGE,
             &cpus.referenced,
             "cpus is 0",
             "give the pod whole cpus, at least 1, so that the static cpu manager pins them",
@@ -236,6 +361,7 @@ pub(super) fn pod_cpus(
     if let Err(rejection) = admit(&layout, pool.topology_policy, &demand) {
         let place = written.map_or(at, |w| &w.referenced);
         c.error(
+            &POD_NEVER_ADMITTED,
             place,
             format!(
                 "the example pod ({gpus} gpus, {} rdma devices, {cpus} cpus) can never be admitted on pool {:?} under topology manager policy {}: {}",

@@ -27,6 +27,31 @@ declare_judgement! {
     /// secondary network of the pod), keep RoCE v2 enabled, then use the
     /// index `show_gids` prints: `NCCL_IB_GID_INDEX=N`, `ib_write_bw -x N`.
     /// `zerohop doctor --only RDMA007` checks the node.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gids.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// DEV	PORT	INDEX	GID					IPv4  		VER	DEV
+    /// mlx5_0	1	0	fe80:0000:0000:0000:0ac0:ebff:fe21:03da			v1	rdma0
+    /// ```
+    ///
+    /// `zerohop validate parse gids.txt` says:
+    ///
+    /// ```text
+    /// fabric
+    ///   fail           VAL501  show-gids-no-roce-v2  gids.txt mlx5_0 port 1: no RoCE v2 GID: only RoCE v1, which does not cross subnets
+    ///                  gids.txt:2 = 0 v1
+    ///
+    /// what to fix first
+    ///   1. VAL501 show-gids-no-roce-v2 (gids.txt mlx5_0 port 1): no RoCE v2 GID: only RoCE v1, which does not cross subnets
+    ///      fix: give the RoCE netdev its rail's IPv4 address and keep RoCE v2 on; then use the v2 GID's index
+    ///        ip addr show IFACE
+    ///        show_gids
+    ///        zerohop doctor --only RDMA007
+    /// ```
     pub static ROCE_GID_V2 = {
         id: "VAL501",
         name: "show-gids-no-roce-v2",
@@ -51,6 +76,22 @@ declare_judgement! {
     /// Mount with `proto=rdma,port=20049` (or the storage class's mount
     /// options), with `rpcrdma` loaded; `zerohop doctor --only nfs` checks
     /// the node.
+    ///
+    /// ## Example
+    ///
+    /// The capture `mounts.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// 10.0.0.1:/data on /data type nfs4 (rw,vers=4.1,proto=tcp,port=2049)
+    /// ```
+    ///
+    /// `zerohop validate parse mounts.txt` says:
+    ///
+    /// ```text
+    /// fabric
+    ///   info           VAL502  nfs-not-over-rdma  mounts.txt /data: nfs4 from 10.0.0.1:/data over tcp: data goes through the kernel's socket buffers, GPUDirect Storage cannot read it directly
+    /// ```
     pub static NFS_TRANSPORT = {
         id: "VAL502",
         name: "nfs-not-over-rdma",

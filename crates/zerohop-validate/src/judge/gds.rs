@@ -25,6 +25,31 @@ declare_judgement! {
     /// Read the lines above the verdict: the GPU and IOMMU lines are judged
     /// on their own here; `zerohop doctor --only gds` checks `nvidia_fs`,
     /// `cufile.json` and the mounts.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gdscheck-fail.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  GDS release version: 1.13.1.3
+    ///  GPU index 0 Tesla T4 bar:1 bar size (MiB):256 does not support GDS
+    ///  IOMMU: enabled
+    ///  Platform verification error
+    /// ```
+    ///
+    /// `zerohop validate parse gdscheck-fail.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           VAL401  gds-platform-unverified  gdscheck-fail.txt: platform verification did not succeed
+    ///                  gdscheck-fail.txt:4 = Platform verification
+    ///
+    /// what to fix first
+    ///   1. VAL401 gds-platform-unverified (gdscheck-fail.txt): platform verification did not succeed
+    ///      fix: read gdscheck's lines above the verdict and check the node
+    ///        zerohop doctor --only gds
+    /// ```
     pub static GDS_PLATFORM = {
         id: "VAL401",
         name: "gds-platform-unverified",
@@ -48,6 +73,30 @@ declare_judgement! {
     /// Use a data-centre or workstation GPU with a large BAR1 (`nvidia-smi -q
     /// | grep -A3 BAR1`), and the open kernel module of a driver that
     /// supports it.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gdscheck-gpu.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  GDS release version: 1.13.1.3
+    ///  GPU index 0 Tesla T4 bar:1 bar size (MiB):256 does not support GDS
+    ///  Platform verification succeeded
+    /// ```
+    ///
+    /// `zerohop validate parse gdscheck-gpu.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           VAL402  gds-gpu-unsupported  gdscheck-gpu.txt GPU 0: Tesla T4 does not support GDS
+    ///                  gdscheck-gpu.txt:2 = Tesla T4 bar size 256 MiB
+    ///
+    /// what to fix first
+    ///   1. VAL402 gds-gpu-unsupported (gdscheck-gpu.txt GPU 0): Tesla T4 does not support GDS
+    ///      fix: use a GPU with GDS support and a large BAR1, on the open kernel module
+    ///        nvidia-smi -q | grep -A3 -i bar1
+    /// ```
     pub static GDS_GPU_SUPPORT = {
         id: "VAL402",
         name: "gds-gpu-unsupported",
@@ -71,6 +120,30 @@ declare_judgement! {
     /// Boot with the IOMMU in passthrough (`iommu=pt`, with `intel_iommu=on`
     /// or `amd_iommu=on` where SR-IOV needs it) or off; `zerohop doctor
     /// --only KRN001` checks the kernel command line.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gdscheck-iommu.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  GDS release version: 1.13.1.3
+    ///  IOMMU: enabled
+    ///  Platform verification succeeded
+    /// ```
+    ///
+    /// `zerohop validate parse gdscheck-iommu.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   warn           VAL403  gds-iommu-enabled  gdscheck-iommu.txt: the IOMMU is enabled: peer-to-peer DMA into GPU memory fails or is redirected
+    ///                  gdscheck-iommu.txt:2 = IOMMU: enabled
+    ///
+    /// what to fix first
+    ///   1. VAL403 gds-iommu-enabled (gdscheck-iommu.txt): the IOMMU is enabled: peer-to-peer DMA into GPU memory fails or is redirected
+    ///      fix: boot with iommu=pt (or the IOMMU off)
+    ///        zerohop doctor --only KRN001
+    /// ```
     pub static GDS_IOMMU = {
         id: "VAL403",
         name: "gds-iommu-enabled",
@@ -96,6 +169,24 @@ declare_judgement! {
     /// To prove the direct path, run a test with `use_compat_mode: false` in
     /// a copy of `cufile.json` (`CUFILE_ENV_PATH_JSON=/tmp/cufile.json`) and
     /// watch `/proc/driver/nvidia-fs/stats`.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gdscheck-compat.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  GDS release version: 1.13.1.3
+    ///  properties.use_compat_mode : true
+    ///  Platform verification succeeded
+    /// ```
+    ///
+    /// `zerohop validate parse gdscheck-compat.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   info           VAL404  gds-compat-mode  gdscheck-compat.txt: compatibility mode is on: cuFile falls back to POSIX I/O through host memory without an error when the direct path is unavailable
+    /// ```
     pub static GDS_COMPAT_MODE = {
         id: "VAL404",
         name: "gds-compat-mode",
@@ -120,6 +211,25 @@ declare_judgement! {
     /// Enable the back end the data lives on (the NFS/RDMA and NVMe-oF
     /// support of `nvidia_fs`, the file system's GDS client) and check
     /// `zerohop doctor --only gds,nfs,nvme`.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gdscheck-backends.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  GDS release version: 1.13.1.3
+    ///  NVMe               : Unsupported
+    ///  NFS                : Unsupported
+    ///  Platform verification succeeded
+    /// ```
+    ///
+    /// `zerohop validate parse gdscheck-backends.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   info           VAL405  gds-backends  gdscheck-backends.txt: supported: none
+    /// ```
     pub static GDS_BACKENDS = {
         id: "VAL405",
         name: "gds-backends",
@@ -146,6 +256,32 @@ declare_judgement! {
     /// Check `gdscheck -p` and `/proc/driver/nvidia-fs/stats` during the run,
     /// pick the GPU nearest the storage (`-d`), and use large I/O sizes
     /// (`-i 1M`) with several threads (`-w`).
+    ///
+    /// ## Example
+    ///
+    /// The capture `gdsio-slow.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// IoType: READ XferType: GPUD Threads: 1 DataSetSize: 1/1(KiB) IOSize: 1024(KiB) Throughput: 2.0 GiB/sec, Avg_Latency: 1.0 usecs ops: 1 total_time 1 secs
+    /// IoType: READ XferType: CPUONLY Threads: 1 DataSetSize: 1/1(KiB) IOSize: 1024(KiB) Throughput: 10.0 GiB/sec, Avg_Latency: 1.0 usecs ops: 1 total_time 1 secs
+    /// ```
+    ///
+    /// `zerohop validate parse gdsio-slow.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   info           VAL406  gdsio-gpudirect-slow  gdsio-slow.txt READ GPUD: 2.00 GiB/s with 1024 KiB I/Os, 1 thread(s), average latency 1.0 µs
+    ///   info           VAL406  gdsio-gpudirect-slow  gdsio-slow.txt READ CPUONLY: 10.00 GiB/s with 1024 KiB I/Os, 1 thread(s), average latency 1.0 µs
+    ///   warn           VAL406  gdsio-gpudirect-slow  gdsio-slow.txt READ: GPUDirect 2.00 GiB/s against 10.00 GiB/s through the CPU (20%): the direct path is broken or far
+    ///                  gdsio-slow.txt:1 = GPUD
+    ///
+    /// what to fix first
+    ///   1. VAL406 gdsio-gpudirect-slow (gdsio-slow.txt READ): GPUDirect 2.00 GiB/s against 10.00 GiB/s through the CPU (20%): the direct path is broken or far
+    ///      fix: check gdscheck -p and nvidia-fs stats during the run, and use the GPU nearest the storage
+    ///        /usr/local/cuda/gds/tools/gdscheck -p
+    ///        cat /proc/driver/nvidia-fs/stats
+    /// ```
     pub static GDSIO_THROUGHPUT = {
         id: "VAL406",
         name: "gdsio-gpudirect-slow",
@@ -167,6 +303,29 @@ declare_judgement! {
     /// Stop using GDS on this host until the cause is found: compare with
     /// `-x 1` (CPU path), check `dmesg` for NVMe, RDMA or `nvidia-fs` errors
     /// and the nvidia-fs error counters.
+    ///
+    /// ## Example
+    ///
+    /// The capture `verify.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///    gpu index :0,file :/mnt/test, io_requested :1048576,
+    ///    Data Verification Failed
+    /// ```
+    ///
+    /// `zerohop validate parse verify.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   fail           VAL407  gdsio-verification-failed  verify.txt: data verification failed: data is corrupted on the storage path
+    ///                  verify.txt:2 = Data Verification Failed
+    ///
+    /// what to fix first
+    ///   1. VAL407 gdsio-verification-failed (verify.txt): data verification failed: data is corrupted on the storage path
+    ///      fix: stop using GDS on this host; compare with the CPU path and read dmesg
+    ///        dmesg | grep -iE 'nvidia-fs|nvme|mlx5' | tail -50
+    /// ```
     pub static GDSIO_VERIFY = {
         id: "VAL407",
         name: "gdsio-verification-failed",
@@ -192,6 +351,34 @@ declare_judgement! {
     /// Read `dmesg | grep -i nvidia-fs` for the failing operation; turn on
     /// the I/O statistics (`echo 1 > /sys/module/nvidia_fs/parameters/rw_stats_enabled`)
     /// to see which GPU and operation count them.
+    ///
+    /// ## Example
+    ///
+    /// The capture `stats.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// GDS Version: 1.14.0.31
+    /// NVFS statistics(ver: 4.0)
+    /// IO stats: Enabled, peer IO stats: Disabled
+    /// Reads                : err=2 io_state_err=0
+    /// Bar1-map             : n=1 ok=0 err=1 free=1
+    /// ```
+    ///
+    /// `zerohop validate parse stats.txt` says:
+    ///
+    /// ```text
+    /// gds
+    ///   warn           VAL408  nvidia-fs-errors  stats.txt: 2 error counter(s) above zero: Reads err=2, Bar1-map err=1
+    ///                  stats.txt:4 = Reads err=2
+    ///                  stats.txt:5 = Bar1-map err=1
+    ///
+    /// what to fix first
+    ///   1. VAL408 nvidia-fs-errors (stats.txt): 2 error counter(s) above zero: Reads err=2, Bar1-map err=1
+    ///      fix: read the kernel log for the failing operation and turn on the I/O statistics
+    ///        dmesg | grep -i nvidia-fs | tail -50
+    ///        echo 1 > /sys/module/nvidia_fs/parameters/rw_stats_enabled
+    /// ```
     pub static NVFS_ERRORS = {
         id: "VAL408",
         name: "nvidia-fs-errors",

@@ -29,6 +29,30 @@ declare_judgement! {
     /// nccl.log`, `nvidia-smi topo -m > topo.txt` (a pipe is not cut at the
     /// terminal's width). When a test was killed, its log ends early: the
     /// `nccl-tests-aborted` judgement says so.
+    ///
+    /// ## Example
+    ///
+    /// The capture `cut.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// #  size count type redop root time algbw busbw #wrong time algbw busbw #wrong
+    ///   8  2  float  sum  -1  1.0  0.1  0.1  0  1.0  0.1  0.1  0
+    /// ```
+    ///
+    /// `zerohop validate parse cut.log` says:
+    ///
+    /// ```text
+    /// input
+    ///   warn           VAL001  capture-partial  cut.log: read as nccl output; 1 part could not be read, the judgements rest on the rest
+    ///                  cut.log:2 = the table that starts at line 1 ends without its summary
+    ///
+    /// what to fix first
+    ///   1. VAL001 capture-partial (cut.log): read as nccl output; 1 part could not be read, the judgements rest on the rest
+    ///      fix: capture the whole output without a terminal in between (redirect or tee it to a file)
+    ///        all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log
+    ///        nvidia-smi topo -m > topo.txt
+    /// ```
     pub static CAPTURE_PARTIAL = {
         id: "VAL001",
         name: "capture-partial",

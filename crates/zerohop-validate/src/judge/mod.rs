@@ -110,8 +110,9 @@ pub struct Judgement {
 }
 
 /// Declares a judgement. The doc comment is its documentation and must
-/// have the headings `## What it checks`, `## Why it matters` and
-/// `## How to fix` (a test enforces them).
+/// have the headings `## What it checks`, `## Why it matters`,
+/// `## How to fix` and `## Example`, the last showing one of the captures
+/// of `tests/judgements.rs` and what it gives (tests enforce them).
 #[macro_export]
 macro_rules! declare_judgement {
     (

@@ -38,6 +38,34 @@ declare_judgement! {
     /// without verbs (HPE Slingshot, AWS EFA) install the libfabric plugin
     /// (`aws-ofi-nccl`). `zerohop validate parse` on the new log shows the
     /// channels over `NET/IB` or the plugin.
+    ///
+    /// ## Example
+    ///
+    /// The capture `socket.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0
+    /// h:1:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.
+    /// h:1:2 [0] NCCL INFO Using network Socket
+    /// h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0
+    /// ```
+    ///
+    /// `zerohop validate parse socket.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL101  nccl-socket-fallback  socket.log: 1 network channel connection(s) use NET/Socket: TCP through the kernel and host memory, not RDMA
+    ///                  socket.log:4 = via NET/Socket
+    ///                  socket.log:2 = NCCL_IB_DISABLE=1
+    ///
+    /// what to fix first
+    ///   1. VAL101 nccl-socket-fallback (socket.log): 1 network channel connection(s) use NET/Socket: TCP through the kernel and host memory, not RDMA
+    ///      fix: NCCL_IB_DISABLE=1 turns RDMA off: remove it
+    ///        ibv_devinfo -l && ls -l /dev/infiniband
+    ///        env | grep -E '^NCCL_(IB|NET|SOCKET)'
+    ///        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log
+    /// ```
     pub static NCCL_TRANSPORT = {
         id: "VAL101",
         name: "nccl-socket-fallback",
@@ -67,6 +95,30 @@ declare_judgement! {
     /// `NCCL_IB_HCA` filters devices by name prefix (`=mlx5_0:1` matches
     /// exactly); unset it to let NCCL take all. `zerohop topo` prints the
     /// value that pairs each GPU with its nearest NIC.
+    ///
+    /// ## Example
+    ///
+    /// The capture `nodevice.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO NET/IB : No device found.
+    /// ```
+    ///
+    /// `zerohop validate parse nodevice.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL102  nccl-no-rdma-device  nodevice.log: NET/IB : No device found: NCCL sees no usable RDMA device
+    ///                  nodevice.log:1 = NET/IB : No device found.
+    ///
+    /// what to fix first
+    ///   1. VAL102 nccl-no-rdma-device (nodevice.log): NET/IB : No device found: NCCL sees no usable RDMA device
+    ///      fix: give the pod its RDMA devices (the RDMA or SR-IOV resource, /dev/infiniband, IPC_LOCK) and check NCCL_IB_HCA; on fabrics without verbs install the libfabric plugin
+    ///        ibv_devinfo -l && ls -l /dev/infiniband
+    ///        echo "NCCL_IB_HCA=$NCCL_IB_HCA"
+    ///        zerohop topo
+    /// ```
     pub static NCCL_NO_RDMA_DEVICE = {
         id: "VAL102",
         name: "nccl-no-rdma-device",
@@ -99,6 +151,29 @@ declare_judgement! {
     /// module, Linux 5.12 or later, rdma-core 34 or later (for
     /// `ibv_reg_dmabuf_mr`) and NCCL 2.13 or later. `zerohop doctor --only
     /// GPU003` checks the node.
+    ///
+    /// ## Example
+    ///
+    /// The capture `nomodule.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)
+    /// ```
+    ///
+    /// `zerohop validate parse nomodule.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL103  nccl-gdr-disabled  nomodule.log mlx5_0: GPUDirect RDMA disabled: no peer-memory module (no module)
+    ///                  nomodule.log:1 = Disabled (no module)
+    ///
+    /// what to fix first
+    ///   1. VAL103 nccl-gdr-disabled (nomodule.log mlx5_0): GPUDirect RDMA disabled: no peer-memory module (no module)
+    ///      fix: load nvidia_peermem, or use DMA-BUF (open kernel module, Linux 5.12+, rdma-core 34+), on every node
+    ///        lsmod | grep -E 'nvidia_peermem|nv_peer_mem' || modprobe nvidia-peermem
+    ///        zerohop doctor --only GPU003
+    /// ```
     pub static NCCL_GDR_HCA = {
         id: "VAL103",
         name: "nccl-gdr-disabled",
@@ -133,6 +208,30 @@ declare_judgement! {
     /// manager `single-numa-node`). Raising `NCCL_NET_GDR_LEVEL` (to `PHB` or
     /// `SYS`) turns GPUDirect RDMA on across the host bridge; measure
     /// before keeping it, it can be slower than the copy.
+    ///
+    /// ## Example
+    ///
+    /// The capture `distance.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+    /// h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 17000 / HCA 0 (distance 6 > 4)
+    /// ```
+    ///
+    /// `zerohop validate parse distance.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   warn           VAL104  nccl-gdr-too-far  distance.log GPU 17000 / HCA 0: GPUDirect RDMA disabled: path PHB (6) is beyond NCCL_NET_GDR_LEVEL PXB (4)
+    ///                  distance.log:2 = distance 6 > 4
+    ///
+    /// what to fix first
+    ///   1. VAL104 nccl-gdr-too-far (distance.log GPU 17000 / HCA 0): GPUDirect RDMA disabled: path PHB (6) is beyond NCCL_NET_GDR_LEVEL PXB (4)
+    ///      fix: pair each GPU with the NIC under its own PCIe switch (NCCL_IB_HCA from zerohop topo); raise NCCL_NET_GDR_LEVEL only after measuring
+    ///        zerohop topo
+    ///        nvidia-smi topo -m
+    /// ```
     pub static NCCL_GDR_DISTANCE = {
         id: "VAL104",
         name: "nccl-gdr-too-far",
@@ -159,6 +258,30 @@ declare_judgement! {
     /// See `nccl-gdr-disabled` (no peer memory or DMA-BUF) and
     /// `nccl-gdr-too-far` (GPU too far from its NIC). The first channel
     /// without `/GDRDMA` names the ranks and the NIC index to look at.
+    ///
+    /// ## Example
+    ///
+    /// The capture `nogdr.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
+    /// h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/1
+    /// ```
+    ///
+    /// `zerohop validate parse nogdr.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL105  nccl-channel-without-gdr  nogdr.log NET/IB: 1 of 2 channel connection(s) stage data in host memory (no /GDRDMA)
+    ///                  nogdr.log:2 = no /GDRDMA
+    ///
+    /// what to fix first
+    ///   1. VAL105 nccl-channel-without-gdr (nogdr.log NET/IB): 1 of 2 channel connection(s) stage data in host memory (no /GDRDMA)
+    ///      fix: turn GPUDirect RDMA on for these NICs: peer memory or DMA-BUF on the node, and GPUs paired with nearby NICs
+    ///        zerohop doctor --only GPU003,GPU005
+    ///        zerohop topo
+    /// ```
     pub static NCCL_GPUDIRECT_CHANNELS = {
         id: "VAL105",
         name: "nccl-channel-without-gdr",
@@ -196,6 +319,30 @@ declare_judgement! {
     /// and run `ib_write_bw` between the two hosts on that rail. For status
     /// 4: disable ACS on the PCIe switches between GPU and NIC and check the
     /// IOMMU (`zerohop doctor --only pcie,kernel`).
+    ///
+    /// ## Example
+    ///
+    /// The capture `locprot.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 4, opcode 0, len 0, vendor err 81 (Send) localGid ::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2
+    /// ```
+    ///
+    /// `zerohop validate parse locprot.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL106  nccl-ib-completion-error  locprot.log h: status 4 (IBV_WC_LOC_PROT_ERR), vendor err 81 (0x51): local protection error: the NIC may not touch the registered memory (vendor err 81 on mlx5)
+    ///                  locprot.log:1 = NET/IB : Got completion from peer 10.0.0.2<1> with error 4, opcode 0, len 0, vendor err 81 (Send) localGid ::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2
+    ///
+    /// what to fix first
+    ///   1. VAL106 nccl-ib-completion-error (locprot.log h): status 4 (IBV_WC_LOC_PROT_ERR), vendor err 81 (0x51): local protection error: the NIC may not touch the registered memory (vendor err 81 on mlx5)
+    ///      fix: with GPU memory this is GPUDirect RDMA broken on the PCIe path: disable ACS on the PCIe switches between GPU and NIC (or set NCCL_NET_GDR_LEVEL=LOC to confirm), check the IOMMU is off or in passthrough, and that nvidia_peermem or DMA-BUF is in use
+    ///        zerohop doctor --only rdma,qos
+    ///        show_gids
+    ///        ib_write_bw -d DEVICE -x GID_INDEX --report_gbits PEER_IP
+    /// ```
     pub static NCCL_COMPLETION_ERROR = {
         id: "VAL106",
         name: "nccl-ib-completion-error",
@@ -221,6 +368,28 @@ declare_judgement! {
     /// Follow the hint of the warning; the warning's source position
     /// (`ib_plugin.c:1615`) and the lines around it in the full log say more.
     /// Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET` for context.
+    ///
+    /// ## Example
+    ///
+    /// The capture `warn.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// h:1:2 [0] misc/ibvwrap.cc:106 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory
+    /// ```
+    ///
+    /// `zerohop validate parse warn.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   warn           VAL107  nccl-warning  warn.log misc/ibvwrap.cc:106: NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory
+    ///                  warn.log:1 = Call to ibv_reg_mr failed with error Cannot allocate memory
+    ///
+    /// what to fix first
+    ///   1. VAL107 nccl-warning (warn.log misc/ibvwrap.cc:106): NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory
+    ///      fix: memory registration failed: raise the locked-memory limit (ulimit -l, IPC_LOCK in the pod) and check peer memory for GPU buffers
+    ///        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log
+    /// ```
     pub static NCCL_WARNING = {
         id: "VAL107",
         name: "nccl-warning",
@@ -248,6 +417,33 @@ declare_judgement! {
     /// the node: run the test on each node alone (NVLink only), then between
     /// pairs of nodes; check `dmesg` and the NIC's error counters
     /// (`ethtool -S`, `rdma statistic`) on the nodes involved.
+    ///
+    /// ## Example
+    ///
+    /// The capture `wrong.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// #  size count type redop root time algbw busbw #wrong time algbw busbw #wrong
+    ///   8  2  float  sum  -1  1.0  0.1  0.1  3  1.0  0.1  0.1  0
+    /// # Out of bounds values : 3 FAILED
+    /// # Avg bus bandwidth    : 0.1
+    /// ```
+    ///
+    /// `zerohop validate parse wrong.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL108  nccl-tests-wrong-results  wrong.log: 3 wrong element(s) at 1 size(s): 8 B
+    ///                  wrong.log:2 = #wrong 3 at 8 B
+    ///                  wrong.log:3 = out of bounds values 3
+    ///
+    /// what to fix first
+    ///   1. VAL108 nccl-tests-wrong-results (wrong.log): 3 wrong element(s) at 1 size(s): 8 B
+    ///      fix: data is corrupted on the path: isolate the node or link by running the test per node, then per node pair
+    ///        all_reduce_perf -b 8 -e 1G -f 2 -g 8 -c 1   # one node, NVLink only
+    ///        rdma statistic show; ethtool -S IFACE | grep -iE 'err|drop'
+    /// ```
     pub static NCCL_WRONG_RESULTS = {
         id: "VAL108",
         name: "nccl-tests-wrong-results",
@@ -284,6 +480,47 @@ declare_judgement! {
     /// node (port rates, MTU, PFC, GPUDirect), the GPUDirect judgements of
     /// this report (run with `NCCL_DEBUG=INFO`), then `ib_write_bw` between
     /// node pairs on each rail to find the one that lags.
+    ///
+    /// ## Example
+    ///
+    /// The capture `slow.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// # nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807
+    /// # Collective test starting: all_reduce_perf
+    /// # nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+    /// #
+    /// # Using devices
+    /// #  Rank  0 Group  0 Pid  1 on node-a device  0 [0000:1b:00] NVIDIA H100 80GB HBM3
+    /// #  Rank  1 Group  0 Pid  2 on node-b device  0 [0000:1b:00] NVIDIA H100 80GB HBM3
+    /// #
+    /// #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+    ///      1048576        262144     float     sum      -1    100.0   10.00   10.00      0    100.0   10.00   10.00      0
+    ///   1073741824     268435456     float     sum      -1    30000   35.00   35.00      0    30000   35.00   35.00      0
+    /// # Out of bounds values : 0 OK
+    /// # Avg bus bandwidth    : 22.5
+    /// #
+    /// # Collective test concluded: all_reduce_perf
+    /// ```
+    ///
+    /// `zerohop validate parse slow.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL109  nccl-busbw-low  slow.log all_reduce: busbw 35.00 GB/s at 1 GiB is 35% of the 100.0 GB/s the fabric carries for all_reduce: rails × link rate / 8 with 2 rail(s) of 400.0 Gb/s
+    ///                  slow.log:11 = busbw 35.00 GB/s at 1 GiB
+    ///                  command line = --rails 2
+    ///                  command line = --link-rate 400 Gb/s
+    ///                  nodes = 2
+    ///
+    /// what to fix first
+    ///   1. VAL109 nccl-busbw-low (slow.log all_reduce): busbw 35.00 GB/s at 1 GiB is 35% of the 100.0 GB/s the fabric carries for all_reduce: rails × link rate / 8 with 2 rail(s) of 400.0 Gb/s
+    ///      fix: find the slow part: node checks, GPUDirect in the NCCL log, then ib_write_bw per rail between node pairs
+    ///        zerohop doctor --only rdma,qos,gpu
+    ///        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log
+    ///        ib_write_bw -d mlx5_0 --report_gbits -D 10 -s 1048576 PEER_IP
+    /// ```
     pub static NCCL_BUSBW = {
         id: "VAL109",
         name: "nccl-busbw-low",
@@ -313,6 +550,29 @@ declare_judgement! {
     /// judge it). For a timeout (`-T`), look for a hung rank or a stalled
     /// fabric (PFC pause storms, `ethtool -S … | grep pause`). For a CUDA
     /// error, check the GPU (`nvidia-smi -q`, Xid errors in `dmesg`).
+    ///
+    /// ## Example
+    ///
+    /// The capture `aborted.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// #  size count type redop root time algbw busbw #wrong time algbw busbw #wrong
+    ///   8  2  float  sum  -1  1.0  0.1  0.1  0  1.0  0.1  0.1  0
+    /// ```
+    ///
+    /// `zerohop validate parse aborted.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL110  nccl-tests-aborted  aborted.log: the table stops after 1 row(s) without its summary: the test was killed or the log is cut
+    ///                  aborted.log:2 = last row
+    ///
+    /// what to fix first
+    ///   1. VAL110 nccl-tests-aborted (aborted.log): the table stops after 1 row(s) without its summary: the test was killed or the log is cut
+    ///      fix: check how the job ended (OOM kill, activeDeadlineSeconds, preemption) and capture the whole log
+    ///        kubectl describe pod LAUNCHER_POD; kubectl logs LAUNCHER_POD > nccl.log
+    /// ```
     pub static NCCL_TESTS_ABORTED = {
         id: "VAL110",
         name: "nccl-tests-aborted",
@@ -339,6 +599,33 @@ declare_judgement! {
     /// Check the fabric under load: PFC and ECN counters on the switch and
     /// the NICs (`ethtool -S IFACE | grep -E 'pause|ecn|discard'`), link
     /// errors, and rerun with more iterations (`-n 100`) to rule out noise.
+    ///
+    /// ## Example
+    ///
+    /// The capture `collapse.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// #  size count type redop root time algbw busbw #wrong time algbw busbw #wrong
+    ///   1048576  262144  float  sum  -1  1.0  40.0  40.0  0  1.0  40.0  40.0  0
+    ///   1073741824  268435456  float  sum  -1  1.0  4.0  4.0  0  1.0  4.0  4.0  0
+    /// # Avg bus bandwidth    : 20
+    /// ```
+    ///
+    /// `zerohop validate parse collapse.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   warn           VAL111  nccl-busbw-collapse  collapse.log: bandwidth collapses at large sizes: busbw 4.00 GB/s at 1 GiB against a best of 40.00 GB/s at 1 MiB (10%)
+    ///                  collapse.log:2 = busbw 40.00
+    ///                  collapse.log:3 = busbw 4.00
+    ///
+    /// what to fix first
+    ///   1. VAL111 nccl-busbw-collapse (collapse.log): bandwidth collapses at large sizes: busbw 4.00 GB/s at 1 GiB against a best of 40.00 GB/s at 1 MiB (10%)
+    ///      fix: check the fabric under sustained load: pause frames, ECN marks and drops on NICs and switches; rerun with more iterations
+    ///        ethtool -S IFACE | grep -iE 'pause|ecn|discard|drop'
+    ///        all_reduce_perf -b 1G -e 16G -f 2 -n 100
+    /// ```
     pub static NCCL_BUSBW_DROP = {
         id: "VAL111",
         name: "nccl-busbw-collapse",

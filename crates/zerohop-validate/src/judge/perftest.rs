@@ -30,6 +30,32 @@ declare_judgement! {
     /// PCIe link of the NIC (`lspci -vv` LnkSta): `zerohop doctor --only
     /// rdma,pcie,qos` checks both sides. Use large messages (`-s 1048576`
     /// or `-a`), several QPs (`-q 4`) and a duration (`-D 10`).
+    ///
+    /// ## Example
+    ///
+    /// The capture `bw.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+    ///  65536      5000           150.00             150.00              0.28
+    /// ```
+    ///
+    /// `zerohop validate parse bw.txt` says:
+    ///
+    /// ```text
+    /// perftest
+    ///   fail           VAL201  perftest-bandwidth-low  bw.txt: average 150.0 Gb/s at 64 KiB, peak 150.0 Gb/s: 38% of the 400.0 Gb/s link
+    ///                  bw.txt:2 = BW average 150.0 Gb/s
+    ///                  command line = --link-rate 400 Gb/s
+    ///
+    /// what to fix first
+    ///   1. VAL201 perftest-bandwidth-low (bw.txt): average 150.0 Gb/s at 64 KiB, peak 150.0 Gb/s: 38% of the 400.0 Gb/s link
+    ///      fix: compare the port's rate and the NIC's PCIe link with what they should be, on both hosts
+    ///        zerohop doctor --only rdma,pcie,qos
+    ///        ibstat; rdma link show
+    ///        ib_write_bw -d mlx5_0 -q 4 -D 10 -s 1048576 --report_gbits PEER_IP
+    /// ```
     pub static PERFTEST_BANDWIDTH = {
         id: "VAL201",
         name: "perftest-bandwidth-low",
@@ -56,6 +82,30 @@ declare_judgement! {
     /// Pin the test to a core of the NIC's NUMA node (`taskset`, `numactl`),
     /// check the fabric for retransmissions (`ethtool -S IFACE | grep -i
     /// retrans`), and compare the two directions.
+    ///
+    /// ## Example
+    ///
+    /// The capture `lat.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]
+    ///  2       1000          1.00           90.00        2.00               3.00           4.00            9.00                   80.00
+    /// ```
+    ///
+    /// `zerohop validate parse lat.txt` says:
+    ///
+    /// ```text
+    /// perftest
+    ///   warn           VAL202  perftest-latency-tail  lat.txt: 2 B: median 2 µs, average 3 µs, 99% 9 µs, 99.9% 80 µs: the 99.9th percentile is 40 times the median
+    ///                  lat.txt:2 = t_typical 2 usec, 99.9% 80 usec
+    ///
+    /// what to fix first
+    ///   1. VAL202 perftest-latency-tail (lat.txt): 2 B: median 2 µs, average 3 µs, 99% 9 µs, 99.9% 80 µs: the 99.9th percentile is 40 times the median
+    ///      fix: pin the test to the NIC's NUMA node and look for retransmissions and interrupt moderation
+    ///        numactl --cpunodebind=NODE ib_read_lat -d mlx5_0 PEER_IP
+    ///        ethtool -S IFACE | grep -iE 'retrans|timeout'
+    /// ```
     pub static PERFTEST_LATENCY = {
         id: "VAL202",
         name: "perftest-latency-tail",
@@ -81,6 +131,23 @@ declare_judgement! {
     /// Rerun with the GPU nearest the NIC: `ib_write_bw -d mlx5_0
     /// --use_cuda=0 --use_cuda_dmabuf …` (`zerohop topo` pairs GPUs and
     /// NICs); put `--use_cuda_dmabuf` after `--use_cuda` for older perftest.
+    ///
+    /// ## Example
+    ///
+    /// The capture `host.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///  #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+    ///  65536      5000           150.00             150.00              0.28
+    /// ```
+    ///
+    /// `zerohop validate parse host.txt` says:
+    ///
+    /// ```text
+    /// perftest
+    ///   info           VAL203  perftest-host-memory  host.txt: host memory: the test proves the fabric, not GPUDirect RDMA (no --use_cuda)
+    /// ```
     pub static PERFTEST_GPU_MEMORY = {
         id: "VAL203",
         name: "perftest-host-memory",
@@ -113,6 +180,31 @@ declare_judgement! {
     /// and `modprobe nvidia-peermem` for GPU memory; for a connection start
     /// the server first, open TCP port 18515 (or `-p`), and with `-R` use the
     /// address of the RDMA interface.
+    ///
+    /// ## Example
+    ///
+    /// The capture `nosrv.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// Couldn't connect to 10.0.0.2:18515
+    /// Unable to open file descriptor for socket connection
+    /// ```
+    ///
+    /// `zerohop validate parse nosrv.txt` says:
+    ///
+    /// ```text
+    /// perftest
+    ///   fail           VAL204  perftest-failed  nosrv.txt: Couldn't connect to 10.0.0.2:18515: no server answered (not started yet, a firewall or NetworkPolicy, or a wrong address)
+    ///                  nosrv.txt:1 = Couldn't connect to 10.0.0.2:18515
+    ///                  nosrv.txt:2 = Unable to open file descriptor for socket connection
+    ///
+    /// what to fix first
+    ///   1. VAL204 perftest-failed (nosrv.txt): Couldn't connect to 10.0.0.2:18515: no server answered (not started yet, a firewall or NetworkPolicy, or a wrong address)
+    ///      fix: start the server side first, open its TCP port (18515, or -p) between the pods, and with -R use the RDMA interface's address
+    ///        ib_write_bw -d mlx5_0 --report_gbits            # server, first
+    ///        ib_write_bw -d mlx5_0 --report_gbits SERVER_IP  # client
+    /// ```
     pub static PERFTEST_FAILED = {
         id: "VAL204",
         name: "perftest-failed",
@@ -137,6 +229,33 @@ declare_judgement! {
     /// Raise the netdev MTU on both sides and on the switch ports (`ip link
     /// set dev IFACE mtu 9000`, or the SR-IOV network's `mtu`); `zerohop
     /// doctor --only QOS001` checks it.
+    ///
+    /// ## Example
+    ///
+    /// The capture `mtu.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///                     RDMA_Write BW Test
+    ///  Mtu             : 1024[B]
+    ///  Link type       : Ethernet
+    ///  #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+    ///  65536      5000           90.00             90.00              0.28
+    /// ```
+    ///
+    /// `zerohop validate parse mtu.txt` says:
+    ///
+    /// ```text
+    /// perftest
+    ///   warn           VAL205  perftest-mtu-small  mtu.txt: path MTU 1024 bytes, not 4096: the RoCE netdev's MTU is below 4200
+    ///                  mtu.txt:2 = Mtu 1024[B]
+    ///
+    /// what to fix first
+    ///   1. VAL205 perftest-mtu-small (mtu.txt): path MTU 1024 bytes, not 4096: the RoCE netdev's MTU is below 4200
+    ///      fix: raise the MTU of the netdev (RoCE: at least 4200, usually 9000) on both hosts and the switch ports
+    ///        ip link set dev IFACE mtu 9000
+    ///        zerohop doctor --only QOS001
+    /// ```
     pub static PERFTEST_MTU = {
         id: "VAL205",
         name: "perftest-mtu-small",
@@ -163,6 +282,34 @@ declare_judgement! {
     /// Pick the RoCE v2 GID of the rail's IPv4 address: `show_gids` lists
     /// them; pass its index with `-x N` to perftest and `NCCL_IB_GID_INDEX=N`
     /// to NCCL, or use `-R` (rdma_cm), which picks it from the address.
+    ///
+    /// ## Example
+    ///
+    /// The capture `gid.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///                     RDMA_Write BW Test
+    ///  Link type       : Ethernet
+    ///  local address: LID 0000 QPN 0x0093 PSN 0xbf9bfe
+    ///  GID: 254:128:00:00:00:00:00:00:12:176:16:255:254:52:10:173
+    ///  #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+    ///  65536      5000           90.00             90.00              0.28
+    /// ```
+    ///
+    /// `zerohop validate parse gid.txt` says:
+    ///
+    /// ```text
+    /// perftest
+    ///   warn           VAL206  perftest-gid-not-roce-v2  gid.txt: the connection uses a link-local GID (fe80::, from the MAC address): RoCE v1 or no address, not routable
+    ///                  gid.txt:4 = local GID
+    ///
+    /// what to fix first
+    ///   1. VAL206 perftest-gid-not-roce-v2 (gid.txt): the connection uses a link-local GID (fe80::, from the MAC address): RoCE v1 or no address, not routable
+    ///      fix: use the RoCE v2 GID of the rail's IPv4 address: -x N for perftest, NCCL_IB_GID_INDEX=N for NCCL, or -R
+    ///        show_gids
+    ///        ib_write_bw -d mlx5_0 -x 3 --report_gbits PEER_IP
+    /// ```
     pub static PERFTEST_ROCE_GID = {
         id: "VAL206",
         name: "perftest-gid-not-roce-v2",

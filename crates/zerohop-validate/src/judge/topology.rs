@@ -28,6 +28,35 @@ declare_judgement! {
     /// with the GPU, the server's PCIe layout decides: compare with the
     /// vendor's GPU/NIC pairing guide, and `zerohop topo --compare FILE`
     /// cross-checks this matrix against sysfs.
+    ///
+    /// ## Example
+    ///
+    /// The capture `topo.txt`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    ///         GPU0    NIC0    CPU Affinity    NUMA Affinity
+    /// GPU0     X      PHB     0-31    0
+    /// NIC0    PHB      X
+    ///
+    /// NIC Legend:
+    ///
+    ///   NIC0: mlx5_0
+    /// ```
+    ///
+    /// `zerohop validate parse topo.txt` says:
+    ///
+    /// ```text
+    /// topology
+    ///   warn           VAL301  topo-nic-far-from-gpu  topo.txt GPU0: nearest NIC mlx5_0 is PHB away: NCCL keeps GPUDirect RDMA off beyond PXB by default
+    ///                  topo.txt:2 = GPU0 mlx5_0 PHB
+    ///
+    /// what to fix first
+    ///   1. VAL301 topo-nic-far-from-gpu (topo.txt GPU0): nearest NIC mlx5_0 is PHB away: NCCL keeps GPUDirect RDMA off beyond PXB by default
+    ///      fix: pair the GPU with a NIC under its PCIe switch, or align GPU and VF on one NUMA node
+    ///        zerohop topo
+    ///        zerohop topo --compare topo.txt
+    /// ```
     pub static TOPO_GPU_NIC_DISTANCE = {
         id: "VAL301",
         name: "topo-nic-far-from-gpu",

@@ -1,5 +1,6 @@
 //! `zerohop checks` and `zerohop explain`: the documentation of every
-//! doctor check and lint rule, generated from their declarations.
+//! doctor check, lint rule, intent rule and validate judgement, generated
+//! from their declarations.
 
 use anyhow::Context as _;
 use zerohop_core::{Document, RuleInfo};
@@ -19,17 +20,18 @@ pub(crate) struct ChecksArgs {
 /// Arguments of `zerohop explain`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExplainArgs {
-    /// A check or rule ID (`KRN001`, `ZL004`) or name (`iommu-misconfigured`).
+    /// A check or rule ID (`KRN001`, `ZL004`, `ZP036`) or name (`iommu-misconfigured`).
     id: String,
 }
 
-/// Every documented rule: the doctor's checks, the lint rules, then the
-/// judgements of `zerohop validate`.
+/// Every documented rule: the doctor's checks, the lint rules, the intent
+/// rules of `zerohop plan`, then the judgements of `zerohop validate`.
 fn catalog() -> impl Iterator<Item = &'static RuleInfo> {
     CHECKS
         .iter()
         .map(|check| &check.info)
         .chain(zerohop_lint::rules())
+        .chain(zerohop_plan::rules())
         .chain(zerohop_validate::judge::rules())
 }
 
