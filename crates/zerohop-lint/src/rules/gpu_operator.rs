@@ -7,8 +7,9 @@ use zerohop_known::operators;
 use crate::model::Workspace;
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
+use zerohop_known::operators::GPU_OPERATOR_GROUP;
 
-const GROUP: &str = "nvidia.com";
+const GROUP: &str = GPU_OPERATOR_GROUP;
 
 declare_rule! {
     /// `useOpenKernelModules` is set; the GPU Operator no longer reads it.

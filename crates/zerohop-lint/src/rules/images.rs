@@ -8,6 +8,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
+use zerohop_known::operators::{GPU_OPERATOR_GROUP, NETWORK_OPERATOR_GROUP};
 
 /// How an operator joins a component's image fields into the image it pulls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +70,10 @@ impl ImageSpec<'_> {
 /// operator joins them.
 fn join_of(object: &Object<'_>) -> Option<Join> {
     match (object.group(), object.kind) {
-        ("nvidia.com", "ClusterPolicy" | "NVIDIADriver") => Some(Join::GpuOperator),
-        ("mellanox.com", "NicClusterPolicy" | "NicNodePolicy") => Some(Join::NetworkOperator),
+        (GPU_OPERATOR_GROUP, "ClusterPolicy" | "NVIDIADriver") => Some(Join::GpuOperator),
+        (NETWORK_OPERATOR_GROUP, "NicClusterPolicy" | "NicNodePolicy") => {
+            Some(Join::NetworkOperator)
+        }
         _ => None,
     }
 }

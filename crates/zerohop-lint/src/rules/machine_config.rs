@@ -10,6 +10,7 @@ use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::cpuset::{CpuSet, Isolcpus};
 use zerohop_known::operators::DOCA_DRIVER_READY_FILE;
+use zerohop_known::operators::NETWORK_OPERATOR_GROUP;
 use zerohop_known::systemd::escape_path as systemd_escape_path;
 
 const GROUP: &str = "machineconfiguration.openshift.io";
@@ -674,7 +675,7 @@ declare_rule! {
 
 fn nfs_rdma_mount_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let driver = workspace
-        .of_kind("mellanox.com", "NicClusterPolicy")
+        .of_kind(NETWORK_OPERATOR_GROUP, "NicClusterPolicy")
         .find(|p| {
             p.get(&[PathStep::Key("spec"), PathStep::Key("ofedDriver")])
                 .is_some()

@@ -12,8 +12,9 @@ use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace, pod_templates};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
+use zerohop_known::operators::{GPU_OPERATOR_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 
-const GROUP: &str = "mellanox.com";
+const GROUP: &str = NETWORK_OPERATOR_GROUP;
 
 fn nic_policies<'w, 'a>(workspace: &'w Workspace<'a>) -> impl Iterator<Item = &'w Object<'a>> {
     workspace
@@ -415,7 +416,7 @@ fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             }
         }
     }
-    for object in workspace.of_kind("nvidia.com", "ClusterPolicy") {
+    for object in workspace.of_kind(GPU_OPERATOR_GROUP, "ClusterPolicy") {
         let Some(env) = object.get(&[
             PathStep::Key("spec"),
             PathStep::Key("driver"),
@@ -653,7 +654,7 @@ fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut 
     let Some(shared) = shared else {
         return;
     };
-    for object in workspace.of_kind("sriovnetwork.openshift.io", "SriovNetworkPoolConfig") {
+    for object in workspace.of_kind(SRIOV_GROUP, "SriovNetworkPoolConfig") {
         let path = [PathStep::Key("spec"), PathStep::Key("rdmaMode")];
         if object.str_at(&path) == Some("exclusive") {
             sink.report(

@@ -9,9 +9,9 @@ use super::workloads::pod_networks;
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
+use zerohop_known::operators::{NETWORK_ATTACHMENT_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 
-const SRIOV_GROUP: &str = "sriovnetwork.openshift.io";
-const NAD_GROUP: &str = "k8s.cni.cncf.io";
+const NAD_GROUP: &str = NETWORK_ATTACHMENT_GROUP;
 const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
 /// The node label that names one node (kubelet sets it to the node name).
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -21,7 +21,9 @@ const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 fn ipam_field(object: &Object<'_>) -> Option<&'static str> {
     match (object.group(), object.kind) {
         (SRIOV_GROUP, "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork")
-        | ("mellanox.com", "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => Some("ipam"),
+        | (NETWORK_OPERATOR_GROUP, "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => {
+            Some("ipam")
+        }
         (NAD_GROUP, "NetworkAttachmentDefinition") => Some("config"),
         _ => None,
     }
@@ -101,7 +103,7 @@ fn why_several_nodes(workspace: &Workspace<'_>, network: &Object<'_>) -> Option<
                 });
             (!single).then(|| "an SR-IOV network serves every node its policies select".to_owned())
         }
-        "mellanox.com" => Some(
+        NETWORK_OPERATOR_GROUP => Some(
             "the Network Operator's device plugins serve every node with an NVIDIA NIC".to_owned(),
         ),
         _ => {

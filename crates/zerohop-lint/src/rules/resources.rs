@@ -8,6 +8,11 @@ use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, PodTemplate, Workspace};
 use crate::sink::short;
+use zerohop_known::operators::{
+    NETWORK_OPERATOR_GROUP, NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX,
+    OPENSHIFT_SRIOV_RESOURCE_PREFIX, SRIOV_GROUP,
+};
+use zerohop_known::topology::GPU_RESOURCE;
 
 /// What advertises a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +98,7 @@ pub(crate) fn advertised<'w, 'a>(workspace: &'w Workspace<'a>) -> &'w [Advertise
 fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
     let mut out = Vec::new();
     for object in &workspace.objects {
-        if object.is("sriovnetwork.openshift.io", "SriovNetworkNodePolicy") {
+        if object.is(SRIOV_GROUP, "SriovNetworkNodePolicy") {
             if let Some(name) =
                 object.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
             {
@@ -123,8 +128,8 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
                     roce: is_rdma && link_eth,
                 });
             }
-        } else if object.is("mellanox.com", "NicClusterPolicy")
-            || object.is("mellanox.com", "NicNodePolicy")
+        } else if object.is(NETWORK_OPERATOR_GROUP, "NicClusterPolicy")
+            || object.is(NETWORK_OPERATOR_GROUP, "NicNodePolicy")
         {
             for (section, by, list_key, default_prefix) in NCP_SECTIONS {
                 let path = vec![
@@ -299,11 +304,11 @@ impl<'x, 'a> Index<'x, 'a> {
 /// Resource prefixes that device plugins of this data path use; requests
 /// with other prefixes are left alone.
 const NETWORK_PREFIXES: [&str; 5] = [
-    "nvidia.com",
-    "openshift.io",
+    NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX,
+    OPENSHIFT_SRIOV_RESOURCE_PREFIX,
     "intel.com",
     "rdma",
-    "mellanox.com",
+    NETWORK_OPERATOR_GROUP,
 ];
 
 /// Whether `resource` is a network (SR-IOV or RDMA) device resource rather
@@ -312,12 +317,11 @@ pub(crate) fn is_network_resource(resource: &str) -> bool {
     let Some((prefix, name)) = resource.split_once('/') else {
         return false;
     };
-    NETWORK_PREFIXES.contains(&prefix)
-        && !(prefix == "nvidia.com"
-            && (name == "gpu"
-                || name.starts_with("mig-")
-                || name.starts_with("pgpu")
-                || name.starts_with("vgpu")))
+    // The GPU Operator's resources share the Network Operator's prefix.
+    let gpu = resource == GPU_RESOURCE
+        || (prefix == NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX
+            && ["mig-", "pgpu", "vgpu"].iter().any(|p| name.starts_with(p)));
+    NETWORK_PREFIXES.contains(&prefix) && !gpu
 }
 
 /// Whether `resource` is a GPU.

@@ -10,6 +10,7 @@ use zerohop_known::operators::{ChartOnlyValue, chart_only_value};
 use crate::model::{Object, Workspace, display_path};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
+use zerohop_known::operators::{GPU_OPERATOR_GROUP, NETWORK_OPERATOR_GROUP};
 
 declare_rule! {
     /// A custom resource sets a field its CRD does not declare.
@@ -201,7 +202,7 @@ fn chart_value(object: &Object<'_>, path: &[PathSegment]) -> Option<&'static Cha
     let [PathSegment::Key(spec), PathSegment::Key(key)] = path else {
         return None;
     };
-    if spec != "spec" || !matches!(object.group(), "nvidia.com" | "mellanox.com") {
+    if spec != "spec" || !matches!(object.group(), GPU_OPERATOR_GROUP | NETWORK_OPERATOR_GROUP) {
         return None;
     }
     chart_only_value(object.kind, key)

@@ -11,9 +11,10 @@ use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::nic::{self, MELLANOX_MAX_VFS, MELLANOX_VENDOR_HEX};
+use zerohop_known::operators::{NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 use zerohop_known::operators::{is_gpu_feature_discovery_label, nfd_pci_vendor_label};
 
-const GROUP: &str = "sriovnetwork.openshift.io";
+const GROUP: &str = SRIOV_GROUP;
 
 fn policies<'w, 'a>(workspace: &'w Workspace<'a>) -> impl Iterator<Item = &'w Object<'a>> {
     workspace.of_kind(GROUP, "SriovNetworkNodePolicy")
@@ -829,7 +830,7 @@ fn selector_on_gpu_feature_discovery_label(workspace: &Workspace<'_>, sink: &mut
             object.kind,
             "SriovNetworkNodePolicy" | "SriovNetworkPoolConfig" | "SriovOperatorConfig"
         ),
-        "mellanox.com" => matches!(object.kind, "NicClusterPolicy" | "NicNodePolicy"),
+        NETWORK_OPERATOR_GROUP => matches!(object.kind, "NicClusterPolicy" | "NicNodePolicy"),
         _ => false,
     };
     for object in workspace.objects.iter().filter(|o| networking(o)) {

@@ -13,6 +13,7 @@ use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, join_some, short};
+use zerohop_known::operators::{NETWORK_ATTACHMENT_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 
 const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
@@ -43,7 +44,7 @@ fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
     for object in &workspace.objects {
         let spec_str = |key: &str| object.str_at(&[PathStep::Key("spec"), PathStep::Key(key)]);
         let (namespace, resource) = match (object.group(), object.kind) {
-            ("k8s.cni.cncf.io", "NetworkAttachmentDefinition") => {
+            (NETWORK_ATTACHMENT_GROUP, "NetworkAttachmentDefinition") => {
                 let resource = object
                     .str_at(&[
                         PathStep::Key("metadata"),
@@ -56,7 +57,7 @@ fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
                     });
                 (object.namespace_or_default(), resource)
             }
-            ("sriovnetwork.openshift.io", "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork") => (
+            (SRIOV_GROUP, "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork") => (
                 spec_str("networkNamespace")
                     .filter(|ns| !ns.is_empty())
                     .unwrap_or(object.namespace_or_default()),
@@ -66,7 +67,7 @@ fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
                     (prefix, name)
                 }),
             ),
-            ("mellanox.com", "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => (
+            (NETWORK_OPERATOR_GROUP, "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => (
                 spec_str("networkNamespace")
                     .filter(|ns| !ns.is_empty())
                     .unwrap_or("default"),
