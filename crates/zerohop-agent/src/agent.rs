@@ -11,14 +11,14 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use zerohop_doctor::{Profile, Selection};
-use zerohop_host::{Facts, HostRoot};
+use zerohop_host::{Facts, HostRoot, Process};
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::bounded::{Bounded, Outcome};
@@ -92,7 +92,7 @@ pub fn run(options: Options) -> Result<(), StartError> {
                 "{err}: --root takes a directory holding proc/ and sys/"
             ))
         })?,
-        None => HostRoot::live(),
+        None => HostRoot::live_as(Process::current()),
     };
     if options.interval < MIN_INTERVAL || options.counters_interval < MIN_INTERVAL {
         return Err(StartError(format!(
@@ -229,7 +229,9 @@ async fn serve(options: Options, root: HostRoot, node: String) -> Result<(), Sta
     Ok(())
 }
 
-/// The pass schedule: a pass now, then every interval ±10 %.
+/// The pass schedule: a pass now, then every interval ±10 %. Each pass
+/// reads through a fresh root, which sees what changed on the host since
+/// the last.
 async fn passes(
     root: Arc<HostRoot>,
     node: String,
@@ -244,7 +246,8 @@ async fn passes(
     loop {
         sequence += 1;
         let started = Instant::now();
-        let job_root = Arc::clone(&root);
+        let started_at = SystemTime::now();
+        let job_root = root.fresh();
         let profile = options.profile.clone();
         let vfs = options.vf_counters;
         let outcome = runner
@@ -264,6 +267,7 @@ async fn passes(
             Outcome::Finished((report, new_targets)) => {
                 live.pass(PassOutcome::Completed);
                 targets = new_targets.clone();
+                let report = report.with_pass(started_at, Some(node.clone()), took);
                 Snapshot::completed(&node, sequence, finished_at, took, report, new_targets)
             }
             Outcome::TimedOut => {
@@ -324,7 +328,8 @@ async fn write_features(dir: &Path, snapshot: &Snapshot, interval: Duration) {
     log::warn("cannot write the features file", &[("error", &failure)]);
 }
 
-/// The counter schedule: after the first pass, every counters interval.
+/// The counter schedule: after the first pass, every counters interval,
+/// each sample through a fresh root.
 async fn sample_counters(
     root: Arc<HostRoot>,
     node: String,
@@ -344,7 +349,7 @@ async fn sample_counters(
             .as_ref()
             .map(|s| s.targets.clone())
             .unwrap_or_default();
-        let job_root = Arc::clone(&root);
+        let job_root = root.fresh();
         let outcome = runner
             .run(SAMPLE_DEADLINE.min(interval), move || {
                 counters::sample(&job_root, &targets)

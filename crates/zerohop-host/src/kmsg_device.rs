@@ -23,8 +23,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::read_error::{FileKind, ReadError};
-use crate::tree::Tree;
+use crate::read_error::{FileKind, IoKind, ReadError};
 
 /// The kernel log device's path on a host.
 pub(crate) const KMSG: &str = "/dev/kmsg";
@@ -57,17 +56,18 @@ pub struct KmsgRead {
 }
 
 /// Reads the records logged at `since_usec` (microseconds since boot) or
-/// later from this process's `/dev/kmsg`, then from the tree's when the
-/// tree is a directory (a host mounted at `/host`, whose `/dev` holds the
-/// device when the container's does not). `Ok(None)` when neither exists.
+/// later from this process's `/dev/kmsg`, then from the one under `host`,
+/// the directory that stands for the host's `/` when the reader is beside
+/// one (a host mounted at `/host`, whose `/dev` holds the device when the
+/// container's does not). `Ok(None)` when neither exists.
 pub(crate) fn read(
-    tree: &Tree,
+    host: Option<&Path>,
     since_usec: u64,
     budget: Duration,
 ) -> Result<Option<KmsgRead>, ReadError> {
     let mut candidates = vec![PathBuf::from(KMSG)];
-    if !tree.is_live() {
-        candidates.push(tree.base().join(KMSG.trim_start_matches('/')));
+    if let Some(host) = host {
+        candidates.push(host.join(KMSG.trim_start_matches('/')));
     }
     let mut failure = None;
     for path in candidates {
@@ -89,7 +89,7 @@ fn read_device(
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(io_error(&shown, &err)),
+        Err(err) => return Err(ReadError::io(&shown, &err)),
     };
     if !meta.file_type().is_char_device() || meta.rdev() != kernel_log_device() {
         return Err(match FileKind::from_mode(meta.mode()) {
@@ -101,10 +101,10 @@ fn read_device(
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|err| io_error(&shown, &err))?;
+        .map_err(|err| ReadError::io(&shown, &err))?;
     // What was opened, not what was looked at: a node swapped in between
     // is not read.
-    let stat = rustix::fs::fstat(&file).map_err(|err| io_error(&shown, &err.into()))?;
+    let stat = rustix::fs::fstat(&file).map_err(|err| ReadError::io(&shown, &err.into()))?;
     if stat.st_mode & libc::S_IFMT != libc::S_IFCHR || stat.st_rdev != kernel_log_device() {
         return Err(not_the_log(&shown));
     }
@@ -146,7 +146,7 @@ fn read_records(
                 overrun = true;
                 continue;
             }
-            Err(err) if records.is_empty() => return Err(io_error(shown, &err)),
+            Err(err) if records.is_empty() => return Err(ReadError::io(shown, &err)),
             Err(err) => {
                 cut = Some(format!("the read failed part way: {}", err.kind()));
                 break;
@@ -195,14 +195,8 @@ fn usec(record: &str) -> Option<u64> {
 fn not_the_log(shown: &str) -> ReadError {
     ReadError::Io {
         path: shown.to_owned(),
+        kind: IoKind::Other,
         message: "not the kernel log device (character device 1:11), not opened".to_owned(),
-    }
-}
-
-fn io_error(path: &str, err: &io::Error) -> ReadError {
-    ReadError::Io {
-        path: path.to_owned(),
-        message: err.kind().to_string(),
     }
 }
 

@@ -15,6 +15,7 @@ mod kmsg_device;
 pub mod memory;
 pub mod parse;
 pub mod probe;
+pub mod process;
 mod read_error;
 pub mod record;
 mod resolve;
@@ -23,6 +24,7 @@ mod source;
 mod tree;
 pub mod watchdog;
 
-pub use facts::{CollectOptions, Fact, Facts, Gap};
+pub use facts::{CollectOptions, Fact, Facts, Gap, GapKind};
 pub use kmsg_device::KmsgRead;
-pub use root::{FileKind, HostRoot, ReadError, Recording, RootError};
+pub use process::{Environment, Process};
+pub use root::{FileKind, HostRoot, IoKind, ReadError, Recording, RootError};

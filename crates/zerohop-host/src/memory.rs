@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::facts::kernel_log::CAPTURE;
 use crate::kmsg_device::KmsgRead;
-use crate::read_error::{FileKind, ReadError};
+use crate::read_error::{FileKind, IoKind, ReadError};
 
 /// The most symlinks one resolution follows (the kernel allows 40).
 const MAX_LINKS: usize = 40;
@@ -94,6 +94,10 @@ pub enum Reason {
     },
     /// Another error, such as permission denied.
     Io {
+        /// What kind of error it was. Archives written before it was kept
+        /// read as [`IoKind::Other`], which is also left out when written.
+        #[serde(default, skip_serializing_if = "IoKind::is_other")]
+        kind: IoKind,
         /// The operating system's message.
         message: String,
     },
@@ -103,20 +107,24 @@ pub enum Reason {
 
 impl Reason {
     /// The reason of `err`; `None` for the errors a tree records as what the
-    /// path is ([`ReadError::NotAFile`], [`ReadError::SymlinkLoop`]) or that
-    /// come after the read ([`ReadError::NotText`]).
+    /// path is ([`ReadError::NotAFile`], [`ReadError::SymlinkLoop`]), that
+    /// come after the read ([`ReadError::NotText`]), and a tree's own
+    /// ([`ReadError::NotRecorded`]).
     pub fn of(err: &ReadError) -> Option<Reason> {
         Some(match err {
             ReadError::TooLarge { .. } => Reason::TooLarge,
             ReadError::TooManyEntries { cap, .. } => Reason::TooManyEntries { cap: *cap },
             ReadError::Timeout { seconds, .. } => Reason::Timeout { seconds: *seconds },
             ReadError::GaveUp { stuck, .. } => Reason::GaveUp { stuck: *stuck },
-            ReadError::Io { message, .. } => Reason::Io {
+            ReadError::Io { kind, message, .. } => Reason::Io {
+                kind: *kind,
                 message: message.clone(),
             },
+            ReadError::Withheld { .. } => Reason::Withheld,
             ReadError::NotText { .. }
             | ReadError::NotAFile { .. }
-            | ReadError::SymlinkLoop { .. } => return None,
+            | ReadError::SymlinkLoop { .. }
+            | ReadError::NotRecorded { .. } => return None,
         })
     }
 
@@ -134,14 +142,12 @@ impl Reason {
                 path,
                 stuck: *stuck,
             },
-            Reason::Io { message } => ReadError::Io {
+            Reason::Io { kind, message } => ReadError::Io {
                 path,
+                kind: *kind,
                 message: message.clone(),
             },
-            Reason::Withheld => ReadError::Io {
-                path,
-                message: "withheld from snapshots".to_owned(),
-            },
+            Reason::Withheld => ReadError::Withheld { path },
         }
     }
 }
@@ -609,9 +615,8 @@ fn pop(resolved: &mut String) {
 }
 
 fn not_recorded(path: &str) -> ReadError {
-    ReadError::Io {
+    ReadError::NotRecorded {
         path: path.to_owned(),
-        message: "not recorded in the snapshot".to_owned(),
     }
 }
 

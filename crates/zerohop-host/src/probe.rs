@@ -33,7 +33,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ENTRIES: usize = 256;
 
 /// What the probes found, or why they did not run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub enum ProbeState {
     /// `--probe` was not given.
     #[default]
@@ -46,7 +46,7 @@ pub enum ProbeState {
 }
 
 /// Results of the live probes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Probes {
     /// The target as given.
     pub target: String,
@@ -61,7 +61,7 @@ pub struct Probes {
 }
 
 /// A failed system call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct OsFailure {
     /// The errno, when the OS gave one.
     pub errno: Option<i32>,
@@ -93,7 +93,7 @@ impl OsFailure {
 }
 
 /// The `O_DIRECT` probe's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum DirectIo {
     /// A block was read from `file` with `O_DIRECT`.
     Read {
@@ -145,8 +145,11 @@ enum PathProbe {
     },
 }
 
-/// Runs every probe on `target`, when `root` is the live host, with the
-/// probes of the path cut at [`PROBE_TIMEOUT`].
+/// Runs every probe on `target`, when the process that reads `root` runs
+/// on that host ([`Process::is_live`]), with the probes of the path cut at
+/// [`PROBE_TIMEOUT`].
+///
+/// [`Process::is_live`]: crate::process::Process::is_live
 pub fn run(root: &HostRoot, target: &Path) -> Result<ProbeState, MissingTarget> {
     run_within(root, target, PROBE_TIMEOUT)
 }
@@ -157,7 +160,7 @@ pub fn run_within(
     target: &Path,
     timeout: Duration,
 ) -> Result<ProbeState, MissingTarget> {
-    if !root.is_live() {
+    if !root.process().is_live() {
         return Ok(ProbeState::NotLive);
     }
     let shown = target.display().to_string();

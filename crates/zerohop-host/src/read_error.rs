@@ -1,5 +1,7 @@
 //! Why a file that exists could not be used.
 
+use std::io;
+
 pub use zerohop_input::FileKind;
 
 /// Why a file that exists could not be used.
@@ -60,14 +62,74 @@ pub enum ReadError {
         /// The host path.
         path: String,
     },
+    /// A snapshot does not hold the path: the recording never looked at
+    /// it, so whether it exists is not known.
+    #[error("cannot read {path}: not recorded in the snapshot")]
+    NotRecorded {
+        /// The host path.
+        path: String,
+    },
+    /// A snapshot holds the path without its content: it is one of the
+    /// files a recording never keeps (see [`crate::record::withheld`]).
+    #[error("cannot read {path}: withheld from snapshots")]
+    Withheld {
+        /// The host path.
+        path: String,
+    },
     /// Another I/O error, such as permission denied.
     #[error("cannot read {path}: {message}")]
     Io {
         /// The host path.
         path: String,
+        /// What kind of error the operating system gave, for code that
+        /// acts on it.
+        kind: IoKind,
         /// The operating system's message.
         message: String,
     },
+}
+
+/// The kinds of operating-system error that callers act on, from
+/// [`io::ErrorKind`]: the few that `/proc`, `/sys` and a host's files give
+/// and that call for different advice. A snapshot's manifest writes them
+/// as their kebab-case names (`permission-denied`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoKind {
+    /// `EACCES` or `EPERM`: the process lacks a permission or capability.
+    PermissionDenied,
+    /// `EINVAL`: the driver refuses the attribute (common in sysfs).
+    InvalidInput,
+    /// `EOPNOTSUPP`: the driver does not implement the attribute.
+    Unsupported,
+    /// `EBUSY`: the device is busy.
+    Busy,
+    /// `ETIMEDOUT`: a network file system did not answer.
+    TimedOut,
+    /// Any other error (`EIO`, `ENODEV`…); its message says which.
+    #[default]
+    Other,
+}
+
+impl IoKind {
+    /// The kind of `kind`.
+    pub fn of(kind: io::ErrorKind) -> IoKind {
+        match kind {
+            io::ErrorKind::PermissionDenied => IoKind::PermissionDenied,
+            io::ErrorKind::InvalidInput => IoKind::InvalidInput,
+            io::ErrorKind::Unsupported => IoKind::Unsupported,
+            io::ErrorKind::ResourceBusy => IoKind::Busy,
+            io::ErrorKind::TimedOut => IoKind::TimedOut,
+            _ => IoKind::Other,
+        }
+    }
+
+    /// Whether this is [`IoKind::Other`], which a manifest leaves out.
+    pub fn is_other(&self) -> bool {
+        *self == IoKind::Other
+    }
 }
 
 impl ReadError {
@@ -81,6 +143,8 @@ impl ReadError {
             | ReadError::Timeout { path, .. }
             | ReadError::GaveUp { path, .. }
             | ReadError::SymlinkLoop { path }
+            | ReadError::NotRecorded { path }
+            | ReadError::Withheld { path }
             | ReadError::Io { path, .. } => path,
         }
     }
@@ -89,5 +153,49 @@ impl ReadError {
     /// of earlier stuck reads): the host may be fine, the read was not.
     pub fn is_timeout(&self) -> bool {
         matches!(self, ReadError::Timeout { .. } | ReadError::GaveUp { .. })
+    }
+
+    /// The error of the operating system's `err` reading `path`.
+    pub fn io(path: &str, err: &io::Error) -> ReadError {
+        ReadError::Io {
+            path: path.to_owned(),
+            kind: IoKind::of(err.kind()),
+            message: err.kind().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_os_error_keeps_its_kind_beside_its_message() {
+        let denied = ReadError::io("/dev/kmsg", &io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(
+            denied,
+            ReadError::Io {
+                path: "/dev/kmsg".to_owned(),
+                kind: IoKind::PermissionDenied,
+                message: "permission denied".to_owned(),
+            }
+        );
+        let refused = ReadError::io("/sys/x", &io::Error::from_raw_os_error(libc::EINVAL));
+        assert!(matches!(
+            refused,
+            ReadError::Io {
+                kind: IoKind::InvalidInput,
+                ..
+            }
+        ));
+        // EIO has no kind of its own: its message says what it is.
+        let failed = ReadError::io("/sys/x", &io::Error::from_raw_os_error(libc::EIO));
+        assert!(matches!(
+            failed,
+            ReadError::Io {
+                kind: IoKind::Other,
+                ..
+            }
+        ));
     }
 }

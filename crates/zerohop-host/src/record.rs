@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::kmsg_device::KmsgRead;
 use crate::memory::{Content, Listing, MemoryTree, Node, Reason, relative_link};
-use crate::read_error::{FileKind, ReadError};
+use crate::read_error::{FileKind, IoKind, ReadError};
 
 /// The most symlinks one resolution follows (the kernel allows 40).
 const MAX_LINKS: usize = 40;
@@ -388,6 +388,7 @@ fn is_missing(err: &io::Error) -> bool {
 
 fn io_reason(err: &io::Error) -> Reason {
     Reason::Io {
+        kind: IoKind::of(err.kind()),
         message: err.kind().to_string(),
     }
 }

@@ -33,7 +33,10 @@ enum Entry {
 
 /// Resolves host paths inside a base directory, caching resolved
 /// directories and what each visited component is: a doctor pass visits the
-/// same switch and bridge directories for thousands of functions.
+/// same switch and bridge directories for thousands of functions. Nothing
+/// is ever dropped from the caches, so a resolver serves one pass: the next
+/// takes a new one (see `HostRoot::fresh`), which sees links retargeted
+/// and paths added or removed since.
 pub(crate) struct Resolver {
     base: PathBuf,
     dirs: Mutex<HashMap<String, Arc<Dir>>>,

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use crate::kmsg_device::{KMSG, KmsgRead};
 use crate::memory::MemoryTree;
+use crate::process::{Environment, Process};
 use crate::record::Recorder;
 use crate::source::Source;
 use crate::tree::Tree;
 use crate::watchdog::{Lane, Watchdog};
 
-pub use crate::read_error::{FileKind, ReadError};
+pub use crate::read_error::{FileKind, IoKind, ReadError};
 pub use crate::tree::{MAX_DIR_ENTRIES, Tail};
 
 /// Where a kernel's boot is named: the same text for every process of one
@@ -63,33 +64,54 @@ pub enum RootError {
 ///
 /// Only regular files are read (see [`ReadError::NotAFile`]), and every
 /// read has a deadline ([`READ_TIMEOUT`]): a read that does not answer is
-/// abandoned and reported as [`ReadError::Timeout`]. Cloning is cheap and
-/// clones share what was learnt about the tree, stuck paths included.
+/// abandoned and reported as [`ReadError::Timeout`]. Every root carries
+/// the [`Process`] that reads it, which the facts that depend on the
+/// reader (its memlock limits, its environment, the kernel-log device,
+/// the probes) ask.
+///
+/// A root is meant for one pass. What it learns about a directory tree on
+/// the way to each path (the directories resolved, what each component
+/// is) is kept for its whole life and shared by its clones, so that a pass
+/// does not resolve the same switch and bridge directories again for
+/// every device; a host changes between passes, so a process that never
+/// exits reads each pass through [`HostRoot::fresh`]. The paths whose
+/// reads are still blocked are remembered across passes, and only while
+/// they are blocked.
 #[derive(Clone)]
 pub struct HostRoot {
     tree: Arc<Source>,
     watchdog: Arc<Watchdog>,
+    process: Arc<Process>,
     /// The lane this handle reads in, inside [`HostRoot::guarded`].
     lane: Option<Arc<Lane>>,
 }
 
 impl HostRoot {
-    /// The live host this process runs on.
+    /// The live host this process runs on, read by this process as
+    /// [`Process::current`] describes it.
     pub fn live() -> HostRoot {
-        HostRoot::new(Source::tree(Tree::live()))
+        HostRoot::live_as(Process::current())
     }
 
-    fn new(tree: Source) -> HostRoot {
+    /// The live host, read by `process` (see [`Process::live`]).
+    pub fn live_as(process: Process) -> HostRoot {
+        HostRoot::new(Source::tree(Tree::live()), process)
+    }
+
+    fn new(tree: Source, process: Process) -> HostRoot {
         HostRoot {
             tree: Arc::new(tree),
             watchdog: Arc::new(Watchdog::new(READ_TIMEOUT)),
+            process: Arc::new(process),
             lane: None,
         }
     }
 
     /// A host tree under `dir`: a fixture, an unpacked snapshot, or a host
-    /// mounted at `/host`. `dir` = `/` is the live host. Any directory is
-    /// accepted; [`HostRoot::at_host`] also checks that it holds a host.
+    /// mounted at `/host`, read by a process beside it
+    /// ([`Environment::Directory`]). A `dir` that is `/` itself is the live
+    /// host, as [`HostRoot::live`]. Any directory is accepted;
+    /// [`HostRoot::at_host`] also checks that it holds a host.
     pub fn at(dir: impl AsRef<Path>) -> Result<HostRoot, RootError> {
         let dir = dir.as_ref().to_path_buf();
         let shown = dir.display().to_string();
@@ -98,7 +120,15 @@ impl HostRoot {
         let target = dir.clone();
         let opened = watchdog.run(move |lane| lane.read(&shown, || Ok(open_tree(&target))));
         match opened {
-            Ok(tree) => Ok(HostRoot::new(Source::tree(tree?))),
+            Ok(tree) => {
+                let tree = tree?;
+                let process = if tree.is_live() {
+                    Process::current()
+                } else {
+                    Process::directory()
+                };
+                Ok(HostRoot::new(Source::tree(tree), process))
+            }
             Err(err) => Err(RootError::Unreadable {
                 dir,
                 reason: err.to_string(),
@@ -113,7 +143,7 @@ impl HostRoot {
     /// than a report of checks that all do not apply.
     pub fn at_host(dir: impl AsRef<Path>) -> Result<HostRoot, RootError> {
         let root = HostRoot::at(&dir)?;
-        if root.is_live() {
+        if root.process.is_live() {
             return Ok(root);
         }
         let dir = dir.as_ref().to_path_buf();
@@ -121,7 +151,7 @@ impl HostRoot {
             dir: dir.clone(),
             // The root itself is `dir`, not a path to show again.
             reason: match err {
-                ReadError::Io { path, message } if path == "/" => message,
+                ReadError::Io { path, message, .. } if path == "/" => message,
                 other => other.to_string(),
             },
         };
@@ -149,29 +179,61 @@ impl HostRoot {
     }
 
     /// A host tree held in memory, such as an opened snapshot, shown as
-    /// `shown` (the archive's path).
+    /// `shown` (the archive's path), read as a snapshot
+    /// ([`Environment::Snapshot`]).
     pub fn in_memory(tree: MemoryTree, shown: impl Into<String>) -> HostRoot {
-        HostRoot::new(Source::Memory {
+        let process = Process::snapshot(tree.process_view());
+        HostRoot::new(
+            Source::Memory {
+                tree,
+                shown: shown.into(),
+            },
+            process,
+        )
+    }
+
+    /// The same root for a new pass: the same tree read by the same
+    /// process with the same deadline, with nothing learnt about the tree
+    /// kept, so that what changed since (a link retargeted, a device
+    /// added or removed) is seen. Paths whose reads are still blocked stay
+    /// refused, so that each pass does not block another thread on them;
+    /// those whose reads have returned are read again. Costs no I/O. A root
+    /// in memory, which does not change, and a recording root, which is
+    /// one pass already, are shared as they are.
+    #[must_use]
+    pub fn fresh(&self) -> HostRoot {
+        self.watchdog.forget_returned();
+        let tree = match &*self.tree {
+            Source::Tree {
+                tree,
+                recorder: None,
+            } => Arc::new(Source::tree(tree.fresh())),
+            _ => Arc::clone(&self.tree),
+        };
+        HostRoot {
             tree,
-            shown: shown.into(),
-        })
+            watchdog: Arc::clone(&self.watchdog),
+            process: Arc::clone(&self.process),
+            lane: None,
+        }
     }
 
     /// The same directory (or live) root, reading afresh and recording
     /// what its reads find, with the handle to what was recorded. `None`
     /// for a root in memory, which holds nothing the recording would not.
     pub fn recorded(&self) -> Option<(HostRoot, Recording)> {
-        let base = self.tree.base()?.to_path_buf();
-        let live = self.is_live();
-        let tree = if live { Tree::live() } else { Tree::at(&base) };
-        let recorder = Recorder::new(base, live);
+        let Source::Tree { tree, .. } = &*self.tree else {
+            return None;
+        };
+        let recorder = Recorder::new(tree.base().to_path_buf(), self.process.is_live());
         let source = Arc::new(Source::Tree {
-            tree,
+            tree: tree.fresh(),
             recorder: Some(Box::new(recorder)),
         });
         let root = HostRoot {
             tree: Arc::clone(&source),
             watchdog: Arc::new(Watchdog::new(self.read_timeout())),
+            process: Arc::clone(&self.process),
             lane: None,
         };
         Some((root, Recording { source }))
@@ -191,17 +253,9 @@ impl HostRoot {
         self.watchdog.timeout()
     }
 
-    /// Whether this is the machine zerohop runs on, so that process-level
-    /// facts (memlock limit, probes) describe it.
-    pub fn is_live(&self) -> bool {
-        self.tree.is_live()
-    }
-
-    /// Whether `/proc/self` under this root describes a zerohop process on
-    /// the host (its memlock limits, its capabilities): on the live host,
-    /// and in a snapshot recorded on one.
-    pub fn process_view(&self) -> bool {
-        self.tree.process_view()
+    /// The process that reads this root.
+    pub fn process(&self) -> &Process {
+        &self.process
     }
 
     /// The directory (or snapshot) this root stands for, for display.
@@ -226,10 +280,12 @@ impl HostRoot {
         }
         let tree = Arc::clone(&self.tree);
         let watchdog = Arc::clone(&self.watchdog);
+        let process = Arc::clone(&self.process);
         self.watchdog.run(move |lane| {
             work(&HostRoot {
                 tree: Arc::clone(&tree),
                 watchdog: Arc::clone(&watchdog),
+                process: Arc::clone(&process),
                 lane: Some(lane),
             })
         })
@@ -336,10 +392,13 @@ impl HostRoot {
     /// Whether this root shows the kernel this process runs on: the live
     /// `/`, or a directory whose boot id is this process's, such as the
     /// host's `/` mounted at `/host` in a container. The kernel log is not
-    /// namespaced, so the container's is then the host's.
+    /// namespaced, so the container's is then the host's. A snapshot never
+    /// does: it answers with what its recording read.
     pub fn shows_running_kernel(&self) -> Result<bool, ReadError> {
-        if self.is_live() {
-            return Ok(true);
+        match self.process.environment() {
+            Environment::Live => return Ok(true),
+            Environment::Snapshot { .. } => return Ok(false),
+            Environment::Directory => {}
         }
         self.op(BOOT_ID, |tree, path| {
             let theirs = tree.read_bytes(path, 4096)?;
@@ -373,7 +432,11 @@ impl HostRoot {
             return Ok(None);
         }
         let budget = self.read_timeout() / 2;
-        self.op(KMSG, move |source, _| source.kmsg(since_usec, budget))
+        // Beside a directory, the host's own device node may be there too.
+        let beside = self.process.environment() == Environment::Directory;
+        self.op(KMSG, move |source, _| {
+            source.kmsg(since_usec, budget, beside)
+        })
     }
 }
 
@@ -426,7 +489,7 @@ mod tests {
     fn reads_are_bounded_and_missing_is_none() {
         let dir = tree();
         let root = HostRoot::at(dir.path()).unwrap();
-        assert!(!root.is_live());
+        assert_eq!(root.process().environment(), Environment::Directory);
         assert_eq!(
             root.read("/proc/cmdline").unwrap().as_deref(),
             Some("ro quiet\n")
@@ -472,6 +535,62 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_root_sees_what_changed_since_the_last_pass() {
+        let dir = tree();
+        let sys = dir.path().join("sys");
+        fs::create_dir_all(sys.join("devices/a")).unwrap();
+        fs::create_dir_all(sys.join("devices/b")).unwrap();
+        fs::write(sys.join("devices/b/only-in-b"), "1\n").unwrap();
+        symlink("devices/a", sys.join("current")).unwrap();
+        let first = HostRoot::at(dir.path()).unwrap();
+        assert_eq!(
+            first.canonical("/sys/current").unwrap().as_deref(),
+            Some("/sys/devices/a")
+        );
+        assert!(!first.exists("/sys/current/only-in-b").unwrap());
+        // Between two passes the link is retargeted, as a driver rebind
+        // or a device replaced does in sysfs.
+        fs::remove_file(sys.join("current")).unwrap();
+        symlink("devices/b", sys.join("current")).unwrap();
+        let second = first.fresh();
+        assert_eq!(
+            second.canonical("/sys/current").unwrap().as_deref(),
+            Some("/sys/devices/b")
+        );
+        assert!(second.exists("/sys/current/only-in-b").unwrap());
+        assert_eq!(second.process(), first.process());
+        assert_eq!(second.read_timeout(), first.read_timeout());
+        // The first pass's root keeps what it learnt: a root is one pass.
+        assert_eq!(
+            first.canonical("/sys/current").unwrap().as_deref(),
+            Some("/sys/devices/a")
+        );
+    }
+
+    #[test]
+    fn each_root_says_how_its_reader_stands() {
+        let dir = tree();
+        let directory = HostRoot::at(dir.path()).unwrap();
+        assert_eq!(directory.process().environment(), Environment::Directory);
+        assert!(!directory.process().reads_own_limits());
+        assert!(HostRoot::live().process().is_live());
+        let mut recorded = crate::memory::MemoryTree::new();
+        recorded.set_process_view(true);
+        let snapshot = HostRoot::in_memory(recorded, "node.zhsnap");
+        assert_eq!(
+            snapshot.process().environment(),
+            Environment::Snapshot {
+                recorded_live: true
+            }
+        );
+        assert!(snapshot.process().reads_own_limits());
+        // A snapshot is never read as the running kernel, whatever boot
+        // id it holds.
+        assert_eq!(snapshot.shows_running_kernel(), Ok(false));
+        assert_eq!(snapshot.fresh().process(), snapshot.process());
+    }
+
+    #[test]
     fn a_file_is_not_a_root() {
         let dir = tree();
         assert!(matches!(
@@ -482,7 +601,7 @@ mod tests {
             HostRoot::at(dir.path().join("nope")),
             Err(RootError::Missing(_))
         ));
-        assert!(HostRoot::at("/").unwrap().is_live());
+        assert!(HostRoot::at("/").unwrap().process().is_live());
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //!
 //! [`HostRoot`]: crate::HostRoot
 
-use std::path::Path;
 use std::time::Duration;
 
 use crate::kmsg_device::{self, KmsgRead};
@@ -33,32 +32,10 @@ impl Source {
         }
     }
 
-    pub(crate) fn is_live(&self) -> bool {
-        match self {
-            Source::Tree { tree, .. } => tree.is_live(),
-            Source::Memory { .. } => false,
-        }
-    }
-
-    pub(crate) fn process_view(&self) -> bool {
-        match self {
-            Source::Tree { tree, .. } => tree.is_live(),
-            Source::Memory { tree, .. } => tree.process_view(),
-        }
-    }
-
     pub(crate) fn display(&self) -> String {
         match self {
             Source::Tree { tree, .. } => tree.base().display().to_string(),
             Source::Memory { shown, .. } => shown.clone(),
-        }
-    }
-
-    /// The directory behind a tree; `None` in memory.
-    pub(crate) fn base(&self) -> Option<&Path> {
-        match self {
-            Source::Tree { tree, .. } => Some(tree.base()),
-            Source::Memory { .. } => None,
         }
     }
 
@@ -170,17 +147,21 @@ impl Source {
         }
     }
 
-    /// The running kernel's log records (see `kmsg_device`). A recording
-    /// keeps the window read; a tree in memory answers with the window it
-    /// keeps, if any (a snapshot recorded where the device was read).
+    /// The running kernel's log records (see `kmsg_device`), from the
+    /// tree's own device node too when the reader is `beside` the tree. A
+    /// recording keeps the window read; a tree in memory answers with the
+    /// window it keeps, if any (a snapshot recorded where the device was
+    /// read).
     pub(crate) fn kmsg(
         &self,
         since_usec: u64,
         budget: Duration,
+        beside: bool,
     ) -> Result<Option<KmsgRead>, ReadError> {
         match self {
             Source::Tree { tree, recorder } => {
-                let result = kmsg_device::read(tree, since_usec, budget);
+                let base = beside.then(|| tree.base());
+                let result = kmsg_device::read(base, since_usec, budget);
                 if let (Ok(Some(read)), Some(recorder)) = (&result, recorder) {
                     recorder.kmsg(read);
                 }

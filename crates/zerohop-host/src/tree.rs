@@ -19,6 +19,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::in_root::{InRoot, Opened};
 use crate::read_error::{FileKind, ReadError};
@@ -35,8 +36,9 @@ pub(crate) struct Tree {
     /// `None` for the live `/`, where the OS resolves symlinks correctly.
     resolver: Option<Resolver>,
     /// Kernel-side resolution inside the directory, when `openat2` is
-    /// available.
-    in_root: Option<InRoot>,
+    /// available. It keeps nothing about the tree beyond one unit of work,
+    /// so a fresh tree shares it.
+    in_root: Option<Arc<InRoot>>,
 }
 
 impl Tree {
@@ -54,7 +56,20 @@ impl Tree {
         Tree {
             base: dir.to_path_buf(),
             resolver: Some(Resolver::new(dir.to_path_buf())),
-            in_root: InRoot::open(dir),
+            in_root: InRoot::open(dir).map(Arc::new),
+        }
+    }
+
+    /// The same tree with nothing resolved yet (see [`Resolver`]): the
+    /// directory is not opened again, so this costs no I/O.
+    pub(crate) fn fresh(&self) -> Tree {
+        Tree {
+            base: self.base.clone(),
+            resolver: self
+                .resolver
+                .as_ref()
+                .map(|_| Resolver::new(self.base.clone())),
+            in_root: self.in_root.clone(),
         }
     }
 
@@ -185,7 +200,7 @@ impl Tree {
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|err| io_error(path, &err))?;
+            let entry = entry.map_err(|err| ReadError::io(path, &err))?;
             if names.len() == MAX_DIR_ENTRIES {
                 return Err(ReadError::TooManyEntries {
                     path: path.to_owned(),
@@ -212,7 +227,7 @@ impl Tree {
             Err(err) if err.raw_os_error() == Some(libc::ELOOP) => Err(ReadError::SymlinkLoop {
                 path: path.to_owned(),
             }),
-            Err(err) => Err(io_error(path, &err)),
+            Err(err) => Err(ReadError::io(path, &err)),
         }
     }
 
@@ -227,13 +242,13 @@ impl Tree {
                 match fs::symlink_metadata(self.base.join(host.trim_start_matches('/'))) {
                     Ok(_) => Ok(Some(host)),
                     Err(err) if is_missing(&err) => Ok(None),
-                    Err(err) => Err(io_error(path, &err)),
+                    Err(err) => Err(ReadError::io(path, &err)),
                 }
             }
             None => match fs::canonicalize(path) {
                 Ok(real) => Ok(Some(real.to_string_lossy().into_owned())),
                 Err(err) if is_missing(&err) => Ok(None),
-                Err(err) => Err(io_error(path, &err)),
+                Err(err) => Err(ReadError::io(path, &err)),
             },
         }
     }
@@ -253,7 +268,7 @@ impl Tree {
             Err(err) if err.raw_os_error() == Some(libc::ELOOP) => Err(ReadError::SymlinkLoop {
                 path: path.to_owned(),
             }),
-            Err(err) => Err(io_error(path, &err)),
+            Err(err) => Err(ReadError::io(path, &err)),
         }
     }
 
@@ -288,7 +303,7 @@ fn open_checked(real: &Path, shown: &str, no_follow: bool) -> Result<Option<File
     match opened {
         Ok(file) => {
             let mode = rustix::fs::fstat(&file)
-                .map_err(|err| io_error(shown, &err.into()))?
+                .map_err(|err| ReadError::io(shown, &err.into()))?
                 .st_mode;
             match FileKind::from_mode(mode) {
                 Some(kind) => Err(not_a_file(shown, kind)),
@@ -303,7 +318,7 @@ fn open_checked(real: &Path, shown: &str, no_follow: bool) -> Result<Option<File
                 .and_then(|meta| FileKind::from_mode(meta.mode()))
             {
                 Some(kind) => Err(not_a_file(shown, kind)),
-                None => Err(io_error(shown, &err)),
+                None => Err(ReadError::io(shown, &err)),
             }
         }
         Err(err) => missing_or(shown, &err),
@@ -323,16 +338,19 @@ pub struct Tail {
 /// while it is read still yields at most `cap` bytes.
 fn read_tail(mut file: File, cap: usize, shown: &str) -> Result<Tail, ReadError> {
     let cap64 = u64::try_from(cap).unwrap_or(u64::MAX);
-    let length = file.metadata().map_err(|err| io_error(shown, &err))?.len();
+    let length = file
+        .metadata()
+        .map_err(|err| ReadError::io(shown, &err))?
+        .len();
     let skipped = length.saturating_sub(cap64);
     if skipped > 0 {
         file.seek(SeekFrom::Start(skipped))
-            .map_err(|err| io_error(shown, &err))?;
+            .map_err(|err| ReadError::io(shown, &err))?;
     }
     let mut bytes = Vec::with_capacity(cap.min(usize::try_from(length).unwrap_or(cap)));
     file.take(cap64)
         .read_to_end(&mut bytes)
-        .map_err(|err| io_error(shown, &err))?;
+        .map_err(|err| ReadError::io(shown, &err))?;
     Ok(Tail { bytes, skipped })
 }
 
@@ -349,7 +367,9 @@ fn read_file(
     let mut bytes = Vec::with_capacity(cap.min(4096) + 1);
     if extent == Extent::OneShot {
         bytes.resize(bytes.capacity(), 0);
-        let read = file.read(&mut bytes).map_err(|err| io_error(shown, &err))?;
+        let read = file
+            .read(&mut bytes)
+            .map_err(|err| ReadError::io(shown, &err))?;
         if read < bytes.len() {
             bytes.truncate(read);
             return Ok(bytes);
@@ -367,7 +387,7 @@ fn read_file(
         Ok(_) => Ok(bytes),
         // An attribute the driver refuses (EINVAL, EIO, ENODEV are common
         // in sysfs) is a read error with its reason.
-        Err(err) => Err(io_error(shown, &err)),
+        Err(err) => Err(ReadError::io(shown, &err)),
     }
 }
 
@@ -387,7 +407,7 @@ fn missing_or<T>(shown: &str, err: &io::Error) -> Result<Option<T>, ReadError> {
             path: shown.to_owned(),
         })
     } else {
-        Err(io_error(shown, err))
+        Err(ReadError::io(shown, err))
     }
 }
 
@@ -396,13 +416,6 @@ fn is_missing(err: &io::Error) -> bool {
         err.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
     )
-}
-
-fn io_error(path: &str, err: &io::Error) -> ReadError {
-    ReadError::Io {
-        path: path.to_owned(),
-        message: err.kind().to_string(),
-    }
 }
 
 fn resolve_error(path: &str, err: &ResolveError) -> ReadError {

@@ -20,12 +20,16 @@
 //!
 //! Threads left blocked are counted ([`stuck_readers`]) and bounded
 //! ([`MAX_STUCK_READERS`]): at the bound no lane starts and every read
-//! fails at once, so a host whose every file hangs costs a bounded number
-//! of threads and deadlines, not one thread per file.
+//! fails at once ([`ReadError::GaveUp`]), so a host whose every file hangs
+//! costs a bounded number of threads and deadlines, not one thread per
+//! file. A stuck path is refused for as long as its read stays blocked,
+//! and forgotten at the next pass once it has returned, so that a process
+//! that never exits neither retries a hung file every pass nor refuses a
+//! recovered one for ever.
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -36,7 +40,9 @@ use std::time::Duration;
 use crate::read_error::ReadError;
 
 /// The most reader threads left blocked in this process at one time. At
-/// the bound, reads fail at once instead of starting more threads.
+/// the bound, reads fail at once instead of starting more threads; the
+/// reads already under way when it is reached (one per thread of a unit of
+/// work at most) may still add to the count.
 pub const MAX_STUCK_READERS: usize = 16;
 
 /// The most times one unit of work is started again after a stuck read;
@@ -82,7 +88,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// missed it.
 pub(crate) struct Watchdog {
     timeout: Duration,
-    stuck_paths: Mutex<HashSet<String>>,
+    /// Each path that missed the deadline, with how many of its reads are
+    /// still blocked: at most [`MAX_STUCK_READERS`] and the paths whose
+    /// reads returned since the last [`Watchdog::forget_returned`].
+    stuck_paths: Mutex<HashMap<String, usize>>,
     /// Whether `stuck_paths` is non-empty, so that healthy runs skip the lock.
     any_stuck: AtomicBool,
 }
@@ -92,7 +101,7 @@ impl Watchdog {
     pub(crate) fn new(timeout: Duration) -> Watchdog {
         Watchdog {
             timeout,
-            stuck_paths: Mutex::new(HashSet::new()),
+            stuck_paths: Mutex::new(HashMap::new()),
             any_stuck: AtomicBool::new(false),
         }
     }
@@ -110,12 +119,34 @@ impl Watchdog {
     }
 
     fn is_stuck(&self, path: &str) -> bool {
-        self.any_stuck.load(Ordering::Acquire) && lock(&self.stuck_paths).contains(path)
+        self.any_stuck.load(Ordering::Acquire) && lock(&self.stuck_paths).contains_key(path)
     }
 
-    fn mark_stuck(&self, paths: Vec<String>) {
-        lock(&self.stuck_paths).extend(paths);
+    /// Notes a read of `path` blocked past the deadline.
+    fn mark_stuck(&self, path: &str) {
+        let mut paths = lock(&self.stuck_paths);
+        *paths.entry(path.to_owned()).or_default() += 1;
         self.any_stuck.store(true, Ordering::Release);
+    }
+
+    /// Notes that a blocked read of `path` returned. The path stays
+    /// refused until [`Watchdog::forget_returned`]: the unit of work that
+    /// was rerun without it must not meet it again.
+    fn returned(&self, path: &str) {
+        if let Some(blocked) = lock(&self.stuck_paths).get_mut(path) {
+            *blocked = blocked.saturating_sub(1);
+        }
+    }
+
+    /// Forgets the stuck paths whose reads have all returned, so that the
+    /// next pass reads them again; those still blocked stay refused.
+    pub(crate) fn forget_returned(&self) {
+        if !self.any_stuck.load(Ordering::Acquire) {
+            return;
+        }
+        let mut paths = lock(&self.stuck_paths);
+        paths.retain(|_, blocked| *blocked > 0);
+        self.any_stuck.store(!paths.is_empty(), Ordering::Release);
     }
 
     /// Runs `work` in a lane and returns its result. `work` may run more
@@ -167,9 +198,7 @@ impl Watchdog {
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     let epoch = lane.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-                    let stuck = lane.stuck_reads(epoch);
-                    if !stuck.is_empty() {
-                        self.mark_stuck(stuck);
+                    if lane.stuck_reads(epoch) > 0 {
                         lane.abandon();
                         return Waited::Abandoned;
                     }
@@ -233,16 +262,18 @@ impl Lane {
 
     /// Runs one read of `path` on this thread, watched by the lane's
     /// waiting thread. Fails at once for a path that was stuck before, in
-    /// an abandoned lane, and past the bounds.
+    /// an abandoned lane, and past the bounds (also when they are reached
+    /// while the lane runs).
     pub(crate) fn read<R>(
         &self,
         path: &str,
         read: impl FnOnce() -> Result<R, ReadError>,
     ) -> Result<R, ReadError> {
-        if self.give_up {
+        let stuck = stuck_readers();
+        if self.give_up || stuck >= MAX_STUCK_READERS {
             return Err(ReadError::GaveUp {
                 path: path.to_owned(),
-                stuck: stuck_readers(),
+                stuck,
             });
         }
         if self.abandoned.load(Ordering::Acquire) || self.watchdog.is_stuck(path) {
@@ -262,6 +293,7 @@ impl Lane {
         if state.stuck {
             state.stuck = false;
             STUCK.fetch_sub(1, Ordering::AcqRel);
+            self.watchdog.returned(&state.path);
         }
         result
     }
@@ -281,10 +313,11 @@ impl Lane {
         })
     }
 
-    /// The paths of reads busy for a whole deadline at `epoch`, each
-    /// counted as a stuck reader.
-    fn stuck_reads(&self, epoch: u64) -> Vec<String> {
-        let mut stuck = Vec::new();
+    /// Marks the reads busy for a whole deadline at `epoch` as stuck,
+    /// each counted as a stuck reader and its path noted with the
+    /// watchdog, and says how many there were.
+    fn stuck_reads(&self, epoch: u64) -> usize {
+        let mut stuck = 0;
         for slot in lock(&self.slots).iter() {
             let mut state = lock(&slot.state);
             // Started in epoch `since`, so busy for more than
@@ -293,7 +326,10 @@ impl Lane {
                 state.stuck = true;
                 STUCK.fetch_add(1, Ordering::AcqRel);
                 ABANDONED.fetch_add(1, Ordering::Relaxed);
-                stuck.push(state.path.clone());
+                // Under the slot's lock, so that the read cannot return
+                // (and be noted as returned) before it is noted as stuck.
+                self.watchdog.mark_stuck(&state.path);
+                stuck += 1;
             }
         }
         stuck
@@ -484,6 +520,86 @@ mod tests {
         wait_for_stuck(before);
         let healthy = watchdog.run(|lane| lane.read("/sys/healthy", || Ok(1)));
         assert_eq!(healthy, Ok(1));
+    }
+
+    #[test]
+    fn a_stuck_path_is_refused_while_its_read_is_blocked_and_read_again_after() {
+        let _serial = lock(&SERIAL);
+        let dir = tempfile::tempdir().unwrap();
+        let wedged = fifo(dir.path(), "wedged");
+        let before = stuck_readers();
+        let watchdog = Arc::new(Watchdog::new(Duration::from_millis(100)));
+        // The first read of the path blocks, the later ones answer.
+        let first = Arc::new(AtomicBool::new(true));
+        let pass = || {
+            let (first, opened) = (Arc::clone(&first), wedged.clone());
+            watchdog.run(move |lane| {
+                lane.read("/sys/wedged", || {
+                    if first.swap(false, Ordering::AcqRel) {
+                        Ok(File::open(&opened).is_ok())
+                    } else {
+                        Ok(true)
+                    }
+                })
+            })
+        };
+        assert!(matches!(pass(), Err(ReadError::Timeout { .. })));
+        // The next pass while the read is still blocked: refused at once,
+        // without blocking a second thread.
+        watchdog.forget_returned();
+        let start = Instant::now();
+        assert!(matches!(pass(), Err(ReadError::Timeout { .. })));
+        assert!(start.elapsed() < Duration::from_millis(100));
+        assert_eq!(stuck_readers(), before + 1);
+        // The read returns: still refused in this pass, read at the next.
+        release(&wedged);
+        wait_for_stuck(before);
+        assert!(matches!(pass(), Err(ReadError::Timeout { .. })));
+        watchdog.forget_returned();
+        assert_eq!(pass(), Ok(true));
+        assert!(lock(&watchdog.stuck_paths).is_empty());
+    }
+
+    #[test]
+    fn reads_fail_at_once_when_the_bound_is_reached_while_a_unit_runs() {
+        let _serial = lock(&SERIAL);
+        let dir = tempfile::tempdir().unwrap();
+        let before = stuck_readers();
+        let (go, wait) = mpsc::channel::<()>();
+        let wait = Arc::new(Mutex::new(wait));
+        let running = Arc::new(Watchdog::new(Duration::from_secs(2)));
+        // A unit that reads, waits, and reads again.
+        let unit = {
+            let running = Arc::clone(&running);
+            thread::spawn(move || {
+                running.run(move |lane| {
+                    lane.read("/sys/first", || Ok(()))?;
+                    let _ = lock(&wait).recv();
+                    lane.read("/sys/second", || Ok(()))
+                })
+            })
+        };
+        // Meanwhile other reads block until the bound is reached.
+        let other = Arc::new(Watchdog::new(Duration::from_millis(100)));
+        let mut fifos = Vec::new();
+        for index in before..MAX_STUCK_READERS {
+            let path = fifo(dir.path(), &format!("wedged{index}"));
+            fifos.push(path.clone());
+            let shown = format!("/sys/wedged{index}");
+            let _ = other.run(move |lane| lane.read(&shown, || Ok(File::open(&path).is_ok())));
+        }
+        assert_eq!(stuck_readers(), MAX_STUCK_READERS);
+        go.send(()).unwrap();
+        let second = unit.join().unwrap();
+        assert!(
+            matches!(&second, Err(ReadError::GaveUp { path, .. }) if path == "/sys/second"),
+            "{second:?}"
+        );
+        assert_eq!(stuck_readers(), MAX_STUCK_READERS, "no thread more");
+        for path in &fifos {
+            release(path);
+        }
+        wait_for_stuck(before);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::fmt;
 pub const MAX_CPU: u32 = 1 << 16;
 
 /// A set of CPU IDs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CpuSet(pub BTreeSet<u32>);
 
 /// Why a CPU list could not be read.

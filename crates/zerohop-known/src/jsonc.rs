@@ -87,7 +87,7 @@ pub fn strip_comments(text: &str) -> Result<String, UnclosedComment> {
 }
 
 /// Why a JSON-with-comments document could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct JsoncError {
     /// 1-based line of the problem.
     pub line: usize,

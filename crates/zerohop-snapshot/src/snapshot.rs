@@ -3,6 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use zerohop_core::Report;
+use zerohop_core::report::rfc3339;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::memory::MemoryTree;
 use zerohop_host::{Facts, HostRoot};
@@ -74,7 +75,7 @@ impl Snapshot {
                 hostname: value("/proc/sys/kernel/hostname"),
                 kernel_release: value("/proc/sys/kernel/osrelease"),
                 root: root.display(),
-                live: root.is_live(),
+                live: root.process().is_live(),
             },
             report: report_json(&report),
             tree,
@@ -97,46 +98,4 @@ pub(crate) fn report_json(report: &Report) -> Vec<u8> {
     let mut json = serde_json::to_vec_pretty(report).unwrap_or_default();
     json.push(b'\n');
     json
-}
-
-/// `seconds` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-fn rfc3339(seconds: u64) -> String {
-    let days = seconds / 86_400;
-    let rest = seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        // `date -u -d @951782400` = 2000-02-29 00:00:00 (a leap day).
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        // `date -u -d @1767225599` = 2025-12-31 23:59:59.
-        assert_eq!(rfc3339(1_767_225_599), "2025-12-31T23:59:59Z");
-    }
 }

@@ -150,6 +150,16 @@ fn one_pass_feeds_the_condition_the_report_object_the_labels_the_events_and_metr
     let document: Value = serde_json::from_str(&report_json.body).unwrap();
     assert_eq!(document["command"], "doctor");
     assert!(document["summary"]["fail"].as_u64().unwrap() >= 1);
+    // The pass it comes from: which node, when, how long.
+    let pass = &document["pass"];
+    assert_eq!(pass["node"], "gpu-node-1");
+    assert!(
+        pass["started_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{document}"
+    );
+    assert!(pass["duration_ms"].is_u64(), "{document}");
     assert!(wait_until(Duration::from_secs(10), || agent
         .get("/metrics", None)
         .body
@@ -169,6 +179,13 @@ fn one_pass_feeds_the_condition_the_report_object_the_labels_the_events_and_metr
     );
     assert!(text.body.contains("zerohop_check_status{node=\"gpu-node-1\",check=\"NFS001\",name=\"nfs-not-rdma\",group=\"nfs\",status=\"fail\"} 1"));
     assert!(text.body.contains("# TYPE zerohop_passes_total counter"));
+    // No read of the fixture blocks: no reader thread is left behind.
+    assert!(
+        text.body
+            .contains("zerohop_host_reads_stuck{node=\"gpu-node-1\"} 0"),
+        "{}",
+        text.body
+    );
     assert!(
         text.body
             .contains("zerohop_nfs_transports{node=\"gpu-node-1\",mountpoint=\"/mnt/data\"")

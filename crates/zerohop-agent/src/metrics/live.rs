@@ -1,6 +1,7 @@
 //! The agent's own counters: passes run, Kubernetes API calls, abandoned
-//! passes. They change between passes, so they are encoded per scrape;
-//! they are a handful of lines.
+//! passes, and the host reads left blocked past their deadline. They
+//! change between passes, so they are encoded per scrape; they are a
+//! handful of lines.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -8,6 +9,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
+use zerohop_host::watchdog::{MAX_STUCK_READERS, abandoned_readers, stuck_readers};
+
+use prometheus_client::encoding::NoLabelSet;
 
 use super::{counters, gauge};
 
@@ -112,6 +116,8 @@ impl Live {
                 )
             }),
             abandoned: self.abandoned.load(Ordering::Relaxed),
+            stuck_reads: stuck_readers(),
+            abandoned_reads: abandoned_readers(),
         }
     }
 }
@@ -122,6 +128,11 @@ pub(super) struct LiveRows {
     passes: [(&'static str, u64); 4],
     api: [(&'static str, u64, u64); 4],
     abandoned: usize,
+    /// Host reads blocked past their deadline right now (the host layer's
+    /// count, for the whole process).
+    stuck_reads: usize,
+    /// Host reads abandoned at their deadline since the agent started.
+    abandoned_reads: u64,
 }
 
 impl Collector for LiveRows {
@@ -156,6 +167,26 @@ impl Collector for LiveRows {
             "abandoned_passes",
             "Passes or counter samples that missed their deadline and are still blocked in a read",
             self.abandoned as f64,
-        )
+        )?;
+        gauge(
+            &mut encoder,
+            "host_reads_stuck",
+            "Reads of the host blocked past their deadline right now, each holding a thread; at host_reads_stuck_limit every further read fails at once",
+            self.stuck_reads as f64,
+        )?;
+        gauge(
+            &mut encoder,
+            "host_reads_stuck_limit",
+            "The most host reads left blocked at once before further reads fail at once",
+            MAX_STUCK_READERS as f64,
+        )?;
+        encoder
+            .encode_descriptor(
+                "host_reads_abandoned",
+                "Reads of the host abandoned at their deadline: a wedged device or a hung mount",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&self.abandoned_reads, None)
     }
 }

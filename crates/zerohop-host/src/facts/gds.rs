@@ -25,7 +25,7 @@ const NVIDIA_FS_FILES: usize = 16;
 const NVIDIA_FS_CAP: usize = 256 << 10;
 
 /// A `cufile.json` that was found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CufileJson {
     /// The host path it was read from.
     pub path: String,
@@ -36,7 +36,7 @@ pub struct CufileJson {
 }
 
 /// A network interface.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NetDev {
     /// `ens1f0np0`, `ib0`.
     pub name: String,
@@ -45,7 +45,7 @@ pub struct NetDev {
 }
 
 /// A local address and the interface it is on, when known.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LocalAddress {
     /// The address.
     pub addr: IpAddr,
@@ -54,7 +54,7 @@ pub struct LocalAddress {
 }
 
 /// GPUDirect Storage facts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct GdsFacts {
     /// Where `cufile.json` is looked for.
     pub cufile_path: String,
@@ -72,16 +72,16 @@ pub struct GdsFacts {
 }
 
 impl GdsFacts {
-    /// Reads the GDS facts. `CUFILE_ENV_PATH_JSON` is this process's
-    /// environment, so it is only honoured on the live host.
+    /// Reads the GDS facts. `CUFILE_ENV_PATH_JSON` is a variable of a
+    /// process's environment: the one the reading process was started
+    /// with, honoured only when it runs on the host
+    /// ([`Process::cufile_env_path`]).
+    ///
+    /// [`Process::cufile_env_path`]: crate::process::Process::cufile_env_path
     pub fn collect(root: &HostRoot) -> GdsFacts {
-        let env_path = root
-            .is_live()
-            .then(|| std::env::var(CUFILE_ENV).ok())
-            .flatten()
-            .filter(|path| path.starts_with('/'));
+        let env_path = root.process().cufile_env_path();
         let from_env = env_path.is_some();
-        let cufile_path = env_path.unwrap_or_else(|| CUFILE_DEFAULT.to_owned());
+        let cufile_path = env_path.unwrap_or(CUFILE_DEFAULT).to_owned();
         GdsFacts {
             cufile: read_cufile(root, &cufile_path, from_env),
             cufile_path,
@@ -187,7 +187,25 @@ mod tests {
         file.set_len(100_000_000).unwrap();
         let root = HostRoot::at(dir.path()).unwrap();
         let gap = read_cufile(&root, CUFILE_DEFAULT, false).unwrap_err();
+        assert_eq!(gap.kind, crate::facts::GapKind::TooLarge);
         assert!(gap.reason.contains("larger than"), "{gap}");
+    }
+
+    #[test]
+    fn the_cufile_path_of_the_environment_comes_from_the_process() {
+        // A process started with CUFILE_ENV_PATH_JSON, on this machine: no
+        // environment variable of the test process is read or changed.
+        let path = "/nonexistent-zerohop-test/cufile.json";
+        let live = HostRoot::live_as(crate::Process::live(Some(path.to_owned())));
+        let facts = GdsFacts::collect(&live);
+        assert_eq!(facts.cufile_path, path);
+        assert!(facts.cufile_from_env);
+        assert_eq!(facts.cufile, Ok(None));
+        // Beside a directory, the reader's environment is not the host's.
+        let dir = tempfile::tempdir().unwrap();
+        let facts = GdsFacts::collect(&HostRoot::at(dir.path()).unwrap());
+        assert_eq!(facts.cufile_path, CUFILE_DEFAULT);
+        assert!(!facts.cufile_from_env);
     }
 
     #[test]

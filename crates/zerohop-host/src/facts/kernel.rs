@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::facts::{Fact, Gap, clip, read_parsed};
+use crate::facts::{Fact, Gap, GapKind, clip, read_parsed};
 use crate::parse::cmdline::Cmdline;
 use crate::parse::cpuset::CpuSet;
 use crate::parse::nvidia::kernel_version;
@@ -24,7 +24,7 @@ pub const IOMMU_GROUPS: &str = "/sys/kernel/iommu_groups";
 const MAX_IOMMU_GROUPS: usize = 4096;
 
 /// The running kernel's release and where it was read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct KernelRelease {
     /// `6.8.0-45-generic`.
     pub text: String,
@@ -43,7 +43,7 @@ impl KernelRelease {
 }
 
 /// The CPU vendor, which decides the IOMMU parameter names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum CpuVendor {
     /// `GenuineIntel`: `intel_iommu=on` is needed (the default is off on most distributions).
     Intel,
@@ -72,7 +72,7 @@ impl CpuVendor {
 }
 
 /// Requested and effective CPU isolation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Isolation {
     /// `/sys/devices/system/cpu/isolated`: CPUs isolated from scheduler domains.
     pub isolated: Fact<CpuSet>,
@@ -83,7 +83,7 @@ pub struct Isolation {
 }
 
 /// The io_uring sysctls (Linux 6.6 and later).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct IoUring {
     /// `/proc/sys/kernel/io_uring_disabled`: 0 allowed, 1 group only, 2 off.
     pub disabled: Fact<u8>,
@@ -94,7 +94,7 @@ pub struct IoUring {
 pub use zerohop_known::memlock::Memlock;
 
 /// Kernel-level facts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct KernelFacts {
     /// `/proc/cmdline`.
     pub cmdline: Fact<Cmdline>,
@@ -107,7 +107,10 @@ pub struct KernelFacts {
     /// Entries of `/sys/class/iommu` (`dmar0`, `ivhd0`, `smmu3.0x…`): the
     /// IOMMUs the kernel enabled.
     pub iommu_units: Fact<Vec<String>>,
-    /// The memlock limit of this process; `None` unless the root is live.
+    /// The memlock limit of the reading process; `None` unless the root's
+    /// `/proc/self` is that process ([`Process::reads_own_limits`]).
+    ///
+    /// [`Process::reads_own_limits`]: crate::process::Process::reads_own_limits
     pub memlock: Option<Fact<Memlock>>,
     /// The running kernel's release, from [`OSRELEASE`] or [`PROC_VERSION`].
     pub release: Fact<KernelRelease>,
@@ -151,7 +154,7 @@ impl KernelFacts {
                 group: read_parsed(root, "/proc/sys/kernel/io_uring_group", str::parse::<i64>),
             },
             iommu_units: root.list("/sys/class/iommu").map_err(Gap::from),
-            memlock: root.process_view().then(|| memlock(root)),
+            memlock: root.process().reads_own_limits().then(|| memlock(root)),
             release: release(root),
             uptime_seconds: read_parsed(root, UPTIME, parse_uptime),
             iommu_group_types: iommu_group_types(root),
@@ -225,7 +228,7 @@ fn iommu_group_types(root: &HostRoot) -> Fact<BTreeMap<u32, String>> {
 /// as the file being absent to every check.
 fn empty_is_none(fact: Fact<CpuSet>) -> Fact<CpuSet> {
     match fact {
-        Err(gap) if gap.reason == "file is empty" => Ok(Some(CpuSet::default())),
+        Err(gap) if gap.kind == GapKind::Empty => Ok(Some(CpuSet::default())),
         other => other,
     }
 }
@@ -261,8 +264,10 @@ fn cpu_vendor(root: &HostRoot) -> Fact<CpuVendor> {
 /// The locked-memory limits of the process that reads `root`'s
 /// `/proc/self` (`limits`, and `CapEff` of `status` for `CAP_IPC_LOCK`).
 /// Read by [`KernelFacts::collect`] on the live host and on a snapshot of one
-/// ([`HostRoot::process_view`]); public so that a
+/// ([`Process::reads_own_limits`]); public so that a
 /// fixture tree can show what a process with these files gets.
+///
+/// [`Process::reads_own_limits`]: crate::process::Process::reads_own_limits
 pub fn memlock(root: &HostRoot) -> Fact<Memlock> {
     const LIMITS: &str = "/proc/self/limits";
     let Some(text) = root.read(LIMITS)? else {

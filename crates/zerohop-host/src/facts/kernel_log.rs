@@ -27,9 +27,10 @@ use std::time::Duration;
 
 use zerohop_known::kernel_log::DEFAULT_WINDOW_SECS;
 
-use crate::facts::Gap;
+use crate::facts::{Gap, GapKind};
 use crate::parse::kmsg::{self, Record, Stamp};
-use crate::root::{HostRoot, ReadError};
+use crate::process::Environment;
+use crate::root::{HostRoot, IoKind, ReadError};
 
 /// Where a capture of the kernel log is read under `--root DIR`.
 pub const CAPTURE: &str = "/var/log/zerohop/kmsg";
@@ -46,7 +47,7 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(DEFAULT_WINDOW_SECS);
 const UPTIME: &str = "/proc/uptime";
 
 /// The records of the kernel log inside a window.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct KernelLog {
     /// Where the records were read: the device (`/dev/kmsg`,
     /// `/host/dev/kmsg`) or the capture's host path.
@@ -73,15 +74,16 @@ impl KernelLog {
     pub fn collect(root: &HostRoot, window: Duration) -> Result<KernelLog, Gap> {
         // A snapshot recorded where the device was read keeps that window
         // (and the uptime that ended it): judged as it was on the host.
-        if root.is_live() || root.replays_kernel_log() {
+        if root.process().is_live() || root.replays_kernel_log() {
             return live(root, window);
         }
         match root.read_tail(CAPTURE, CAPTURE_CAP) {
             Ok(Some(tail)) => Ok(capture(tail.bytes, tail.skipped, window)),
             Ok(None) => match root.shows_running_kernel() {
                 Ok(true) => live(root, window),
-                Ok(false) => Err(Gap::malformed(
+                Ok(false) => Err(Gap::new(
                     CAPTURE,
+                    GapKind::Missing,
                     "no kernel log: the root holds no capture there, and it is not the running kernel's (its boot id differs), so /dev/kmsg would describe another host",
                 )),
                 Err(err) => Err(Gap::from(err)),
@@ -121,18 +123,20 @@ impl KernelLog {
 /// not the time suspended, so on a host that was suspended the window
 /// reaches that much less far back.
 fn live(root: &HostRoot, window: Duration) -> Result<KernelLog, Gap> {
-    // A host root without its `/proc` still runs this process's kernel; a
-    // snapshot's does not.
+    // A directory without its `/proc` that shows this process's kernel
+    // has this process's uptime; a snapshot's kernel is gone.
     let now = uptime(root).or_else(|| {
-        (!root.is_live() && !root.replays_kernel_log()).then(|| uptime(&HostRoot::live()))?
+        (root.process().environment() == Environment::Directory)
+            .then(|| uptime(&HostRoot::live()))?
     });
     let window_micros = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
     let since = now.map_or(0, |now| now.saturating_sub(window_micros));
     let read = match root.read_kmsg(since) {
         Ok(Some(read)) => read,
         Ok(None) => {
-            return Err(Gap::malformed(
+            return Err(Gap::new(
                 "/dev/kmsg",
+                GapKind::Missing,
                 "no /dev/kmsg here (a container without the host's /dev): the kernel log cannot be read",
             ));
         }
@@ -226,7 +230,7 @@ fn uptime(root: &HostRoot) -> Option<u64> {
 /// A read error of the log device, with what it takes to read it.
 fn unreadable(err: ReadError) -> Gap {
     let mut gap = Gap::from(err);
-    if gap.reason.contains("permission denied") {
+    if gap.kind == GapKind::Io(IoKind::PermissionDenied) {
         gap.reason.push_str(
             ": reading the kernel log takes root or CAP_SYSLOG (with kernel.dmesg_restrict=1), and in a container the device (privileged, or the host's /dev mounted)",
         );
@@ -302,7 +306,27 @@ mod tests {
         let (_dir, root) = root_with(None);
         let gap = KernelLog::collect(&root, DEFAULT_WINDOW).unwrap_err();
         assert_eq!(gap.path, CAPTURE);
+        assert_eq!(gap.kind, GapKind::Missing);
         assert!(gap.reason.contains("boot id"), "{}", gap.reason);
+    }
+
+    #[test]
+    fn a_denied_device_says_what_reading_it_takes() {
+        let denied = ReadError::Io {
+            path: "/dev/kmsg".to_owned(),
+            kind: IoKind::PermissionDenied,
+            message: "permission denied".to_owned(),
+        };
+        let gap = unreadable(denied);
+        assert_eq!(gap.kind, GapKind::Io(IoKind::PermissionDenied));
+        assert!(gap.reason.contains("CAP_SYSLOG"), "{gap}");
+        // The kind decides, not the wording of the message.
+        let other = ReadError::Io {
+            path: "/dev/kmsg".to_owned(),
+            kind: IoKind::Other,
+            message: "permission denied".to_owned(),
+        };
+        assert!(!unreadable(other).reason.contains("CAP_SYSLOG"));
     }
 
     #[test]
@@ -356,10 +380,7 @@ mod tests {
         .unwrap();
         let started = std::time::Instant::now();
         let gap = KernelLog::collect(&root, DEFAULT_WINDOW).unwrap_err();
-        assert!(
-            gap.reason.contains("FIFO") || gap.reason.contains("fifo"),
-            "{gap}"
-        );
+        assert_eq!(gap.kind, GapKind::NotRegular, "{gap}");
         assert!(started.elapsed() < Duration::from_secs(2));
         assert!(Path::new(&path).exists());
     }

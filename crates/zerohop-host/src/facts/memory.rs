@@ -9,7 +9,7 @@ use crate::parse::selected::selected;
 use crate::root::HostRoot;
 
 /// One hugepage pool of one size, host-wide or on one NUMA node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HugepagePool {
     /// Page size in KiB (2048, 1048576).
     pub size_kib: u64,
@@ -32,7 +32,7 @@ impl HugepagePool {
 }
 
 /// Memory facts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct MemoryFacts {
     /// `/proc/meminfo`.
     pub meminfo: Fact<Meminfo>,
@@ -138,6 +138,6 @@ fn choice(root: &HostRoot, path: &str) -> Fact<String> {
         None => Ok(None),
         Some(text) => selected(&text)
             .map(|option| Some(option.to_owned()))
-            .ok_or_else(|| Gap::malformed(path, "file is empty")),
+            .ok_or_else(|| Gap::empty(path)),
     }
 }

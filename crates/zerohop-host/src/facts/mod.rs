@@ -23,7 +23,7 @@ pub mod rdma;
 use std::fmt;
 use std::time::Duration;
 
-use crate::root::{HostRoot, ReadError};
+use crate::root::{HostRoot, IoKind, ReadError};
 
 pub use gds::{CufileJson, GdsFacts, LocalAddress, NetDev};
 pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, KernelRelease, Memlock};
@@ -41,20 +41,86 @@ pub use rdma::{PortCounters, RdmaDevice, RdmaFacts, RdmaPort};
 /// A fact that is present, absent, or present but unusable.
 pub type Fact<T> = Result<Option<T>, Gap>;
 
-/// Why a fact could not be established: the path and the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a fact could not be established: the path, what kind of failure
+/// it was (for code that acts on it) and the reason (for people).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Gap {
     /// The host path that was read.
     pub path: String,
+    /// What kind of failure it was; in JSON, `kind` beside the path (and
+    /// `io`, the operating system's kind, for [`GapKind::Io`]).
+    #[serde(flatten)]
+    pub kind: GapKind,
     /// What went wrong, as a lowercase fragment.
     pub reason: String,
+}
+
+/// What kind of failure a [`Gap`] is. Code decides on this, never on the
+/// wording of [`Gap::reason`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "io")]
+pub enum GapKind {
+    /// Nothing to read where something must be (no kernel log anywhere).
+    Missing,
+    /// The file is empty where a value is expected.
+    Empty,
+    /// It was read but not understood.
+    Malformed,
+    /// The file is larger than the read's cap, or the directory has more
+    /// entries than a listing returns.
+    TooLarge,
+    /// The file holds bytes that are not text.
+    NotText,
+    /// The path names something other than a regular file (a FIFO, a
+    /// device, a directory), which is not read.
+    NotRegular,
+    /// Symlinks on the way loop.
+    SymlinkLoop,
+    /// The read did not finish within its deadline.
+    TimedOut,
+    /// The read was not attempted: too many earlier reads are stuck.
+    GaveUp,
+    /// A snapshot does not hold the path.
+    NotRecorded,
+    /// A snapshot holds the path without its content.
+    Withheld,
+    /// The operating system refused the read, for the reason given.
+    Io(IoKind),
+}
+
+impl GapKind {
+    /// The kind of gap `err` leaves.
+    pub fn of(err: &ReadError) -> GapKind {
+        match err {
+            ReadError::TooLarge { .. } | ReadError::TooManyEntries { .. } => GapKind::TooLarge,
+            ReadError::NotText { .. } => GapKind::NotText,
+            ReadError::NotAFile { .. } => GapKind::NotRegular,
+            ReadError::Timeout { .. } => GapKind::TimedOut,
+            ReadError::GaveUp { .. } => GapKind::GaveUp,
+            ReadError::SymlinkLoop { .. } => GapKind::SymlinkLoop,
+            ReadError::NotRecorded { .. } => GapKind::NotRecorded,
+            ReadError::Withheld { .. } => GapKind::Withheld,
+            ReadError::Io { kind, .. } => GapKind::Io(*kind),
+        }
+    }
 }
 
 impl Gap {
     /// A gap for a value at `path` that could not be understood.
     pub fn malformed(path: &str, reason: impl fmt::Display) -> Gap {
+        Gap::new(path, GapKind::Malformed, reason)
+    }
+
+    /// A gap for an empty file at `path` where a value is expected.
+    pub fn empty(path: &str) -> Gap {
+        Gap::new(path, GapKind::Empty, "file is empty")
+    }
+
+    /// A gap of `kind` at `path`, for `reason`.
+    pub fn new(path: &str, kind: GapKind, reason: impl fmt::Display) -> Gap {
         Gap {
             path: path.to_owned(),
+            kind,
             reason: reason.to_string(),
         }
     }
@@ -64,6 +130,7 @@ impl From<ReadError> for Gap {
     fn from(err: ReadError) -> Gap {
         Gap {
             path: err.path().to_owned(),
+            kind: GapKind::of(&err),
             reason: err.to_string(),
         }
     }
@@ -75,8 +142,10 @@ impl fmt::Display for Gap {
     }
 }
 
-/// Everything known about one host.
-#[derive(Debug, Clone)]
+/// Everything known about one host. It serialises to JSON as the fields
+/// below; a [`Fact`] as `{"Ok": value}` (`null` when absent) or
+/// `{"Err": gap}`.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Facts {
     /// The root the facts were read from, for display.
     pub root: String,
@@ -145,7 +214,7 @@ impl Facts {
     fn gather(root: &HostRoot, options: CollectOptions) -> Facts {
         Facts {
             root: root.display(),
-            live: root.is_live(),
+            live: root.process().is_live(),
             kernel: KernelFacts::collect(root),
             memory: MemoryFacts::collect(root),
             numa: numa::collect(root),
@@ -180,7 +249,7 @@ pub(crate) fn read_parsed<T, E: fmt::Display>(
 ) -> Fact<T> {
     match root.read_value(path)? {
         None => Ok(None),
-        Some(text) if text.is_empty() => Err(Gap::malformed(path, "file is empty")),
+        Some(text) if text.is_empty() => Err(Gap::empty(path)),
         Some(text) => parse(&text)
             .map(Some)
             .map_err(|err| Gap::malformed(path, format!("cannot parse `{}`: {err}", clip(&text)))),
@@ -223,5 +292,55 @@ pub(crate) fn clip(text: &str) -> String {
     match text.char_indices().nth(MAX) {
         Some((index, _)) => format!("{}…", &text[..index]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn each_gap_has_the_kind_of_its_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("sys");
+        fs::create_dir_all(&sys).unwrap();
+        fs::write(sys.join("empty"), "").unwrap();
+        fs::write(sys.join("word"), "fast\n").unwrap();
+        fs::write(sys.join("binary"), [0u8, 1, 2]).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            sys.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        let root = HostRoot::at(dir.path()).unwrap();
+        let number = |path: &str| read_parsed(&root, path, str::parse::<u32>);
+        let kind = |fact: Fact<u32>| fact.map(|_| ()).unwrap_err().kind;
+        assert_eq!(number("/sys/absent"), Ok(None));
+        assert_eq!(kind(number("/sys/empty")), GapKind::Empty);
+        assert_eq!(kind(number("/sys/word")), GapKind::Malformed);
+        assert_eq!(kind(number("/sys/binary")), GapKind::NotText);
+        assert_eq!(kind(number("/sys/fifo")), GapKind::NotRegular);
+        assert_eq!(kind(number("/sys")), GapKind::NotRegular);
+    }
+
+    #[test]
+    fn a_gap_kind_serialises_with_the_io_kind_beside_it() {
+        let denied = Gap::from(ReadError::Io {
+            path: "/dev/kmsg".to_owned(),
+            kind: IoKind::PermissionDenied,
+            message: "permission denied".to_owned(),
+        });
+        let json = serde_json::to_value(&denied).unwrap();
+        assert_eq!(json["kind"], "io");
+        assert_eq!(json["io"], "permission-denied");
+        assert_eq!(json["reason"], "cannot read /dev/kmsg: permission denied");
+        let empty = serde_json::to_value(Gap::empty("/sys/x")).unwrap();
+        assert_eq!(empty["kind"], "empty");
+        assert_eq!(empty.get("io"), None);
     }
 }

@@ -10,7 +10,7 @@ use crate::root::HostRoot;
 const MAX_PARAMETERS: usize = 512;
 
 /// One kernel module.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Module {
     /// Module name with underscores (`nvidia_peermem`).
     pub name: String,
@@ -29,7 +29,7 @@ pub struct Module {
 }
 
 /// Every module known to the kernel, by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Modules(pub BTreeMap<String, Module>);
 
 impl Modules {

@@ -18,7 +18,7 @@ pub const MOUNTSTATS: &str = "/proc/self/mountstats";
 pub const FSTAB: &str = "/etc/fstab";
 
 /// The mount table and the file it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MountTable {
     /// [`MOUNTINFO`], [`PROC_MOUNTS`] or [`SELF_MOUNTS`].
     pub source: &'static str,
@@ -83,7 +83,7 @@ impl<'a> Placement<'a> {
 }
 
 /// Mount facts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct MountFacts {
     /// The mount table.
     pub table: Fact<MountTable>,

@@ -13,7 +13,7 @@ pub const NET_DIR: &str = "/sys/class/net";
 /// DCQCN enable bits per priority: `ecn/roce_np/enable/<prio>` (notification
 /// point, the receiver that sends CNPs) and `ecn/roce_rp/enable/<prio>`
 /// (reaction point, the sender that slows down).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Ecn {
     /// Notification point enable bits; `Ok(None)` when the driver does not
     /// expose the directory (inbox drivers do not).
@@ -23,7 +23,7 @@ pub struct Ecn {
 }
 
 /// One network interface.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct NetDevice {
     /// Interface name.
     pub name: String,
@@ -48,7 +48,7 @@ impl NetDevice {
 }
 
 /// Network interfaces, sorted by name; `Ok(None)` when `/sys/class/net` is absent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct NetFacts {
     /// Every interface.
     pub devices: Fact<Vec<NetDevice>>,

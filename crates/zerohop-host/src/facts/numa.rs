@@ -1,12 +1,12 @@
 //! NUMA nodes, their CPUs and hugepage pools.
 
 use crate::facts::memory::{HugepagePool, pools};
-use crate::facts::{Fact, read_parsed};
+use crate::facts::{Fact, GapKind, read_parsed};
 use crate::parse::cpuset::CpuSet;
 use crate::root::HostRoot;
 
 /// One NUMA node.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct NumaNode {
     /// Node number.
     pub id: u32,
@@ -43,7 +43,7 @@ pub(crate) fn collect(root: &HostRoot) -> Fact<Vec<NumaNode>> {
                     CpuSet::parse(text)
                 })
                 .or_else(|gap| {
-                    if gap.reason == "file is empty" {
+                    if gap.kind == GapKind::Empty {
                         Ok(Some(CpuSet::default()))
                     } else {
                         Err(gap)

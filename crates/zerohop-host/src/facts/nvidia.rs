@@ -22,7 +22,7 @@ pub const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
 const MAX_GPUS: usize = 256;
 
 /// One GPU the NVIDIA driver drives.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DriverGpu {
     /// The directory name: the GPU's PCI address.
     pub address: String,
@@ -32,7 +32,7 @@ pub struct DriverGpu {
 }
 
 /// What the NVIDIA driver shows of itself.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct NvidiaFacts {
     /// The version file; `Ok(None)` when the driver is not loaded.
     pub version: Fact<DriverVersion>,

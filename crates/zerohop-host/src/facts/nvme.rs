@@ -17,7 +17,7 @@ pub const SUBSYSTEMS: &str = "/sys/class/nvme-subsystem";
 pub const CONTROLLERS: &str = "/sys/class/nvme";
 
 /// One path of a namespace through one controller.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NvmePath {
     /// `nvme1c2n1` (multipath) or `nvme0n1` (a controller's own namespace).
     pub name: String,
@@ -33,7 +33,7 @@ pub struct NvmePath {
 }
 
 /// One controller: a connection to the subsystem.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NvmeController {
     /// `nvme2`.
     pub name: String,
@@ -62,7 +62,7 @@ impl NvmeController {
 }
 
 /// One NVMe subsystem.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NvmeSubsystem {
     /// `nvme-subsys1`.
     pub name: String,
@@ -114,7 +114,7 @@ impl NvmeSubsystem {
 }
 
 /// A device-mapper device.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DmDevice {
     /// `dm-0`.
     pub name: String,
@@ -148,7 +148,7 @@ impl DmDevice {
 }
 
 /// A whole block device of `/sys/block` (`nvme0n1`, `sda`, `vda`, `md0`, `dm-0`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct BlockDevice {
     /// The kernel's name.
     pub name: String,
@@ -204,7 +204,7 @@ impl BlockDevice {
 }
 
 /// NVMe and block-layer facts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct NvmeFacts {
     /// The subsystems; `Ok(None)` when the kernel has no NVMe class.
     pub subsystems: Fact<Vec<NvmeSubsystem>>,

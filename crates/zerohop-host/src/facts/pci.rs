@@ -23,7 +23,7 @@ pub mod vendor {
 /// A PCIe link as the kernel reports it: the four attributes of a PCIe
 /// function, each `None` when its file is absent (older kernels write the
 /// `current_*` files without the `max_*` ones).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PciLink {
     /// `current_link_speed` as written (`16.0 GT/s PCIe`, `Unknown`).
     pub current_speed: Option<String>,
@@ -81,7 +81,7 @@ fn gts(text: &str) -> Option<f64> {
 }
 
 /// SR-IOV capability of a physical function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Sriov {
     /// `sriov_totalvfs`: the most VFs the device (firmware) allows.
     pub total_vfs: u32,
@@ -90,7 +90,7 @@ pub struct Sriov {
 }
 
 /// One PCI function.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct PciDevice {
     /// Address `dddd:bb:dd.f`.
     pub address: String,
@@ -178,7 +178,7 @@ impl PciDevice {
 }
 
 /// PCI facts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct PciFacts {
     /// Every function, sorted by address; `Ok(None)` when the host has no PCI bus in sysfs.
     pub devices: Fact<Vec<PciDevice>>,

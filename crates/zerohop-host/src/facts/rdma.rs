@@ -34,7 +34,7 @@ pub const GID_SCAN_GAP: usize = 4;
 const MAX_GIDS: u32 = 256;
 
 /// The used part of a port's GID table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GidTable {
     /// Non-zero entries, in index order.
     pub entries: Vec<GidEntry>,
@@ -43,7 +43,7 @@ pub struct GidTable {
 }
 
 /// One non-zero GID.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GidEntry {
     /// The table index.
     pub index: u32,
@@ -59,7 +59,7 @@ pub struct GidEntry {
 
 /// The error and congestion counters of a port that the doctor judges
 /// ([`rdma_counters::JUDGED`]), as read from `counters/` and `hw_counters/`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PortCounters {
     /// Each counter that was present and held a number, by file name.
     /// A file that reads `N/A (no PMA)` (a driver without a performance
@@ -82,7 +82,7 @@ impl PortCounters {
 }
 
 /// One port of an RDMA device.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RdmaPort {
     /// The port number (from 1).
     pub number: u32,
@@ -120,7 +120,7 @@ impl RdmaPort {
 }
 
 /// One RDMA device (`mlx5_0`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RdmaDevice {
     /// The device name.
     pub name: String,
@@ -175,7 +175,7 @@ impl RdmaDevice {
 }
 
 /// The RDMA stack as sysfs, configfs and `/dev` show it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct RdmaFacts {
     /// Every RDMA device, sorted by name; `Ok(None)` when
     /// `/sys/class/infiniband` is absent (no device, or `ib_core` not loaded).

@@ -1,7 +1,7 @@
 //! `/proc/cmdline`: the kernel's boot parameters.
 
 /// The kernel command line, as whole tokens in order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Cmdline {
     /// Each parameter as `(key, value)`; flags such as `quiet` have no value.
     pub params: Vec<(String, Option<String>)>,

@@ -45,7 +45,7 @@ const YEAR: i64 = 366 * DAY;
 
 /// When a record was logged, on the clock its format uses. Stamps on
 /// different clocks cannot be compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Stamp {
     /// Microseconds since boot (`/dev/kmsg`, `dmesg`'s `[  12.345678]`).
     Boot(u64),
@@ -121,7 +121,7 @@ impl fmt::Display for Stamp {
 }
 
 /// Which format a record's line was written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Format {
     /// A `/dev/kmsg` record.
     Kmsg,
@@ -134,7 +134,7 @@ pub enum Format {
 }
 
 /// One record of a kernel log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Record {
     /// When it was logged; a line without a time takes the time of the
     /// line before it. `None` when no line before it had one either.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 /// Fields of a meminfo file. Values in kB are kept in KiB; counts (such as
 /// `HugePages_Total`) are kept as they are.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Meminfo(pub BTreeMap<String, u64>);
 
 impl Meminfo {

@@ -5,7 +5,7 @@
 //! that, so mount points compare equal to the paths users type.
 
 /// Mount options in the order written: `rw,proto=rdma,hard`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Options(pub Vec<(String, Option<String>)>);
 
 impl Options {
@@ -61,7 +61,7 @@ impl Options {
 }
 
 /// One mounted file system.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MountEntry {
     /// `major:minor` of the device (mountinfo only).
     pub device_number: Option<String>,

@@ -16,7 +16,7 @@ use crate::parse::mountinfo::{Options, unescape};
 pub const KNOWN_STATVERS: &[&str] = &["1.0", "1.1"];
 
 /// One RPC transport of an NFS mount (`xprt:` line).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Transport {
     /// `tcp`, `udp`, `rdma`, `tcp-tls`…
     pub protocol: String,
@@ -27,7 +27,7 @@ pub struct Transport {
 }
 
 /// The block of one mount.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MountStats {
     /// The mounted device (`server:/export`).
     pub device: String,

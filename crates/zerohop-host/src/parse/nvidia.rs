@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 /// The flavour of the NVIDIA kernel module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ModuleFlavour {
     /// The open, MIT/GPL module (`nvidia-open`).
     Open,
@@ -13,7 +13,7 @@ pub enum ModuleFlavour {
 }
 
 /// What `/proc/driver/nvidia/version` says about the loaded kernel module.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DriverVersion {
     /// The `NVRM version:` line as written.
     pub line: String,

@@ -32,7 +32,7 @@ pub enum RdmaParseError {
 
 /// The logical state of an RDMA port (`state`), as the kernel's
 /// `ib_port_state` numbers it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum PortState {
     /// 1: DOWN.
     Down,
@@ -85,7 +85,7 @@ impl PortState {
 }
 
 /// The physical state of an RDMA port (`phys_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum PhysState {
     /// 1: Sleep.
     Sleep,
@@ -166,7 +166,7 @@ fn agree(code: u8, expected: &'static str, found: &str) -> Result<(), RdmaParseE
 }
 
 /// A port's signalling rate (`rate`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Rate {
     /// Gb/s.
     pub gbps: f64,
@@ -195,7 +195,7 @@ impl Rate {
 }
 
 /// A port's link layer (`link_layer`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum LinkLayer {
     /// InfiniBand.
     InfiniBand,
@@ -227,7 +227,7 @@ impl fmt::Display for LinkLayer {
 }
 
 /// A 128-bit GID, as eight 16-bit groups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Gid(pub [u16; 8]);
 
 impl Gid {
@@ -284,7 +284,7 @@ impl fmt::Display for Gid {
 }
 
 /// The RoCE version of a GID entry (`gid_attrs/types/<i>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum GidType {
     /// `IB/RoCE v1`: InfiniBand, or RoCE v1 (layer 2, not routable).
     RoceV1,

@@ -1,11 +1,11 @@
 //! `zerohop doctor`: checks a host, every layer of the data path.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use zerohop_doctor::{Profile, Selection, npd};
 use zerohop_host::facts::kernel_log::DEFAULT_WINDOW;
-use zerohop_host::{CollectOptions, Facts};
+use zerohop_host::{CollectOptions, Facts, HostRoot};
 
 use crate::commands::host::HostArgs;
 use crate::commands::intent::{self, IntentArgs};
@@ -161,6 +161,8 @@ fn check(args: Args) -> Result<i32, CliError> {
     let options = CollectOptions {
         log_window: args.log_window.unwrap_or(DEFAULT_WINDOW),
     };
+    let started_at = SystemTime::now();
+    let started = Instant::now();
     let mut facts = Facts::collect_with(&root, options);
     if let Some(target) = &args.probe {
         // The path is looked up under the probes' deadline: a hung mount
@@ -184,7 +186,11 @@ fn check(args: Args) -> Result<i32, CliError> {
         }
         None => flags,
     };
-    let report = zerohop_doctor::run(&facts, &profile, &selection);
+    let report = zerohop_doctor::run(&facts, &profile, &selection).with_pass(
+        started_at,
+        host_name(&root),
+        started.elapsed(),
+    );
     if args.format == Format::Npd {
         // NPD keeps the line as the condition message and maps the exit
         // code to the condition status, not the doctor's own codes.
@@ -194,4 +200,13 @@ fn check(args: Args) -> Result<i32, CliError> {
     }
     output::report(&report, args.format, args.verbose)?;
     Ok(report.exit_code())
+}
+
+/// The host's name as its root shows it, for the report: `None` when it
+/// cannot be read (a snapshot holds only what its recording's pass read).
+fn host_name(root: &HostRoot) -> Option<String> {
+    root.read_value(intent::HOSTNAME_FILE)
+        .ok()
+        .flatten()
+        .filter(|name| !name.is_empty())
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use zerohop_host::{HostRoot, RootError};
+use zerohop_host::{HostRoot, Process, RootError};
 
 use crate::error::CliError;
 
@@ -22,7 +22,7 @@ pub(crate) struct HostArgs {
 
 impl HostArgs {
     /// The host root to read: `--snapshot FILE`, `--root DIR`, else this
-    /// machine. A snapshot that cannot be opened is an input error. A `DIR` that
+    /// machine, read by this process as it was started. A snapshot that cannot be opened is an input error. A `DIR` that
     /// is missing, unreadable or holds no host (neither `proc/` nor `sys/`)
     /// is an input error (exit code 2), not a report of checks that cannot
     /// tell or do not apply.
@@ -40,7 +40,7 @@ impl HostArgs {
                 )),
                 RootError::NotAHost { .. } | RootError::Unreadable { .. } => CliError::usage(err),
             }),
-            None => Ok(HostRoot::live()),
+            None => Ok(HostRoot::live_as(Process::current())),
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::error::CliError;
 /// `kubernetes.io/hostname`).
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// Where the kernel keeps the host name.
-const HOSTNAME_FILE: &str = "/proc/sys/kernel/hostname";
+pub(crate) const HOSTNAME_FILE: &str = "/proc/sys/kernel/hostname";
 
 /// The intent arguments of `zerohop doctor`.
 #[derive(Debug, Clone, Default, clap::Args)]
