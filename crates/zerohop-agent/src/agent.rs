@@ -19,7 +19,6 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot, Process};
-use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::bounded::{Bounded, Outcome};
 use crate::counters::{self, Targets};
@@ -406,30 +405,8 @@ fn local_hostname(root: &HostRoot) -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// The largest profile file read.
-const MAX_PROFILE_BYTES: u64 = 1 << 20;
-
-/// Reads the expectations of the host from a YAML (or JSON) file with the
-/// doctor's `--expect-*` settings as keys (`rdma: true`, `roce-mtu: 9000`).
-pub fn load_profile(path: &Path) -> Result<Profile, String> {
-    let shown = path.display();
-    let cap = usize::try_from(MAX_PROFILE_BYTES).unwrap_or(usize::MAX);
-    let bytes = read_regular(path, Follow::Links, cap).map_err(|err| match err {
-        NotRegular::Kind(kind) => format!("--profile {shown}: {kind}, not a regular file"),
-        NotRegular::Io(err) => format!("--profile {shown}: {}", os_reason(&err)),
-    })?;
-    if bytes.len() > cap {
-        return Err(format!("--profile {shown}: larger than 1 MiB"));
-    }
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("--profile {shown}: not UTF-8 text"))?;
-    serde_saphyr::from_str(&text).map_err(|err| format!("--profile {shown}: {err}"))
-}
-
 #[cfg(test)]
 mod tests {
-    use std::fs;
-
     use super::*;
 
     #[test]
@@ -438,24 +415,5 @@ mod tests {
         for bad in ["", "Upper", "a..b", "-a", "a\nb", "a_b", &"a".repeat(254)] {
             assert!(check_node_name(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn a_profile_is_read_with_the_doctor_settings_as_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("profile.yaml");
-        fs::write(&path, "rdma: true\nroce-mtu: 9000\nmounts: [/mnt/data]\n").unwrap();
-        let profile = load_profile(&path).unwrap();
-        assert_eq!(profile.rdma, Some(true));
-        assert_eq!(profile.roce_mtu, Some(9000));
-        assert_eq!(profile.mounts, ["/mnt/data"]);
-        fs::write(&path, "rdma: true\nroce-mtuu: 9000\n").unwrap();
-        let err = load_profile(&path).unwrap_err();
-        assert!(err.contains("roce-mtuu"), "{err}");
-        assert!(
-            load_profile(dir.path())
-                .unwrap_err()
-                .contains("not a regular file")
-        );
     }
 }

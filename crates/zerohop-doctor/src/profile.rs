@@ -6,7 +6,10 @@
 //! expectation that is given is always judged, never dropped because the
 //! host seems not to need it.
 
+use std::path::Path;
+
 use serde::Deserialize;
+use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 /// The user's expectations of the host.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -83,6 +86,82 @@ pub struct Profile {
     /// The NVMe-oF targets the host must be connected to.
     #[serde(default)]
     pub nvme_targets: Vec<NvmeTargetExpectation>,
+}
+
+/// The largest profile file read.
+const MAX_PROFILE_BYTES: usize = 1 << 20;
+
+impl Profile {
+    /// Reads expectations from a YAML (or JSON) file whose keys are the
+    /// doctor's `--expect-*` settings (`rdma: true`, `roce-mtu: 9000`): the
+    /// `--profile` of `zerohop doctor` and of `zerohop agent`. The message
+    /// of an error names the file.
+    pub fn load(path: &Path) -> Result<Profile, String> {
+        let shown = path.display();
+        let bytes =
+            read_regular(path, Follow::Links, MAX_PROFILE_BYTES).map_err(|err| match err {
+                NotRegular::Kind(kind) => format!("--profile {shown}: {kind}, not a regular file"),
+                NotRegular::Io(err) => format!("--profile {shown}: {}", os_reason(&err)),
+            })?;
+        if bytes.len() > MAX_PROFILE_BYTES {
+            return Err(format!("--profile {shown}: larger than 1 MiB"));
+        }
+        let text =
+            String::from_utf8(bytes).map_err(|_| format!("--profile {shown}: not UTF-8 text"))?;
+        serde_saphyr::from_str(&text).map_err(|err| format!("--profile {shown}: {err}"))
+    }
+
+    /// These expectations over `base`: a value set here wins, and a
+    /// host-wide value (`roce-mtu`, `vfs-per-pf`, `rdma-rate-gbps`) holds
+    /// every port `base` lists to it. The command line's flags go over a
+    /// profile file, which goes over what the cluster intent expects.
+    pub fn over(self, mut base: Profile) -> Profile {
+        let flags = self;
+        // A host-wide flag holds every port of the intent to its value.
+        for nic in &mut base.nics {
+            nic.mtu = flags.roce_mtu.or(nic.mtu);
+            nic.vfs = flags.vfs_per_pf.or(nic.vfs);
+            nic.rate_gbps = flags.rdma_rate_gbps.or(nic.rate_gbps);
+        }
+        Profile {
+            sriov: flags.sriov.or(base.sriov),
+            hugepages_1g_per_node: flags.hugepages_1g_per_node.or(base.hugepages_1g_per_node),
+            rdma: flags.rdma.or(base.rdma),
+            rdma_rate_gbps: flags.rdma_rate_gbps.or(base.rdma_rate_gbps),
+            roce_mtu: flags.roce_mtu.or(base.roce_mtu),
+            roce_priority: flags.roce_priority.or(base.roce_priority),
+            vfs_per_pf: flags.vfs_per_pf.or(base.vfs_per_pf),
+            gpudirect: flags.gpudirect.or(base.gpudirect),
+            gds: flags.gds.or(base.gds),
+            gdrcopy: flags.gdrcopy.or(base.gdrcopy),
+            mounts: if flags.mounts.is_empty() {
+                base.mounts
+            } else {
+                flags.mounts
+            },
+            nfs_rdma: flags.nfs_rdma.or(base.nfs_rdma),
+            nvme_iopolicy: flags.nvme_iopolicy.or(base.nvme_iopolicy),
+            nvme_transport: flags.nvme_transport.or(base.nvme_transport),
+            gpus: flags.gpus.or(base.gpus),
+            nics: if flags.nics.is_empty() {
+                base.nics
+            } else {
+                flags.nics
+            },
+            hugepages: flags.hugepages.or(base.hugepages),
+            cpus: flags.cpus.or(base.cpus),
+            nfs_mounts: if flags.nfs_mounts.is_empty() {
+                base.nfs_mounts
+            } else {
+                flags.nfs_mounts
+            },
+            nvme_targets: if flags.nvme_targets.is_empty() {
+                base.nvme_targets
+            } else {
+                flags.nvme_targets
+            },
+        }
+    }
 }
 
 /// How many NVIDIA GPUs the host must have.
@@ -250,5 +329,56 @@ impl Profile {
                 device.is_nic() && matches!(device.sriov, Ok(Some(sriov)) if sriov.num_vfs > 0)
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn a_profile_is_read_with_the_doctor_settings_as_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.yaml");
+        fs::write(&path, "rdma: true\nroce-mtu: 9000\nmounts: [/mnt/data]\n").unwrap();
+        let profile = Profile::load(&path).unwrap();
+        assert_eq!(profile.rdma, Some(true));
+        assert_eq!(profile.roce_mtu, Some(9000));
+        assert_eq!(profile.mounts, ["/mnt/data"]);
+        fs::write(&path, "rdma: true\nroce-mtuu: 9000\n").unwrap();
+        let err = Profile::load(&path).unwrap_err();
+        assert!(err.contains("roce-mtuu"), "{err}");
+        assert!(
+            Profile::load(dir.path())
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+    }
+
+    #[test]
+    fn values_set_win_and_a_host_wide_value_holds_every_port() {
+        let base = Profile {
+            rdma: Some(false),
+            gds: Some(true),
+            nics: vec![NicExpectation {
+                mtu: Some(4200),
+                ..NicExpectation::default()
+            }],
+            mounts: vec!["/data".to_owned()],
+            ..Profile::default()
+        };
+        let over = Profile {
+            rdma: Some(true),
+            roce_mtu: Some(9000),
+            ..Profile::default()
+        };
+        let merged = over.over(base);
+        assert_eq!(merged.rdma, Some(true));
+        assert_eq!(merged.gds, Some(true));
+        assert_eq!(merged.roce_mtu, Some(9000));
+        assert_eq!(merged.nics[0].mtu, Some(9000));
+        assert_eq!(merged.mounts, ["/data"]);
     }
 }

@@ -18,7 +18,7 @@ fn stdout(output: &Output) -> String {
 
 #[test]
 fn ids_and_names_are_unique_across_every_kind_of_rule() {
-    let out = zerohop(&["checks", "--json"]);
+    let out = zerohop(&["checks", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let rules = json["rules"].as_array().expect("rules");

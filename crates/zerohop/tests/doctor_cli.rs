@@ -177,3 +177,51 @@ fn npd_format_answers_as_a_node_problem_detector_plugin() {
     assert_eq!(code, Some(2));
     assert!(line.starts_with("unknown: root /no/such/dir"), "{line}");
 }
+
+/// `--profile` reads the agent's expectation file; the flags go over it.
+#[test]
+fn a_profile_file_sets_expectations_and_the_flags_override_it() {
+    let dir = tempfile::tempdir().expect("temp");
+    let profile = dir.path().join("profile.yaml");
+    std::fs::write(&profile, "gds: true\n").expect("write");
+    let profile = profile.to_string_lossy().into_owned();
+    // The root lists one PCI function, a virtio NIC, and no GPU:
+    // GPUDirect Storage expected there fails (GDS007).
+    let root = fixture("PCI001/info-virtio-nic-without-link-files");
+    let expected = zerohop(&[
+        "doctor",
+        "--root",
+        &root,
+        "--only",
+        "gds",
+        "--profile",
+        &profile,
+    ]);
+    assert_eq!(
+        expected.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&expected.stdout)
+    );
+    assert!(String::from_utf8_lossy(&expected.stdout).contains("GDS007"));
+    let overridden = zerohop(&[
+        "doctor",
+        "--root",
+        &root,
+        "--only",
+        "gds",
+        "--profile",
+        &profile,
+        "--expect-gds",
+        "false",
+    ]);
+    assert_eq!(
+        overridden.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&overridden.stdout)
+    );
+    let missing = zerohop(&["doctor", "--root", &root, "--profile", &root]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("not a regular file"));
+}

@@ -6,14 +6,11 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
+use zerohop_core::Document;
 use zerohop_core::render::printable::printable;
 
 use super::state::{Row, State, by_check};
 use crate::capabilities::CAPABILITIES;
-
-/// The version of the JSON document; bumped when a field is removed or
-/// changes meaning.
-pub const SCHEMA_VERSION: u32 = 1;
 
 /// The most nodes named per check in the table; JSON names them all.
 const NODES_PER_CHECK: usize = 5;
@@ -219,7 +216,7 @@ fn columns(table: &[Vec<String>]) -> String {
     out
 }
 
-/// The JSON document.
+/// The JSON document, in the envelope every zerohop document shares.
 pub fn json(fleet: &Fleet) -> Value {
     let nodes: Vec<Value> = fleet
         .rows
@@ -241,10 +238,7 @@ pub fn json(fleet: &Fleet) -> Value {
         .into_iter()
         .map(|(id, nodes)| json!({ "id": id, "nodes": nodes }))
         .collect();
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "command": "fleet",
-        "zerohop_version": env!("CARGO_PKG_VERSION"),
+    let body = json!({
         "generated_at": fleet.taken_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         "interval_seconds": fleet.interval.as_secs(),
         "report_objects": fleet.report_objects,
@@ -259,7 +253,9 @@ pub fn json(fleet: &Fleet) -> Value {
         },
         "nodes": nodes,
         "checks": checks,
-    })
+    });
+    // A `Value` always serialises: the fallback is never taken.
+    serde_json::to_value(Document::new("fleet", &body)).unwrap_or(body)
 }
 
 #[cfg(test)]

@@ -25,9 +25,6 @@ use crate::snapshot::Snapshot;
 pub use files::FileChange;
 pub use render::write_human;
 
-/// The version of the JSON diff document.
-pub const DIFF_SCHEMA_VERSION: u32 = 1;
-
 /// One side of a diff: a snapshot and what the doctor makes of it.
 pub struct Side {
     /// How the side was named (a file, a directory, `-`).
@@ -85,11 +82,10 @@ pub struct FactChange {
     pub b: Option<String>,
 }
 
-/// Everything that differs between two sides.
+/// Everything that differs between two sides: the fields of `zerohop
+/// diff`'s JSON document, which [`zerohop_core::Document`] versions.
 #[derive(Debug, Clone, Serialize)]
 pub struct Diff {
-    /// See [`DIFF_SCHEMA_VERSION`].
-    pub schema_version: u32,
     /// Side A as named.
     pub a: String,
     /// Side B as named.
@@ -114,7 +110,6 @@ impl Diff {
 /// Compares side `a` with side `b`; volatile data too when `all`.
 pub fn compare(a: &Side, b: &Side, all: bool) -> Diff {
     Diff {
-        schema_version: DIFF_SCHEMA_VERSION,
         a: a.label.clone(),
         b: b.label.clone(),
         all,

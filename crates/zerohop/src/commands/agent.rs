@@ -121,7 +121,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         return Ok(ExitCode::OK);
     }
     let profile = match &args.profile {
-        Some(path) => agent::load_profile(path).map_err(CliError::usage)?,
+        Some(path) => zerohop_doctor::Profile::load(path).map_err(CliError::usage)?,
         None => Profile::default(),
     };
     let node_name = args

@@ -7,14 +7,14 @@ use zerohop_core::{Document, RuleInfo};
 use zerohop_doctor::checks::CHECKS;
 
 use crate::error::CliError;
-use crate::output;
+use crate::output::{self, Format};
 
 /// Arguments of `zerohop checks`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChecksArgs {
-    /// Print a JSON document (`schema_version`, `rules`) instead of a table.
-    #[arg(long)]
-    json: bool,
+    /// Output format: a table, or a JSON document with every rule's metadata.
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
+    format: Format,
 }
 
 /// Arguments of `zerohop explain`.
@@ -39,7 +39,7 @@ fn catalog() -> impl Iterator<Item = &'static RuleInfo> {
 pub(crate) fn checks(args: ChecksArgs) -> Result<i32, CliError> {
     let rules: Vec<&RuleInfo> = catalog().collect();
     output::to_stdout(|out| {
-        if args.json {
+        if args.format == Format::Json {
             #[derive(serde::Serialize)]
             struct Catalog<'a> {
                 rules: &'a [&'a RuleInfo],

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::Context as _;
+use zerohop_core::Document;
 use zerohop_core::exit::ExitCode;
 use zerohop_snapshot::Snapshot;
 use zerohop_snapshot::diff::{self, Side};
@@ -48,7 +49,7 @@ fn compare(args: &Args) -> Result<i32, CliError> {
     let diff = diff::compare(&a, &b, args.all);
     output::to_stdout(|out| match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &diff)?;
+            serde_json::to_writer_pretty(&mut *out, &Document::new("diff", &diff))?;
             writeln!(out)
         }
         // Human, the only other value `--format` parses here.

@@ -30,6 +30,11 @@ pub(crate) struct Args {
     /// Also list checks that passed or do not apply.
     #[arg(long, short)]
     verbose: bool,
+    /// What the host is expected to have: a YAML file with the expectations
+    /// below as keys (`rdma: true`, `roce-mtu: 9000`, `mounts: [/data]`), the
+    /// agent's `--profile`. The flags override it; it overrides `--intent`.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
     /// Expect SR-IOV VFs on the data path (default: when VFs are enabled).
     #[arg(long, value_name = "BOOL")]
     expect_sriov: Option<bool>,
@@ -158,6 +163,10 @@ fn check(args: Args) -> Result<i32, CliError> {
         nvme_transport: args.expect_nvme_transport.clone(),
         ..Profile::default()
     };
+    let flags = match &args.profile {
+        Some(path) => flags.over(Profile::load(path).map_err(CliError::usage)?),
+        None => flags,
+    };
     let options = CollectOptions {
         log_window: args.log_window.unwrap_or(DEFAULT_WINDOW),
     };
@@ -182,7 +191,7 @@ fn check(args: Args) -> Result<i32, CliError> {
                         .unwrap_or_default()
                 );
             }
-            intent::overlay(flags, expected)
+            flags.over(expected)
         }
         None => flags,
     };
