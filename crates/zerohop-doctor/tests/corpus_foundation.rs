@@ -206,7 +206,11 @@ fn hwloc_four_node_host_has_nics_without_locality() {
     let pci001 = support::findings(&report, "PCI001");
     let partial = pci001.iter().find(|f| f.subject == "0000:03:00.1").unwrap();
     assert_eq!(partial.status, Status::Info, "{}", partial.message);
-    assert!(partial.message.contains("not on the gpu, rdma or nvme data path"));
+    assert!(
+        partial
+            .message
+            .contains("not on the gpu, rdma or nvme data path")
+    );
     assert!(!pci001.iter().any(|f| f.status == Status::Fail));
 }
 

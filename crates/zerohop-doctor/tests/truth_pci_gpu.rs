@@ -498,7 +498,9 @@ fn a_missing_max_link_file_is_named_as_missing() {
     // max_link_speed nor max_link_width (an older kernel).
     let device = "/sys/bus/pci/devices/0000:03:00.1";
     let pci001 = finding(&report, "PCI001", "0000:03:00.1");
-    assert_eq!(pci001.status, Status::Unknown);
+    // Off the data path (a network function), what cannot be judged is
+    // information; the files are named all the same.
+    assert_eq!(pci001.status, Status::Info, "{}", pci001.message);
     assert_eq!(
         evidence(pci001, &format!("{device}/max_link_speed")),
         "<missing>"

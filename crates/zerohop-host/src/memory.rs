@@ -198,6 +198,10 @@ pub struct MemoryTree {
     nodes: HashMap<String, Node>,
     process_view: bool,
     kernel_log: Option<LiveLog>,
+    /// For a file read from its end (the kernel-log capture), the bytes
+    /// before the part kept, by path: a capture cut at its cap replays as
+    /// cut.
+    skipped: HashMap<String, u64>,
 }
 
 /// How a recording read the running kernel's log (`/dev/kmsg`), whose
@@ -239,6 +243,7 @@ impl MemoryTree {
             nodes,
             process_view: false,
             kernel_log: None,
+            skipped: HashMap::new(),
         }
     }
 
@@ -251,6 +256,22 @@ impl MemoryTree {
     /// Marks whether `/proc/self` describes the recording process.
     pub fn set_process_view(&mut self, process_view: bool) {
         self.process_view = process_view;
+    }
+
+    /// The bytes a read from the end of the file at `path` left before
+    /// the part this tree keeps (0 when it keeps the whole file).
+    pub fn skipped(&self, path: &str) -> u64 {
+        self.skipped.get(path).copied().unwrap_or(0)
+    }
+
+    /// Notes that the file at `path` is kept from its end, `skipped` bytes
+    /// after its start.
+    pub fn set_skipped(&mut self, path: &str, skipped: u64) {
+        if skipped > 0 {
+            self.skipped.insert(path.to_owned(), skipped);
+        } else {
+            self.skipped.remove(path);
+        }
     }
 
     /// How the kernel log's window at [`CAPTURE`] was read, when it was

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::kmsg_device::KmsgRead;
 use crate::memory::{Content, Listing, MemoryTree, Node, Reason, relative_link};
 use crate::read_error::{FileKind, IoKind, ReadError};
+use crate::tree::Tail;
 
 /// The most symlinks one resolution follows (the kernel allows 40).
 const MAX_LINKS: usize = 40;
@@ -161,6 +162,24 @@ impl Recorder {
             }
         };
         self.state().tree.merge(&reached.key, node);
+    }
+
+    /// Notes a read of a file's end (see [`Source::read_tail`]): the part
+    /// read, as [`Recorder::read`] does, and the bytes before it.
+    ///
+    /// [`Source::read_tail`]: crate::source::Source::read_tail
+    pub(crate) fn tail(&self, path: &str, result: &Result<Option<Tail>, ReadError>) {
+        let read = match result {
+            Ok(tail) => Ok(tail.as_ref().map(|tail| tail.bytes.clone())),
+            Err(err) => Err(err.clone()),
+        };
+        self.read(path, &read, false);
+        if let Ok(Some(tail)) = result
+            && tail.skipped > 0
+            && let Some(reached) = self.reach(path, true, None)
+        {
+            self.state().tree.set_skipped(&reached.key, tail.skipped);
+        }
     }
 
     /// Notes a directory listing and its result.

@@ -126,24 +126,21 @@ impl Source {
         }
     }
 
-    /// The last `cap` bytes of a file. A recording keeps the part read;
-    /// in memory, that part is the file.
+    /// The last `cap` bytes of a file. A recording keeps the part read and
+    /// how much came before it; in memory, that part is the file.
     pub(crate) fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
         match self {
             Source::Tree { tree, recorder } => {
                 let result = tree.read_tail(path, cap);
                 if let Some(recorder) = recorder {
-                    let read = match &result {
-                        Ok(tail) => Ok(tail.as_ref().map(|tail| tail.bytes.clone())),
-                        Err(err) => Err(err.clone()),
-                    };
-                    recorder.read(path, &read, false);
+                    recorder.tail(path, &result);
                 }
                 result
             }
-            Source::Memory { tree, .. } => Ok(tree
-                .read_bytes(path, cap)?
-                .map(|bytes| Tail { bytes, skipped: 0 })),
+            Source::Memory { tree, .. } => Ok(tree.read_bytes(path, cap)?.map(|bytes| Tail {
+                bytes,
+                skipped: tree.skipped(path),
+            })),
         }
     }
 

@@ -129,6 +129,10 @@ pub struct Entry {
     /// (unknown) failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Reason>,
+    /// For a file read from its end (the kernel-log capture), the bytes
+    /// before the part the member holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
 }
 
 /// The special kinds by name, as [`FileKind::name`] writes them.
@@ -160,6 +164,7 @@ impl Entry {
             names: None,
             special: None,
             error: None,
+            skipped: None,
         }
     }
 
@@ -226,6 +231,9 @@ impl Entry {
         }
         if self.size.is_some() != self.sha256.is_some() {
             return extra("a size without a hash or a hash without a size");
+        }
+        if self.skipped.is_some() && self.size.is_none() {
+            return extra("skipped bytes but no content");
         }
         let has_size = self.size.is_some();
         let has_names = self.names.is_some();

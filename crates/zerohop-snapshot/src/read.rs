@@ -248,9 +248,11 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
     let meta = Meta::from(&manifest);
     for (mut entry, content) in manifest.entries.into_iter().zip(contents) {
         let path = std::mem::take(&mut entry.path);
+        let skipped = entry.skipped.unwrap_or(0);
         let node = entry
             .into_node(content)
             .map_err(|why| OpenError::Invalid(format!("entry {}: {why}", clip(&path))))?;
+        tree.set_skipped(&path, skipped);
         tree.insert(path, node)
             .map_err(|err| OpenError::Invalid(err.to_string()))?;
     }

@@ -58,7 +58,10 @@ pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, WriteError> {
     let mut bytes = snapshot.report.len() as u64;
     let mut largest = ("", 0u64);
     for (path, node) in snapshot.tree.nodes() {
-        let (entry, content) = Entry::of(path, node);
+        let (mut entry, content) = Entry::of(path, node);
+        if content.is_some() {
+            entry.skipped = Some(snapshot.tree.skipped(path)).filter(|&skipped| skipped > 0);
+        }
         if let Some(content) = content {
             let size = content.len() as u64;
             bytes += size;

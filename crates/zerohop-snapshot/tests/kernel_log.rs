@@ -92,3 +92,26 @@ fn a_capture_larger_than_other_reads_is_recorded() {
     let (_, on_snapshot) = through_an_archive(&root);
     assert_eq!(on_tree, kernel_log(&doctor(&on_snapshot)));
 }
+
+/// A capture larger than the reader's cap is read from its end; the
+/// snapshot keeps the part read and how much came before it, so that the
+/// doctor on the snapshot says, as on the tree, that the start was not read.
+#[test]
+fn a_capture_cut_at_the_cap_replays_as_cut() {
+    let dir = tempfile::tempdir().expect("temp");
+    let capture = dir.path().join(CAPTURE.trim_start_matches('/'));
+    std::fs::create_dir_all(capture.parent().expect("a directory")).expect("mkdir");
+    let line = "6,1,1000,-;mlx5_core 0000:19:00.0: link up\n";
+    let records = (9 << 20) / line.len();
+    std::fs::write(&capture, line.repeat(records)).expect("write");
+    let root = HostRoot::at(dir.path()).expect("a directory root");
+    let on_tree = kernel_log(&doctor(&root));
+    assert!(
+        on_tree
+            .iter()
+            .any(|finding| format!("{finding:?}").contains("were not")),
+        "{on_tree:#?}"
+    );
+    let (_, on_snapshot) = through_an_archive(&root);
+    assert_eq!(on_tree, kernel_log(&doctor(&on_snapshot)));
+}

@@ -241,6 +241,7 @@ impl Redactor {
                 other => other.clone(),
             };
             if pass == Pass::Rewrite {
+                tree.set_skipped(&new_path, snapshot.tree.skipped(path));
                 tree.insert(&new_path, new_node)?;
             }
         }
