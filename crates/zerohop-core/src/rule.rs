@@ -66,6 +66,49 @@ impl RuleInfo {
         missing
     }
 
+    /// What is wrong with the documentation's form, one line per problem:
+    /// a required heading missing or out of order, a summary that is not a
+    /// sentence, the doc-comment indent kept, a location without a line.
+    /// The same for every kind of rule, so that each kind's test asks this.
+    pub fn documentation_problems(&self) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .missing_headings()
+            .into_iter()
+            .map(|heading| format!("{}: lacks {heading} (or has it out of order)", self.id))
+            .collect();
+        let summary = self.summary();
+        if summary.is_empty() || !summary.ends_with('.') {
+            problems.push(format!(
+                "{}: summary {summary:?} is not a sentence",
+                self.id
+            ));
+        }
+        if self.docs.starts_with(' ') {
+            problems.push(format!("{}: docs keep the doc-comment indent", self.id));
+        }
+        if !self.location.contains("#L") {
+            problems.push(format!(
+                "{}: location {} names no line",
+                self.id, self.location
+            ));
+        }
+        problems
+    }
+
+    /// The `text` blocks under the documentation's `## Example`, in order:
+    /// what a fixture gives (and, for a judgement, its capture first), which
+    /// each kind's test compares with the fixture's real output.
+    pub fn example_blocks(&self) -> Vec<&'static str> {
+        let Some(at) = self.docs.find("## Example") else {
+            return Vec::new();
+        };
+        self.docs[at..]
+            .split("```text\n")
+            .skip(1)
+            .filter_map(|block| block.split("\n```").next())
+            .collect()
+    }
+
     /// Whether `id` has a known group prefix followed by exactly three digits.
     pub fn is_well_formed_id(id: &str, prefixes: &[&str]) -> bool {
         prefixes.iter().any(|prefix| {
@@ -257,6 +300,23 @@ mod tests {
         let without_example =
             info("## What it checks\na\n## Why it matters\nb\n## How to fix\nc\n");
         assert_eq!(without_example.missing_headings(), vec!["## Example"]);
+    }
+
+    #[test]
+    fn documentation_problems_and_example_blocks() {
+        let ok = info(
+            "Checks it.\n## What it checks\na\n## Why it matters\nb\n## How to fix\nc\n## Example\n```text\nthe capture\n```\nthen\n```text\nfail KRN001\n```\n",
+        );
+        assert!(
+            ok.documentation_problems().is_empty(),
+            "{:?}",
+            ok.documentation_problems()
+        );
+        assert_eq!(ok.example_blocks(), ["the capture", "fail KRN001"]);
+        let bad = info(" no sentence\n## What it checks\n");
+        let problems = bad.documentation_problems();
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        assert!(bad.example_blocks().is_empty());
     }
 
     #[test]

@@ -54,26 +54,10 @@ fn ids_are_unique_well_formed_and_in_order() {
 
 #[test]
 fn every_rule_is_documented_with_the_required_headings() {
-    for rule in rules() {
-        assert!(
-            rule.missing_headings().is_empty(),
-            "{} lacks {:?}",
-            rule.id,
-            rule.missing_headings()
-        );
-        let summary = rule.summary();
-        assert!(
-            !summary.is_empty() && summary.ends_with('.'),
-            "{}: summary {summary:?}",
-            rule.id
-        );
-        assert!(
-            !rule.docs.starts_with(' '),
-            "{}: docs keep the doc-comment indent",
-            rule.id
-        );
-        assert!(rule.location.contains("#L"), "{}", rule.location);
-    }
+    let problems: Vec<String> = rules()
+        .flat_map(|rule| rule.documentation_problems())
+        .collect();
+    assert!(problems.is_empty(), "{problems:#?}");
 }
 
 #[test]
@@ -130,21 +114,15 @@ fn every_rule_breaks_on_its_failing_fixture_and_not_on_its_passing_one() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The output shown under a rule's `## Example`: its `text` block.
-fn example_output(docs: &str) -> Option<&str> {
-    let example = &docs[docs.find("## Example")?..];
-    let start = example.find("```text\n")? + "```text\n".len();
-    let end = start + example[start..].find("\n```")?;
-    Some(&example[start..end])
-}
-
 #[test]
 fn every_example_shows_what_the_failing_fixture_gives() {
     // The documentation shows the failing fixture's real output, so that
     // a changed message cannot leave a stale example behind.
     for rule in RULES {
         let info = &rule.info;
-        let shown = example_output(info.docs)
+        let shown = *info
+            .example_blocks()
+            .first()
             .unwrap_or_else(|| panic!("{}: no ```text block under ## Example", info.id));
         let err = load_case(info.id, "fail").expect_err("fail/ is refused");
         let given = render(info.id, &err);
