@@ -27,9 +27,9 @@ use crate::error::CliError;
 pub(crate) enum Command {
     /// Check this host (or a captured one), every layer of the data path.
     Doctor(doctor::Args),
-    /// List every doctor check and lint rule.
+    /// List every doctor check, lint rule, intent rule and validate judgement.
     Checks(catalog::ChecksArgs),
-    /// Show the documentation of a check or lint rule.
+    /// Show the documentation of a check, rule or judgement.
     Explain(catalog::ExplainArgs),
     /// Show each GPU's nearest RDMA NIC and the matching NCCL_IB_HCA.
     Topo(topo::Args),
