@@ -95,6 +95,40 @@ impl RuleInfo {
         problems
     }
 
+    /// What is wrong with a registry of rules as a whole, one line per
+    /// problem: an ID listed twice or not a prefix of `prefixes` and three
+    /// digits, a name listed twice or not kebab-case. Every kind's registry
+    /// test asks this; the order each kind keeps is its own test.
+    pub fn registry_problems(rules: &[&RuleInfo], prefixes: &[&str]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        let mut names = std::collections::HashSet::new();
+        for rule in rules {
+            if !ids.insert(rule.id) {
+                problems.push(format!("{}: listed twice", rule.id));
+            }
+            if !names.insert(rule.name) {
+                problems.push(format!(
+                    "{}: name {} is another rule's too",
+                    rule.id, rule.name
+                ));
+            }
+            if !RuleInfo::is_well_formed_id(rule.id, prefixes) {
+                problems.push(format!(
+                    "{}: not one of {prefixes:?} and three digits",
+                    rule.id
+                ));
+            }
+            if !RuleInfo::is_kebab_case(rule.name) {
+                problems.push(format!(
+                    "{}: name {:?} is not kebab-case",
+                    rule.id, rule.name
+                ));
+            }
+        }
+        problems
+    }
+
     /// The `text` blocks under the documentation's `## Example`, in order:
     /// what a fixture gives (and, for a judgement, its capture first), which
     /// each kind's test compares with the fixture's real output.
@@ -317,6 +351,19 @@ mod tests {
         let problems = bad.documentation_problems();
         assert_eq!(problems.len(), 5, "{problems:#?}");
         assert!(bad.example_blocks().is_empty());
+    }
+
+    #[test]
+    fn a_registry_lists_each_id_and_name_once_well_formed() {
+        let a = info("A.");
+        let mut b = info("B.");
+        b.name = "Not Kebab";
+        let mut c = info("C.");
+        c.id = "KRN01";
+        let problems = RuleInfo::registry_problems(&[&a, &b, &c], &["KRN"]);
+        // KRN001 twice, iommu-disabled twice, KRN01 malformed, a name with spaces.
+        assert_eq!(problems.len(), 4, "{problems:#?}");
+        assert!(RuleInfo::registry_problems(&[&a], &["KRN"]).is_empty());
     }
 
     #[test]

@@ -1,23 +1,17 @@
 //! House rules over the whole check registry.
 
-use std::collections::HashSet;
-
 use zerohop_core::RuleInfo;
 use zerohop_doctor::Group;
 use zerohop_doctor::checks::CHECKS;
 
 #[test]
 fn ids_are_unique_well_formed_and_match_their_group() {
-    let mut seen = HashSet::new();
     let prefixes: Vec<&str> = Group::ALL.iter().map(|g| g.prefix()).collect();
+    let infos: Vec<&RuleInfo> = CHECKS.iter().map(|check| &check.info).collect();
+    let problems = RuleInfo::registry_problems(&infos, &prefixes);
+    assert!(problems.is_empty(), "{problems:#?}");
     for check in CHECKS {
         let info = &check.info;
-        assert!(seen.insert(info.id), "duplicate id {}", info.id);
-        assert!(
-            RuleInfo::is_well_formed_id(info.id, &prefixes),
-            "malformed id {}",
-            info.id
-        );
         assert!(
             info.id.starts_with(check.group.prefix())
                 && info.id[check.group.prefix().len()..]
@@ -28,34 +22,17 @@ fn ids_are_unique_well_formed_and_match_their_group() {
             check.group.name(),
             check.group.prefix()
         );
-        assert!(
-            RuleInfo::is_kebab_case(info.name),
-            "{} name `{}` is not kebab-case",
-            info.id,
-            info.name
-        );
         assert_eq!(info.group, check.group.name());
     }
-    let names: HashSet<&str> = CHECKS.iter().map(|c| c.info.name).collect();
-    assert_eq!(names.len(), CHECKS.len(), "check names must be unique");
 }
 
 #[test]
 fn every_check_documents_what_why_and_how() {
-    for check in CHECKS {
-        let missing = check.info.missing_headings();
-        assert!(missing.is_empty(), "{} lacks {:?}", check.info.id, missing);
-        assert!(
-            !check.info.summary().is_empty(),
-            "{} has no summary line",
-            check.info.id
-        );
-        assert!(
-            check.info.summary().ends_with('.'),
-            "{} summary should be a sentence",
-            check.info.id
-        );
-    }
+    let problems: Vec<String> = CHECKS
+        .iter()
+        .flat_map(|check| check.info.documentation_problems())
+        .collect();
+    assert!(problems.is_empty(), "{problems:#?}");
 }
 
 #[test]

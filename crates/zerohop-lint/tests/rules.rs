@@ -18,28 +18,16 @@ fn fixtures() -> PathBuf {
 
 #[test]
 fn ids_are_unique_well_formed_and_in_order() {
-    let ids: Vec<&str> = rules().map(|rule| rule.id).collect();
-    let unique: HashSet<&str> = ids.iter().copied().collect();
-    assert_eq!(unique.len(), ids.len(), "duplicate rule id in {ids:?}");
+    let all: Vec<&RuleInfo> = rules().collect();
+    let problems = RuleInfo::registry_problems(&all, &["ZL"]);
+    assert!(problems.is_empty(), "{problems:#?}");
+    let ids: Vec<&str> = all.iter().map(|rule| rule.id).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     assert_eq!(ids, sorted, "RULES must be in ID order");
-    for rule in rules() {
-        assert!(
-            RuleInfo::is_well_formed_id(rule.id, &["ZL"]),
-            "bad id {}",
-            rule.id
-        );
-        assert!(
-            RuleInfo::is_kebab_case(rule.name),
-            "{} name {:?} is not kebab-case",
-            rule.id,
-            rule.name
-        );
+    for rule in all {
         assert_eq!(rule.group, "lint");
     }
-    let names: HashSet<&str> = rules().map(|rule| rule.name).collect();
-    assert_eq!(names.len(), ids.len(), "duplicate rule name");
 }
 
 #[test]
