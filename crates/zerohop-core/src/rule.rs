@@ -129,6 +129,25 @@ impl RuleInfo {
         problems
     }
 
+    /// The documentation for a page where the rule has a heading of its own
+    /// at `level - 1`: its `##` headings become headings of `level`, every
+    /// line ends with a newline.
+    pub fn docs_at_level(&self, level: usize) -> String {
+        let mut out = String::with_capacity(self.docs.len() + 64);
+        for line in self.docs.trim_end().lines() {
+            match line.strip_prefix("## ") {
+                Some(heading) => {
+                    out.push_str(&"#".repeat(level));
+                    out.push(' ');
+                    out.push_str(heading);
+                }
+                None => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The `text` blocks under the documentation's `## Example`, in order:
     /// what a fixture gives (and, for a judgement, its capture first), which
     /// each kind's test compares with the fixture's real output.
@@ -351,6 +370,15 @@ mod tests {
         let problems = bad.documentation_problems();
         assert_eq!(problems.len(), 5, "{problems:#?}");
         assert!(bad.example_blocks().is_empty());
+    }
+
+    #[test]
+    fn headings_move_to_the_level_asked() {
+        let rule = info("Checks it.\n## What it checks\n### Not moved\n\n");
+        assert_eq!(
+            rule.docs_at_level(4),
+            "Checks it.\n#### What it checks\n### Not moved\n"
+        );
     }
 
     #[test]

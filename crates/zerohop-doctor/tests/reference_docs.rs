@@ -42,14 +42,8 @@ fn render() -> String {
                 let _ = writeln!(out, " · requires {}", requires.join(", "));
             }
             out.push('\n');
-            for line in info.docs.lines() {
-                // Demote the documentation's headings below the check's own.
-                if let Some(heading) = line.strip_prefix("## ") {
-                    let _ = writeln!(out, "#### {heading}");
-                } else {
-                    let _ = writeln!(out, "{line}");
-                }
-            }
+            // Demote the documentation's headings below the check's own.
+            out.push_str(&info.docs_at_level(4));
         }
     }
     out

@@ -133,14 +133,8 @@ fn generate() -> String {
             "\n## {}\n\n`{}`, default severity **{}**.\n",
             rule.id, rule.name, rule.severity
         );
-        for line in rule.docs.trim_end().lines() {
-            // Rule headings sit one level below the rule's own heading.
-            if line.starts_with("## ") {
-                let _ = writeln!(out, "#{line}");
-            } else {
-                let _ = writeln!(out, "{line}");
-            }
-        }
+        // Rule headings sit one level below the rule's own heading.
+        out.push_str(&rule.docs_at_level(3));
     }
     out
 }

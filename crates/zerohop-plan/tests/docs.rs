@@ -40,14 +40,8 @@ fn generate() -> String {
     }
     for rule in zerohop_plan::rules() {
         let _ = writeln!(out, "\n## {}\n\n`{}`\n", rule.id, rule.name);
-        for line in rule.docs.trim_end().lines() {
-            // Rule headings sit one level below the rule's own heading.
-            if line.starts_with("## ") {
-                let _ = writeln!(out, "#{line}");
-            } else {
-                let _ = writeln!(out, "{line}");
-            }
-        }
+        // Rule headings sit one level below the rule's own heading.
+        out.push_str(&rule.docs_at_level(3));
     }
     out
 }

@@ -35,17 +35,8 @@ fn render() -> String {
             let info = &judgement.info;
             let _ = writeln!(out, "\n#### {}\n", info.id);
             let _ = writeln!(out, "`{}` · severity `{}`\n", info.name, info.severity);
-            for line in info.docs.lines() {
-                // Below the judgement's own heading.
-                match line.strip_prefix("## ") {
-                    Some(heading) => {
-                        let _ = writeln!(out, "##### {heading}");
-                    }
-                    None => {
-                        let _ = writeln!(out, "{line}");
-                    }
-                }
-            }
+            // Below the judgement's own heading.
+            out.push_str(&info.docs_at_level(5));
         }
     }
     out
