@@ -10,9 +10,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zerohop_core::render::human::{self, HumanOptions};
-use zerohop_core::render::without_styles;
-use zerohop_core::{Finding, Report, RuleInfo, Severity, Status};
+use zerohop_core::render::human;
+use zerohop_core::{Finding, RuleInfo, Severity, Status};
 use zerohop_doctor::checks::CHECKS;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
@@ -81,21 +80,7 @@ fn run_case(id: &str, dir: &Path) -> Option<Vec<Finding>> {
 /// `findings` as `zerohop doctor --verbose` shows them, without colour and
 /// without the summary line, which names the root.
 fn human(findings: Vec<Finding>) -> String {
-    let report = Report::new("doctor", "", findings);
-    let mut out = Vec::new();
-    human::write(&report, HumanOptions { verbose: true }, &mut out).unwrap();
-    let plain = without_styles(&String::from_utf8(out).unwrap());
-    let body = plain
-        .trim_end()
-        .rsplit_once('\n')
-        .map_or("", |(body, _)| body);
-    // An empty evidence value leaves a line's end blank, which documentation
-    // does not keep.
-    body.trim_end()
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
+    human::as_documented("doctor", findings)
 }
 
 /// The fixture case and the output shown under a check's `## Example`:

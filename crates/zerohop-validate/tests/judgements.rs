@@ -7,9 +7,8 @@ mod support;
 use std::collections::BTreeSet;
 
 use support::{judge, judge_with, line, of, one};
-use zerohop_core::render::human::{self, HumanOptions};
-use zerohop_core::render::without_styles;
-use zerohop_core::{Finding, Report, Status};
+use zerohop_core::render::human;
+use zerohop_core::{Finding, Status};
 use zerohop_validate::judge::{Expectations, JUDGEMENTS};
 use zerohop_validate::nccl::collective::Collective;
 
@@ -418,19 +417,7 @@ fn without_expectations_bandwidth_is_only_reported() {
 /// `findings` as `zerohop validate parse` shows them, without colour and
 /// without the summary line.
 fn human(findings: Vec<Finding>) -> String {
-    let report = Report::new("validate", "", findings);
-    let mut out = Vec::new();
-    human::write(&report, HumanOptions { verbose: true }, &mut out).unwrap();
-    let plain = without_styles(&String::from_utf8(out).unwrap());
-    let body = plain
-        .trim_end()
-        .rsplit_once('\n')
-        .map_or("", |(body, _)| body);
-    body.trim_end()
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
+    human::as_documented("validate", findings)
 }
 
 /// The fixture the judgement's `## Example` names, and its two `text`

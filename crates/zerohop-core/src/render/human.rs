@@ -14,6 +14,27 @@ pub struct HumanOptions {
     pub verbose: bool,
 }
 
+/// `findings` of `command` as a rule's `## Example` shows them: the
+/// verbose report without colour, without the summary line (which names
+/// the target) and without blanks at line ends, which documentation does
+/// not keep. The tests that hold each example to its fixture compare this.
+pub fn as_documented(command: &str, findings: Vec<Finding>) -> String {
+    let report = Report::new(command, "", findings);
+    let mut out = Vec::new();
+    // Writing to memory cannot fail.
+    let _ = write(&report, HumanOptions { verbose: true }, &mut out);
+    let plain = crate::render::without_styles(&String::from_utf8_lossy(&out));
+    let body = plain
+        .trim_end()
+        .rsplit_once('\n')
+        .map_or("", |(body, _)| body);
+    body.trim_end()
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Writes the doctor's human report: one section per group (layer) in the
 /// report's order, each finding on a line with its evidence below problems,
 /// then a numbered plan of root causes with their fixes and a summary line.
