@@ -337,6 +337,23 @@ fn members_and_entries_out_of_order_are_refused() {
     assert!(why.contains("must be sorted by path, each once"), "{why}");
 }
 
+/// `skipped` says how much of a file read from its end is not held: on
+/// an entry without content it means nothing, and is refused.
+#[test]
+fn skipped_bytes_on_an_entry_without_content_are_refused() {
+    let mut members = unpack(&good());
+    let mut manifest = manifest_of(&members);
+    let dir = manifest
+        .entries
+        .iter_mut()
+        .find(|entry| entry.path == "/proc")
+        .expect("the listing of /proc");
+    dir.skipped = Some(u64::MAX);
+    with_manifest(&mut members, &manifest);
+    let why = refused(&pack(&members));
+    assert!(why.contains("skipped bytes but no content"), "{why}");
+}
+
 #[test]
 fn a_kernel_log_the_archive_does_not_hold_is_refused() {
     let good = unpack(&good());
