@@ -7,6 +7,16 @@
 //! the lower two. NVIDIA's RoCE configuration uses DSCP 26 on priority 3
 //! with PFC and DCQCN.
 
+/// The smallest netdev MTU that lets a RoCE port run with the 4096-byte
+/// path MTU: the RoCE payload MTU is the largest IB MTU (256…4096) that
+/// fits in the netdev MTU less the RoCE v2 headers (mlx5 and the kernel's
+/// `ib_mtu_int_to_enum(iboe_get_mtu(netdev->mtu))`, include/rdma/ib_addr.h:
+/// `iboe_get_mtu` subtracts the GRH, UDP, BTH, extended headers and ICRC), so
+/// a 1500-byte netdev gives a 1024-byte path MTU. NVIDIA's RoCE
+/// configuration guides use 9000; 4200 is the least that carries 4096.
+/// `plan`, `lint` and the doctor all hold RoCE rails to it.
+pub const MIN_MTU: u32 = 4200;
+
 /// The priority given PFC (lossless) and DCQCN.
 pub const LOSSLESS_PRIORITY: u8 = 3;
 

@@ -12,8 +12,8 @@ use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, write_to};
 
-/// RoCE needs room for a 4096-byte RDMA MTU plus its headers.
-const ROCE_MIN_MTU: u32 = 4200;
+/// RoCE needs room for a 4096-byte RDMA MTU plus its headers (one fact, in `zerohop-known`).
+const ROCE_MIN_MTU: u32 = zerohop_known::roce::MIN_MTU;
 
 /// The priority RoCE traffic commonly uses when the profile does not say.
 pub(crate) const DEFAULT_ROCE_PRIORITY: u8 = 3;
