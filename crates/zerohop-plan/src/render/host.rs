@@ -525,7 +525,7 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
         // grub-mkconfig sources this file with the shell: the arguments are
         // appended as one quoted word after the expansion of the old value.
         let grub = format!(
-            "# /etc/default/grub.d/90-zerohop.cfg, then: update-grub (or grub2-mkconfig) and reboot\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX \"{}\n",
+            "# Installed as /etc/default/grub.d/90-zerohop.cfg, then: update-grub (or grub2-mkconfig) and reboot\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX \"{}\n",
             quote(&kernel_arguments(pool).join(" "))
         );
         files.push(plain(

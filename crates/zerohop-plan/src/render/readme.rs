@@ -90,12 +90,12 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
         // Operator installation: `render::install`.
         let _ = writeln!(
             out,
-            "1. Log in with `oc` as a cluster administrator: the operators come from OperatorHub's catalogs with the Subscriptions of the first steps."
+            "1. Log in with `oc` as a cluster administrator: the operators come from OperatorHub's catalogs with the Subscriptions of the first steps.\n"
         );
     }
     let _ = writeln!(
         out,
-        "\nThe checks that look at one node take its name from `NODE`: `export NODE=` followed by the name of one node of the pool."
+        "The checks that look at one node take its name from `NODE`: `export NODE=` followed by the name of one node of the pool."
     );
     let _ = writeln!(out, "\n## Deploy order\n");
     for (index, step) in steps.iter().enumerate() {

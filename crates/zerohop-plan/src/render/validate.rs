@@ -225,7 +225,7 @@ test -n "$gid" || { echo "no RoCE v2 GID of an IPv4 address on $dev" >&2; exit 1
 fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> String {
     let device = match plan.rdma_mode {
         // Exclusive RDMA namespaces: the pod sees only its one VF's device.
-        RdmaMode::Sriov => "dev=$(ls /sys/class/infiniband | head -n 1)".to_owned(),
+        RdmaMode::Sriov => "dev=\nfor d in /sys/class/infiniband/*; do\n  if [ -e \"$d\" ]; then dev=${d##*/}; break; fi\ndone".to_owned(),
         RdmaMode::Shared => {
             let name = pool
                 .nics
