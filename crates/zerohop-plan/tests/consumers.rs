@@ -18,7 +18,6 @@ use base64::Engine;
 use serde_json::Value;
 use zerohop_plan::{ManifestSet, Platform, load, render, write_set};
 
-
 /// Every intent the consumers judge: the examples and the feature intents.
 fn intents() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -37,7 +36,11 @@ fn intents() -> Vec<(String, String)> {
     paths
         .into_iter()
         .map(|path| {
-            let name = path.file_name().expect("name").to_string_lossy().into_owned();
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
             let text = std::fs::read_to_string(&path)
                 .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
             (name, text)
@@ -59,9 +62,8 @@ fn sets() -> Vec<(String, Platform, ManifestSet)> {
 
 /// Whether `program` is installed; under CI its absence fails the test.
 fn installed(program: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
     if !found {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -110,12 +112,20 @@ fn node_files(what: &str, platform: Platform, set: &ManifestSet) -> Vec<NodeFile
             let index = match nodes.iter().position(|n| n.what == what) {
                 Some(index) => index,
                 None => {
-                    nodes.push(NodeFiles { what, files: Vec::new(), units: Vec::new() });
+                    nodes.push(NodeFiles {
+                        what,
+                        files: Vec::new(),
+                        units: Vec::new(),
+                    });
                     nodes.len() - 1
                 }
             };
             // The README has the scripts installed executable.
-            let mode = if path.starts_with("usr/local/sbin/") { 0o755 } else { 0o644 };
+            let mode = if path.starts_with("usr/local/sbin/") {
+                0o755
+            } else {
+                0o644
+            };
             if let Some(unit) = path.strip_prefix("etc/systemd/system/") {
                 nodes[index].units.push(unit.to_owned());
             }
@@ -138,7 +148,11 @@ fn node_files(what: &str, platform: Platform, set: &ManifestSet) -> Vec<NodeFile
             let index = match nodes.iter().position(|n| n.what == what) {
                 Some(index) => index,
                 None => {
-                    nodes.push(NodeFiles { what, files: Vec::new(), units: Vec::new() });
+                    nodes.push(NodeFiles {
+                        what,
+                        files: Vec::new(),
+                        units: Vec::new(),
+                    });
                     nodes.len() - 1
                 }
             };
@@ -150,9 +164,11 @@ fn node_files(what: &str, platform: Platform, set: &ManifestSet) -> Vec<NodeFile
                     .decode(encoded)
                     .expect("base64");
                 let mode = u32::try_from(entry["mode"].as_u64().expect("mode")).expect("mode");
-                nodes[index]
-                    .files
-                    .push((entry["path"].as_str().expect("path").to_owned(), bytes, mode));
+                nodes[index].files.push((
+                    entry["path"].as_str().expect("path").to_owned(),
+                    bytes,
+                    mode,
+                ));
             }
             for unit in config["systemd"]["units"].as_array().into_iter().flatten() {
                 let name = unit["name"].as_str().expect("unit name");
@@ -175,10 +191,13 @@ fn node_files(what: &str, platform: Platform, set: &ManifestSet) -> Vec<NodeFile
 /// The distribution's own units, which the node's units order themselves
 /// after and are wanted by (`network-online.target`, `multi-user.target`).
 fn distribution_units() -> &'static Path {
-    [Path::new("/usr/lib/systemd/system"), Path::new("/lib/systemd/system")]
-        .into_iter()
-        .find(|dir| dir.join("multi-user.target").exists())
-        .expect("systemd is installed but its units are not in /usr/lib/systemd/system")
+    [
+        Path::new("/usr/lib/systemd/system"),
+        Path::new("/lib/systemd/system"),
+    ]
+    .into_iter()
+    .find(|dir| dir.join("multi-user.target").exists())
+    .expect("systemd is installed but its units are not in /usr/lib/systemd/system")
 }
 
 /// The programs a unit runs: the first word of each `Exec*=` line, without
@@ -189,7 +208,10 @@ fn executables(unit: &str) -> Vec<String> {
         .filter_map(|line| line.strip_prefix("Exec"))
         .filter_map(|line| line.split_once('=').map(|(_, command)| command))
         .filter_map(|command| command.split_whitespace().next())
-        .map(|word| word.trim_start_matches(['@', '-', ':', '+', '!']).to_owned())
+        .map(|word| {
+            word.trim_start_matches(['@', '-', ':', '+', '!'])
+                .to_owned()
+        })
         .collect()
 }
 
@@ -260,17 +282,25 @@ fn verify(root: &Path, node: &NodeFiles) -> Result<(), String> {
             .filter(|line| !line.starts_with(['\t', ' ']))
             .filter(|line| node.units.iter().any(|unit| line.contains(unit.as_str())))
             .collect();
-        return Err(format!("systemd-analyze verify failed:\n{}", errors.join("\n")));
+        return Err(format!(
+            "systemd-analyze verify failed:\n{}",
+            errors.join("\n")
+        ));
     }
     let missing: BTreeSet<&str> = log
         .lines()
-        .filter_map(|line| line.strip_suffix(": Failed to load configuration: No such file or directory"))
+        .filter_map(|line| {
+            line.strip_suffix(": Failed to load configuration: No such file or directory")
+        })
         .collect();
     let mut unit = "";
     let mut problems = Vec::new();
     for line in log.lines() {
         let line = line.trim();
-        if let Some(name) = line.strip_prefix("-> Unit ").and_then(|n| n.strip_suffix(':')) {
+        if let Some(name) = line
+            .strip_prefix("-> Unit ")
+            .and_then(|n| n.strip_suffix(':'))
+        {
             unit = name;
         } else if let Some(targets) = line.strip_prefix("Triggers: ") {
             let target = targets.split_whitespace().next().unwrap_or_default();
@@ -339,12 +369,17 @@ fn systemd_refuses_a_path_unit_whose_service_does_not_exist() {
             r"mnt-ai\x2ddata.path".to_owned(),
         ],
     };
-    let err = systemd_judges(&node).expect_err("the path unit starts a service that does not exist");
+    let err =
+        systemd_judges(&node).expect_err("the path unit starts a service that does not exist");
     assert!(err.contains(r"triggers mnt-ai\x2ddata.service"), "{err}");
     let broken = NodeFiles {
         what: "a service whose program is not executable".to_owned(),
         files: vec![
-            ("/usr/local/sbin/x.sh".to_owned(), b"#!/bin/sh\n".to_vec(), 0o644),
+            (
+                "/usr/local/sbin/x.sh".to_owned(),
+                b"#!/bin/sh\n".to_vec(),
+                0o644,
+            ),
             (
                 "/etc/systemd/system/x.service".to_owned(),
                 b"[Service]\nType=oneshot\nExecStart=/usr/local/sbin/x.sh\n".to_vec(),
@@ -497,7 +532,12 @@ fn every_script_and_readme_command_passes_the_shells_and_shellcheck() {
             if shellcheck {
                 let output = shellcheck_lint(script.shell, &script.text);
                 if !output.status.success() {
-                    failures.push(format!("shellcheck on {}:\n{}\n{}", script.what, text(&output), script.text));
+                    failures.push(format!(
+                        "shellcheck on {}:\n{}\n{}",
+                        script.what,
+                        text(&output),
+                        script.text
+                    ));
                 }
             }
             checked += 1;
@@ -561,10 +601,17 @@ fn the_pasted_host_step_enables_the_rendered_units() {
         let rendered: BTreeSet<String> = set
             .files
             .iter()
-            .filter_map(|f| f.path.split_once("/etc/systemd/system/").map(|(_, name)| name.to_owned()))
+            .filter_map(|f| {
+                f.path
+                    .split_once("/etc/systemd/system/")
+                    .map(|(_, name)| name.to_owned())
+            })
             .collect();
         for unit in &enable {
-            assert!(rendered.contains(*unit), "{what}: systemctl enable got {unit:?}, which is not a rendered unit ({rendered:?})");
+            assert!(
+                rendered.contains(*unit),
+                "{what}: systemctl enable got {unit:?}, which is not a rendered unit ({rendered:?})"
+            );
         }
         // Every unit with an [Install] section is enabled: the path units
         // and the QoS service; the mount and the services they start are not.
@@ -584,7 +631,10 @@ fn the_pasted_host_step_enables_the_rendered_units() {
         enabled_somewhere |= enable.iter().any(|u| u.contains(r"\x2d"));
         assert!(calls.contains("reboot\n"), "{what}: the step reboots");
     }
-    assert!(enabled_somewhere, "no set enables a unit whose name is escaped");
+    assert!(
+        enabled_somewhere,
+        "no set enables a unit whose name is escaped"
+    );
 }
 
 // -------------------------------------------------------------- kustomize
@@ -611,9 +661,14 @@ fn kubectl_kustomize_builds_every_set() {
         let expected: usize = set
             .files
             .iter()
-            .filter(|f| f.path.ends_with(".yaml") && !f.path.contains('/') && f.path != "kustomization.yaml")
+            .filter(|f| {
+                f.path.ends_with(".yaml") && !f.path.contains('/') && f.path != "kustomization.yaml"
+            })
             .map(|f| f.objects.len())
             .sum();
-        assert_eq!(documents, expected, "{what}: kustomize printed another number of objects");
+        assert_eq!(
+            documents, expected,
+            "{what}: kustomize printed another number of objects"
+        );
     }
 }

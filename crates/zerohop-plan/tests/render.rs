@@ -711,7 +711,11 @@ fn the_nfs_rdma_mount_waits_for_the_doca_driver() {
         assert!(path[0].contains("PathExists=/run/mellanox/drivers/.driver-ready"));
         // Issue #25, defect 1: without Unit= a path unit starts the
         // service of its own name (systemd.path(5)), which does not exist.
-        assert!(path[0].contains("Unit=mnt-ai\\x2ddata.mount\n"), "{}", path[0]);
+        assert!(
+            path[0].contains("Unit=mnt-ai\\x2ddata.mount\n"),
+            "{}",
+            path[0]
+        );
         let mount = host_texts(&set, r"mnt-ai\x2ddata.mount");
         assert!(
             !mount[0].contains("[Install]"),
@@ -1086,13 +1090,19 @@ fn nvme_of_connects_after_the_doca_driver() {
             let (_, config) = objects(&set)
                 .find(|(path, _)| path.starts_with("12-"))
                 .expect("storage machine config");
-            let units = config["spec"]["config"]["systemd"]["units"].as_array().expect("units");
+            let units = config["spec"]["config"]["systemd"]["units"]
+                .as_array()
+                .expect("units");
             let autoconnect = units
                 .iter()
                 .find(|u| u["name"] == "nvmf-autoconnect.service")
                 .expect("nvme-cli's unit is named");
             assert_eq!(autoconnect["enabled"], false);
-            assert!(units.iter().all(|u| u["name"] != "nvmf-autoconnect.service" || u["enabled"] == false));
+            assert!(
+                units
+                    .iter()
+                    .all(|u| u["name"] != "nvmf-autoconnect.service" || u["enabled"] == false)
+            );
         } else {
             assert!(readme.contains("systemctl disable nvmf-autoconnect.service"));
             assert!(!readme.contains("systemctl enable nvmf-autoconnect"));
@@ -1111,7 +1121,11 @@ fn storage_rail_pods_never_get_a_host_or_server_address() {
     use std::net::Ipv4Addr;
     let cases = [
         ("cluster.yaml", "10.10.0.0/24", vec!["10.10.0.10"]),
-        ("roce-shared-nvmeof.yaml", "10.10.0.0/24", vec!["10.10.0.20", "10.10.0.200"]),
+        (
+            "roce-shared-nvmeof.yaml",
+            "10.10.0.0/24",
+            vec!["10.10.0.20", "10.10.0.200"],
+        ),
         ("ib-shared-nfs-gds.yaml", "10.20.0.0/23", vec!["10.20.1.5"]),
     ];
     for (name, subnet, servers) in cases {
@@ -1121,17 +1135,23 @@ fn storage_rail_pods_never_get_a_host_or_server_address() {
             for (_, object) in objects(&set) {
                 let ipam: Value = match object["kind"].as_str() {
                     Some("SriovNetwork" | "SriovIBNetwork") => {
-                        serde_json::from_str(object["spec"]["ipam"].as_str().expect("ipam")).expect("json")
+                        serde_json::from_str(object["spec"]["ipam"].as_str().expect("ipam"))
+                            .expect("json")
                     }
                     Some("NetworkAttachmentDefinition") => {
-                        let config: Value =
-                            serde_json::from_str(object["spec"]["config"].as_str().expect("config")).expect("json");
+                        let config: Value = serde_json::from_str(
+                            object["spec"]["config"].as_str().expect("config"),
+                        )
+                        .expect("json");
                         config["plugins"][0]["ipam"].clone()
                     }
                     _ => continue,
                 };
                 if ipam["range"] != subnet {
-                    assert!(ipam.get("range_start").is_none() && ipam.get("exclude").is_none(), "{name}: {ipam}");
+                    assert!(
+                        ipam.get("range_start").is_none() && ipam.get("exclude").is_none(),
+                        "{name}: {ipam}"
+                    );
                     continue;
                 }
                 found += 1;
@@ -1140,15 +1160,16 @@ fn storage_rail_pods_never_get_a_host_or_server_address() {
                 let (network, prefix) = subnet.split_once('/').expect("cidr");
                 let network = u32::from(network.parse::<Ipv4Addr>().expect("ip"));
                 let size = 1u32 << (32 - prefix.parse::<u32>().expect("prefix"));
-                let start = ipam["range_start"]
-                    .as_str()
-                    .map_or(network + 1, |s| u32::from(s.parse::<Ipv4Addr>().expect("start")));
+                let start = ipam["range_start"].as_str().map_or(network + 1, |s| {
+                    u32::from(s.parse::<Ipv4Addr>().expect("start"))
+                });
                 let excluded: Vec<(u32, u32)> = ipam["exclude"]
                     .as_array()
                     .into_iter()
                     .flatten()
                     .map(|cidr| {
-                        let (ip, bits) = cidr.as_str().expect("cidr").split_once('/').expect("cidr");
+                        let (ip, bits) =
+                            cidr.as_str().expect("cidr").split_once('/').expect("cidr");
                         let ip = u32::from(ip.parse::<Ipv4Addr>().expect("ip"));
                         let span = 1u32 << (32 - bits.parse::<u32>().expect("bits"));
                         (ip, ip + span)
@@ -1159,11 +1180,21 @@ fn storage_rail_pods_never_get_a_host_or_server_address() {
                     .collect();
                 for server in &servers {
                     let server = u32::from(server.parse::<Ipv4Addr>().expect("ip"));
-                    assert!(!handed_out.contains(&server), "{name} {platform:?}: a pod may get {}", Ipv4Addr::from(server));
+                    assert!(
+                        !handed_out.contains(&server),
+                        "{name} {platform:?}: a pod may get {}",
+                        Ipv4Addr::from(server)
+                    );
                 }
                 // The lower half (gateway, hosts) is never handed out.
-                assert!(handed_out.iter().all(|ip| *ip >= network + size / 2), "{name} {platform:?}: {ipam}");
-                assert!(handed_out.len() >= usize::try_from(size / 2 - 2).expect("size"), "{name}: {ipam}");
+                assert!(
+                    handed_out.iter().all(|ip| *ip >= network + size / 2),
+                    "{name} {platform:?}: {ipam}"
+                );
+                assert!(
+                    handed_out.len() >= usize::try_from(size / 2 - 2).expect("size"),
+                    "{name}: {ipam}"
+                );
             }
             assert_eq!(found, 1, "{name} {platform:?}: one storage rail network");
         }
@@ -1178,8 +1209,12 @@ fn kubernetes_sets_install_the_whereabouts_they_use() {
         let set = rendered(name, Platform::Kubernetes);
         let readme = &file(&set, "README.md").expect("readme").contents;
         let uses = objects(&set).any(|(_, o)| {
-            o["spec"]["ipam"].as_str().is_some_and(|i| i.contains("whereabouts"))
-                || o["spec"]["config"].as_str().is_some_and(|c| c.contains("whereabouts"))
+            o["spec"]["ipam"]
+                .as_str()
+                .is_some_and(|i| i.contains("whereabouts"))
+                || o["spec"]["config"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("whereabouts"))
         });
         assert!(uses, "{name}");
         assert!(
@@ -1189,7 +1224,10 @@ fn kubernetes_sets_install_the_whereabouts_they_use() {
         assert!(readme.contains("whereabouts:v0.9.4"), "{name}");
         let openshift = rendered(name, Platform::Openshift);
         let readme = &file(&openshift, "README.md").expect("readme").contents;
-        assert!(!readme.contains("whereabouts/v0.9.4"), "{name}: OpenShift ships it");
+        assert!(
+            !readme.contains("whereabouts/v0.9.4"),
+            "{name}: OpenShift ships it"
+        );
     }
 }
 
@@ -1202,9 +1240,15 @@ fn readme_checks_find_the_driver_pod_by_label() {
         for platform in [Platform::Kubernetes, Platform::Openshift] {
             let set = rendered(name, platform);
             let readme = &file(&set, "README.md").expect("readme").contents;
-            assert!(!readme.contains("ds/nvidia-driver-daemonset"), "{name} {platform:?}");
+            assert!(
+                !readme.contains("ds/nvidia-driver-daemonset"),
+                "{name} {platform:?}"
+            );
             assert!(readme.contains("get pods -l app.kubernetes.io/component=nvidia-driver --field-selector spec.nodeName="));
-            assert!(!readme.contains("<node>"), "{name} {platform:?}: a placeholder bash reads as a redirection");
+            assert!(
+                !readme.contains("<node>"),
+                "{name} {platform:?}: a placeholder bash reads as a redirection"
+            );
         }
     }
 }
@@ -1217,17 +1261,40 @@ fn openshift_node_configuration_reboots_each_node_once() {
     for name in EXAMPLES.iter().chain(FEATURES) {
         let set = rendered(name, Platform::Openshift);
         let readme = &file(&set, "README.md").expect("readme").contents;
-        let pause = readme.find(r#"--type merge -p '{"spec":{"paused":true}}'"#).expect("pause");
-        let resume = readme.find(r#"--type merge -p '{"spec":{"paused":false}}'"#).expect("resume");
-        let configs: Vec<usize> = ["10-machineconfig-kernel-args.yaml", "11-kubeletconfig-topology.yaml", "12-machineconfig-storage-fabric.yaml"]
-            .iter()
-            .map(|f| readme.find(&format!("oc apply -f {f}")).expect("applied"))
-            .collect();
-        assert!(configs.iter().all(|at| pause < *at && *at < resume), "{name}");
-        assert!(resume < readme.find("oc apply -f 20-nic-cluster-policy.yaml").expect("driver"), "{name}: the kernel arguments precede SR-IOV");
-        assert_eq!(readme.matches("UPDATED=True").count(), 1, "{name}: one wait for the rollout");
+        let pause = readme
+            .find(r#"--type merge -p '{"spec":{"paused":true}}'"#)
+            .expect("pause");
+        let resume = readme
+            .find(r#"--type merge -p '{"spec":{"paused":false}}'"#)
+            .expect("resume");
+        let configs: Vec<usize> = [
+            "10-machineconfig-kernel-args.yaml",
+            "11-kubeletconfig-topology.yaml",
+            "12-machineconfig-storage-fabric.yaml",
+        ]
+        .iter()
+        .map(|f| readme.find(&format!("oc apply -f {f}")).expect("applied"))
+        .collect();
+        assert!(
+            configs.iter().all(|at| pause < *at && *at < resume),
+            "{name}"
+        );
+        assert!(
+            resume
+                < readme
+                    .find("oc apply -f 20-nic-cluster-policy.yaml")
+                    .expect("driver"),
+            "{name}: the kernel arguments precede SR-IOV"
+        );
+        assert_eq!(
+            readme.matches("UPDATED=True").count(),
+            1,
+            "{name}: one wait for the rollout"
+        );
         // Paused by command only: applying the set again pauses nothing.
-        let (_, pool) = objects(&set).find(|(_, o)| o["kind"] == "MachineConfigPool").expect("pool");
+        let (_, pool) = objects(&set)
+            .find(|(_, o)| o["kind"] == "MachineConfigPool")
+            .expect("pool");
         assert!(pool["spec"].get("paused").is_none());
     }
 }
@@ -1241,7 +1308,12 @@ fn perftest_clients_wait_for_their_server() {
     let [server, client] = rail0.objects.as_slice() else {
         panic!("a server and a client");
     };
-    let script = |pod: &Value| pod["spec"]["containers"][0]["command"][2].as_str().expect("script").to_owned();
+    let script = |pod: &Value| {
+        pod["spec"]["containers"][0]["command"][2]
+            .as_str()
+            .expect("script")
+            .to_owned()
+    };
     let client = script(client);
     assert!(client.contains("until ib_write_bw "), "{client}");
     assert!(client.contains("-lt 60 ]"), "{client}");
@@ -1277,20 +1349,40 @@ fn restricted_v2() -> Value {
 /// namespace's range (`user/mustrunasrange.go`).
 fn scc_admits(scc: &Value, spec: &Value, needs_root: bool) -> Result<(), String> {
     let list = |key: &str| -> Vec<&str> {
-        scc[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+        scc[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect()
     };
-    let allowed: Vec<&str> = list("allowedCapabilities").into_iter().chain(list("defaultAddCapabilities")).collect();
+    let allowed: Vec<&str> = list("allowedCapabilities")
+        .into_iter()
+        .chain(list("defaultAddCapabilities"))
+        .collect();
     for container in spec["containers"].as_array().into_iter().flatten() {
         let caps = &container["securityContext"]["capabilities"];
-        for cap in caps["add"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for cap in caps["add"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             if !allowed.contains(&"*") && !allowed.contains(&cap) {
                 return Err(format!("capability {cap} may not be added"));
             }
         }
-        let drops: Vec<&str> = caps["drop"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let drops: Vec<&str> = caps["drop"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         for required in list("requiredDropCapabilities") {
             if !drops.contains(&required) {
-                return Err(format!("{required} is required to be dropped but was not found"));
+                return Err(format!(
+                    "{required} is required to be dropped but was not found"
+                ));
             }
         }
     }
@@ -1309,7 +1401,10 @@ fn scc_admits(scc: &Value, spec: &Value, needs_root: bool) -> Result<(), String>
         }
     }
     if needs_root && scc["runAsUser"]["type"] != "RunAsAny" {
-        return Err(format!("runAsUser {} runs it under another uid than root", scc["runAsUser"]["type"]));
+        return Err(format!(
+            "runAsUser {} runs it under another uid than root",
+            scc["runAsUser"]["type"]
+        ));
     }
     Ok(())
 }
@@ -1331,8 +1426,14 @@ fn openshift_admits_every_workload_pod_through_the_sets_scc() {
             let templates: Vec<(&Value, bool)> = match object["kind"].as_str() {
                 Some("Pod") => vec![(&object["spec"], false)],
                 Some("MPIJob") => vec![
-                    (&object["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"], true),
-                    (&object["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"], true),
+                    (
+                        &object["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"],
+                        true,
+                    ),
+                    (
+                        &object["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"],
+                        true,
+                    ),
                 ],
                 _ => continue,
             };
@@ -1349,23 +1450,63 @@ fn openshift_admits_every_workload_pod_through_the_sets_scc() {
                 // role with `use` on them (`sccadmission/scc_authz_check.go`).
                 let usable: Vec<&Value> = of("RoleBinding")
                     .filter(|b| b["metadata"]["namespace"] == namespace)
-                    .filter(|b| b["subjects"].as_array().into_iter().flatten().any(|s| s["kind"] == "ServiceAccount" && s["name"] == account && s["namespace"] == namespace))
-                    .filter_map(|b| of("Role").find(|r| r["metadata"]["name"] == b["roleRef"]["name"] && r["metadata"]["namespace"] == namespace))
+                    .filter(|b| {
+                        b["subjects"].as_array().into_iter().flatten().any(|s| {
+                            s["kind"] == "ServiceAccount"
+                                && s["name"] == account
+                                && s["namespace"] == namespace
+                        })
+                    })
+                    .filter_map(|b| {
+                        of("Role").find(|r| {
+                            r["metadata"]["name"] == b["roleRef"]["name"]
+                                && r["metadata"]["namespace"] == namespace
+                        })
+                    })
                     .flat_map(|r| r["rules"].as_array().into_iter().flatten())
-                    .filter(|rule| rule["verbs"].as_array().is_some_and(|v| v.iter().any(|v| v == "use")))
+                    .filter(|rule| {
+                        rule["verbs"]
+                            .as_array()
+                            .is_some_and(|v| v.iter().any(|v| v == "use"))
+                    })
                     .flat_map(|rule| rule["resourceNames"].as_array().into_iter().flatten())
-                    .filter_map(|scc| of("SecurityContextConstraints").find(|s| s["metadata"]["name"] == *scc))
+                    .filter_map(|scc| {
+                        of("SecurityContextConstraints").find(|s| s["metadata"]["name"] == *scc)
+                    })
                     .collect();
                 let what = format!("{name} {} {}", object["kind"], object["metadata"]["name"]);
-                assert!(!usable.is_empty(), "{what}: account {account} may use no SCC of the set");
-                assert!(usable.iter().any(|scc| scc_admits(scc, &spec, needs_root).is_ok()), "{what}: no SCC admits it: {:?}", usable.iter().map(|s| scc_admits(s, &spec, needs_root)).collect::<Vec<_>>());
-                assert!(scc_admits(&restricted_v2(), &spec, needs_root).is_err(), "{what}: restricted-v2 would do");
+                assert!(
+                    !usable.is_empty(),
+                    "{what}: account {account} may use no SCC of the set"
+                );
+                assert!(
+                    usable
+                        .iter()
+                        .any(|scc| scc_admits(scc, &spec, needs_root).is_ok()),
+                    "{what}: no SCC admits it: {:?}",
+                    usable
+                        .iter()
+                        .map(|s| scc_admits(s, &spec, needs_root))
+                        .collect::<Vec<_>>()
+                );
+                assert!(
+                    scc_admits(&restricted_v2(), &spec, needs_root).is_err(),
+                    "{what}: restricted-v2 would do"
+                );
             }
         }
         assert!(pods >= 4, "{name}: {pods} pods");
         // Kubernetes has no SCC; the account is there all the same.
         let plain = rendered(name, Platform::Kubernetes);
-        assert!(objects(&plain).any(|(_, o)| o["kind"] == "ServiceAccount" && o["metadata"]["name"] == "zerohop-workload"));
-        assert!(!objects(&plain).any(|(_, o)| o["kind"] == "SecurityContextConstraints" && o["metadata"]["name"].as_str().is_some_and(|n| n.ends_with("-workload"))));
+        assert!(
+            objects(&plain).any(|(_, o)| o["kind"] == "ServiceAccount"
+                && o["metadata"]["name"] == "zerohop-workload")
+        );
+        assert!(!objects(&plain).any(|(_, o)| {
+            o["kind"] == "SecurityContextConstraints"
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-workload"))
+        }));
     }
 }

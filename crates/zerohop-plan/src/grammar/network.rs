@@ -233,8 +233,14 @@ mod subnet_tests {
         let v6 = Subnet::parse("fd00:10::/64").expect("subnet");
         assert_eq!(v6.upper_half_start(), "fd00:10::8000:0:0:0".parse().ok());
         assert!(v6.contains("fd00:10::5".parse().expect("ip")));
-        assert_eq!(Subnet::parse("10.0.0.0/31").and_then(Subnet::upper_half_start), None);
-        assert_eq!(Subnet::parse("0.0.0.0/0").and_then(Subnet::upper_half_start), "128.0.0.0".parse().ok());
+        assert_eq!(
+            Subnet::parse("10.0.0.0/31").and_then(Subnet::upper_half_start),
+            None
+        );
+        assert_eq!(
+            Subnet::parse("0.0.0.0/0").and_then(Subnet::upper_half_start),
+            "128.0.0.0".parse().ok()
+        );
         assert!(Subnet::parse("10.0.0.0/33").is_none());
     }
 }

@@ -490,9 +490,15 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
         ));
     }
     let mut checks = vec![
-        format!("{}   # one reboot of each node, for steps 10 to 12", pause_pools(plan, false)),
+        format!(
+            "{}   # one reboot of each node, for steps 10 to 12",
+            pause_pools(plan, false)
+        ),
         pools_updated(plan),
-        format!("oc debug node/{} -- chroot /host cat /proc/cmdline", super::NODE),
+        format!(
+            "oc debug node/{} -- chroot /host cat /proc/cmdline",
+            super::NODE
+        ),
     ];
     if let Some(nfs) = &plan.nfs {
         let point = quote(&nfs.mount_point);

@@ -35,8 +35,8 @@ use serde_json::{Value, json};
 use zerohop_known::shell::quote;
 
 use super::workload::{
-    NETWORKS_ANNOTATION, ROCE_TRAFFIC_CLASS, SERVICE_ACCOUNT, nccl_env, networks_annotation, rail_resource,
-    shm_mount, shm_volume,
+    NETWORKS_ANNOTATION, ROCE_TRAFFIC_CLASS, SERVICE_ACCOUNT, nccl_env, networks_annotation,
+    rail_resource, shm_mount, shm_volume,
 };
 use super::{ManifestFile, to_yaml};
 use crate::intent::{LinkType, RdmaMode};

@@ -98,7 +98,13 @@ pub(crate) fn namespace_step(plan: &Plan) -> Step {
 /// no host namespaces, no privileged container, no privilege escalation.
 fn security_context_constraints(plan: &Plan) -> Value {
     let nfs = plan.nfs.is_some();
-    let mut volumes = vec!["configMap", "downwardAPI", "emptyDir", "projected", "secret"];
+    let mut volumes = vec![
+        "configMap",
+        "downwardAPI",
+        "emptyDir",
+        "projected",
+        "secret",
+    ];
     if nfs {
         volumes.push("hostPath");
     }
