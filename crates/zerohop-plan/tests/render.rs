@@ -1197,6 +1197,11 @@ fn storage_rail_pods_never_get_a_host_or_server_address() {
                 );
             }
             assert_eq!(found, 1, "{name} {platform:?}: one storage rail network");
+            let readme = &file(&set, "README.md").expect("readme").contents;
+            assert!(
+                readme.contains(&format!("pods take {subnet} from ")),
+                "{name}: the README says which addresses are the pods'"
+            );
         }
     }
 }

@@ -207,12 +207,8 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         .values()
         .map(|rail| sriov_network(plan, rail))
         .collect();
-    steps.push(Step {
-        path: "40-sriov-networks.yaml".to_owned(),
-        objects: networks,
-        title: "Rail networks; the SR-IOV operator renders one NetworkAttachmentDefinition each"
-            .to_owned(),
-        checks: vec![
+    let mut checks = pod_range_notes(plan);
+    checks.extend([
             format!(
                 "kubectl -n {} get network-attachment-definitions",
                 quote(&plan.workload.namespace)
@@ -221,7 +217,13 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
                 "kubectl -n {} get network-attachment-definitions -o jsonpath='{{range .items[*]}}{{.metadata.name}} {{.spec.config}}{{\"\\n\"}}{{end}}' | grep -c '\"type\": *\"rdma\"'   # one per rail: the rdma plugin is chained",
                 quote(&plan.workload.namespace)
             ),
-        ],
+    ]);
+    steps.push(Step {
+        path: "40-sriov-networks.yaml".to_owned(),
+        objects: networks,
+        title: "Rail networks; the SR-IOV operator renders one NetworkAttachmentDefinition each"
+            .to_owned(),
+        checks,
     });
     steps
 }
@@ -276,6 +278,23 @@ pub(crate) fn ipam(rail: &RailPlan) -> Value {
         ipam["exclude"] = json!(exclude);
     }
     ipam
+}
+
+/// README lines that say, for each rail where the hosts have addresses of
+/// their own, which addresses the pods take ([`ipam`]), so that the nodes',
+/// the gateway's and the servers' are kept out of them.
+fn pod_range_notes(plan: &Plan) -> Vec<String> {
+    plan.rails
+        .values()
+        .filter_map(|rail| {
+            let start = ipam(rail)["range_start"].as_str()?.to_owned();
+            Some(format!(
+                "# {}: pods take {} from {start} up; the nodes', the gateway's and the storage servers' addresses belong below it",
+                network_name(rail),
+                rail.subnet
+            ))
+        })
+        .collect()
 }
 
 fn network_name(rail: &RailPlan) -> String {
@@ -381,10 +400,13 @@ fn shared_nad_step(plan: &Plan) -> Step {
         path: "40-network-attachment-definitions.yaml".to_owned(),
         objects: nads,
         title: "Rail networks over the shared RDMA devices".to_owned(),
-        checks: vec![format!(
-            "kubectl get node {} -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
-            super::NODE,
-            quote(&plan.resource_prefix)
-        )],
+        checks: pod_range_notes(plan)
+            .into_iter()
+            .chain([format!(
+                "kubectl get node {} -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
+                super::NODE,
+                quote(&plan.resource_prefix)
+            )])
+            .collect(),
     }
 }
