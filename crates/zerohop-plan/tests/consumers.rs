@@ -219,8 +219,9 @@ fn executables(unit: &str) -> Vec<String> {
 /// it: the set's files with their modes, the distribution's units, and the
 /// programs the units run that come from the node's packages (nvme-cli's
 /// `nvme`), copied from this machine, which has them installed. A program
-/// neither the set nor this machine has is reported.
-fn lay_out(root: &Path, node: &NodeFiles) -> Result<(), String> {
+/// neither the set nor this machine has is reported; `false` when it is not
+/// installed here, outside CI, and the node is skipped.
+fn lay_out(root: &Path, node: &NodeFiles) -> Result<bool, String> {
     use std::os::unix::fs::PermissionsExt;
     let units = root.join("usr/lib/systemd");
     std::fs::create_dir_all(&units).map_err(|e| e.to_string())?;
@@ -249,6 +250,13 @@ fn lay_out(root: &Path, node: &NodeFiles) -> Result<(), String> {
             }
             let host = Path::new(&program);
             if !host.is_file() {
+                let name = host
+                    .file_name()
+                    .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
+                // Like a consumer: the package that has it is one .ci/run installs.
+                if !installed(&name) {
+                    return Ok(false);
+                }
                 return Err(format!(
                     "{path} runs {program}, which neither the set nor this machine has"
                 ));
@@ -257,7 +265,7 @@ fn lay_out(root: &Path, node: &NodeFiles) -> Result<(), String> {
             std::fs::copy(host, &inside).map_err(|e| e.to_string())?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// What systemd makes of a node's units: `systemd-analyze verify` loads
@@ -316,10 +324,15 @@ fn verify(root: &Path, node: &NodeFiles) -> Result<(), String> {
     }
 }
 
-fn systemd_judges(node: &NodeFiles) -> Result<(), String> {
+/// systemd's judgement of a node's units; `Ok(false)` when a program they
+/// run is not installed here (outside CI) and they were not judged.
+fn systemd_judges(node: &NodeFiles) -> Result<bool, String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    lay_out(root.path(), node)?;
-    verify(root.path(), node)
+    if lay_out(root.path(), node)? {
+        verify(root.path(), node).map(|()| true)
+    } else {
+        Ok(false)
+    }
 }
 
 /// Issue #25, defects 1 and 2, and every unit: systemd loads the units of
@@ -336,15 +349,43 @@ fn systemd_loads_every_unit_and_every_trigger_exists() {
             if node.units.is_empty() {
                 continue;
             }
-            systemd_judges(&node).unwrap_or_else(|err| panic!("{}: {err}", node.what));
-            verified += node.units.len();
+            if systemd_judges(&node).unwrap_or_else(|err| panic!("{}: {err}", node.what)) {
+                verified += node.units.len();
+            }
         }
     }
-    assert!(verified >= 20, "only {verified} units verified");
+    assert!(
+        verified >= 20 || std::env::var("CI").as_deref() != Ok("true"),
+        "only {verified} units verified"
+    );
+}
+
+/// A mount and the path unit that starts it, as the plan renders them.
+fn good_node() -> NodeFiles {
+    NodeFiles {
+        what: "a path unit that names its mount".to_owned(),
+        files: vec![
+            (
+                r"/etc/systemd/system/mnt-ai\x2ddata.mount".to_owned(),
+                b"[Mount]\nWhat=10.10.0.10:/export\nWhere=/mnt/ai-data\nType=nfs\n".to_vec(),
+                0o644,
+            ),
+            (
+                r"/etc/systemd/system/mnt-ai\x2ddata.path".to_owned(),
+                b"[Path]\nPathExists=/run/mellanox/drivers/.driver-ready\nUnit=mnt-ai\\x2ddata.mount\n\n[Install]\nWantedBy=multi-user.target\n".to_vec(),
+                0o644,
+            ),
+        ],
+        units: vec![
+            r"mnt-ai\x2ddata.mount".to_owned(),
+            r"mnt-ai\x2ddata.path".to_owned(),
+        ],
+    }
 }
 
 /// The harness itself: a path unit without `Unit=` beside a mount of the
-/// same name, the units of the first rendered sets, fails.
+/// same name fails, a service whose program is not executable fails, and
+/// the same mount with a path unit that names it passes.
 #[test]
 fn systemd_refuses_a_path_unit_whose_service_does_not_exist() {
     if !installed("systemd-analyze") {
@@ -389,6 +430,7 @@ fn systemd_refuses_a_path_unit_whose_service_does_not_exist() {
         units: vec!["x.service".to_owned()],
     };
     assert!(systemd_judges(&broken).is_err());
+    assert!(matches!(systemd_judges(&good_node()), Ok(true)));
 }
 
 // ----------------------------------------------------------------- shells
