@@ -1342,7 +1342,7 @@ fn restricted_v2() -> Value {
 }
 
 /// Whether `scc` admits a pod spec, as OpenShift's SCC admission decides
-/// for the checks that concern these pods (openshift/apiserver-library-go
+/// for the checks that concern these pods (openshift/apiserver-library-go@8efb02d5
 /// `pkg/securitycontextconstraints`): each capability added must be in
 /// `defaultAddCapabilities` or `allowedCapabilities`, and each of
 /// `requiredDropCapabilities` dropped (`capabilities/mustrunas.go`,

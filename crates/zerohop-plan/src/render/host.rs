@@ -161,7 +161,7 @@ fn pools_updated(plan: &Plan) -> String {
 /// KubeletConfig into a new configuration and rolls it out, a reboot of
 /// every node, one node at a time; a paused pool gets the configurations
 /// but reboots no node until it is resumed, and then once for all of them
-/// (openshift/api `machineconfiguration/v1/types.go`,
+/// (openshift/api@c6b22439 `machineconfiguration/v1/types.go`,
 /// `MachineConfigPoolSpec.Paused`: "whether or not changes to this machine
 /// config pool should be stopped. This includes generating new
 /// desiredMachineConfig and update of machines"). Set by command, not in the pool's manifest, so that

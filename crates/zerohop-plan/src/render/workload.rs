@@ -90,7 +90,7 @@ pub(crate) fn namespace_step(plan: &Plan) -> Step {
 /// under a UID of the namespace's range
 /// (openshift/cluster-kube-apiserver-operator@05211dd6
 /// `bindata/bootkube/scc-manifests/0000_20_kube-apiserver-operator_00_scc-restricted-v2.yaml`;
-/// openshift/apiserver-library-go `pkg/securitycontextconstraints/capabilities/mustrunas.go`,
+/// openshift/apiserver-library-go@8efb02d5 `pkg/securitycontextconstraints/capabilities/mustrunas.go`,
 /// `ValidateContainer`: "capability may not be added"). The pods add
 /// `IPC_LOCK` (RDMA registers pinned memory), the nccl-tests workers run
 /// `sshd` as root and the launcher `mpirun` as root, and with NFS the
