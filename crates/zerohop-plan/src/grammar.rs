@@ -16,7 +16,7 @@ mod version;
 
 pub(crate) use kernel::cpu_list;
 pub(crate) use kubernetes::{dns_label, dns_subdomain, label};
-pub(crate) use network::{cidr, host, ip_address, nccl_socket_ifname};
+pub(crate) use network::{Subnet, cidr, host, ip_address, nccl_socket_ifname};
 pub(crate) use path::absolute_path;
 pub(crate) use version::doca_driver_tag;
 pub(crate) use zerohop_known::image::{reference as image_reference, tag as image_tag};

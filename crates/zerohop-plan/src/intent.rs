@@ -253,7 +253,9 @@ pub struct Nic {
     /// `ETH` (RoCE v2) or `IB` (InfiniBand).
     #[serde(default = "defaults::link_type")]
     pub link_type: LinkType,
-    /// MTU of the rail network.
+    /// MTU of the rail network: on Ethernet (RoCE) 4200 to 9216, the least
+    /// that carries a 4096-byte RoCE path MTU up (9000 by default); on
+    /// InfiniBand (IPoIB) up to 4092.
     #[serde(default = "defaults::mtu")]
     #[schemars(with = "u32", range(min = 1280, max = 9216))]
     pub mtu: Spanned<u32>,

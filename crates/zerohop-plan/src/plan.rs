@@ -131,6 +131,15 @@ pub struct RailPlan {
     pub vlan: Option<u32>,
     /// Resource name without prefix.
     pub resource_name: String,
+    /// The hosts have addresses of their own on this rail: it is the NFS
+    /// client's network, or a storage server the intent names is in its
+    /// subnet. Pods then take addresses from the upper half of the subnet
+    /// only, and the lower half is the hosts', the gateway's and the
+    /// servers'.
+    pub host_network: bool,
+    /// The storage servers the intent names that are in the rail's subnet:
+    /// never a pod's address, wherever they are.
+    pub servers: Vec<std::net::IpAddr>,
 }
 
 /// NFS over RDMA.
@@ -143,6 +152,8 @@ pub struct NfsPlan {
     pub export: String,
     /// Mount point, normalized as the export.
     pub mount_point: String,
+    /// The PF whose network reaches the server.
+    pub nic: String,
     /// nconnect.
     pub nconnect: u32,
 }

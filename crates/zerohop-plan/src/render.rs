@@ -34,6 +34,11 @@ pub struct ManifestSet {
     pub files: Vec<ManifestFile>,
 }
 
+/// The shell word by which a README check names the one node it looks at:
+/// the README asks for `NODE` to be set first, and a check pasted without
+/// it stops with this message instead of running on a wrong name.
+pub(crate) const NODE: &str = "\"${NODE:?set NODE to the name of one gpu node}\"";
+
 /// A deploy step: a numbered manifest file and the check to run after it.
 pub(crate) struct Step {
     /// File name.
@@ -55,6 +60,7 @@ pub fn render(plan: &Plan) -> ManifestSet {
         steps.extend(install::olm_steps(plan));
     }
     steps.extend(host::node_steps(plan));
+    steps.extend(host::storage_steps(plan));
     steps.push(network::nic_cluster_policy_step(plan));
     steps.extend(network::rdma_steps(plan));
     steps.push(if openshift {
@@ -62,7 +68,6 @@ pub fn render(plan: &Plan) -> ManifestSet {
     } else {
         install::gpu_operator_step(plan)
     });
-    steps.extend(host::storage_steps(plan));
     steps.extend(agent::step(plan));
     steps.extend(workload::workload_steps(plan));
 

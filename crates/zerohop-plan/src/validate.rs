@@ -572,7 +572,8 @@ pub(crate) fn validate(
         overlapping_pools(&mut c, &pools, &pool_places);
     }
     let storage = storage::storage(&mut c, spec.storage, &all_pfs);
-    let rails = rails.by_number;
+    let mut rails = rails.by_number;
+    storage::mark_host_networks(&mut rails, &pools, &storage);
     for pool in &mut pools {
         pool.topology_policy = topology::policy(pool);
     }

@@ -158,3 +158,21 @@ fn host_local_ipam_is_refused() {
     assert_ne!(text, cluster());
     insta::assert_snapshot!(error_for(&text));
 }
+
+/// Issue #24, item 14: a RoCE rail below `zerohop_known::roce::MIN_MTU`
+/// (4096-byte path MTU) is refused, as the doctor's QOS001 would fail every
+/// such port; the floor itself is accepted, and InfiniBand keeps its own
+/// range.
+#[test]
+fn roce_mtu_below_the_4096_byte_path_mtu() {
+    let floor = zerohop_known::roce::MIN_MTU;
+    let text = cluster().replace(
+        "linkType: ETH, mtu: 9000, vfs: one-per-gpu, rail: 0,",
+        "linkType: ETH, mtu: 1500, vfs: one-per-gpu, rail: 0,",
+    );
+    let err = error_for(&text);
+    assert!(err.contains(&format!("mtu 1500 is below {floor}")), "{err}");
+    assert!(err.contains("[ZP"), "{err}");
+    let at_floor = cluster().replace("mtu: 9000", &format!("mtu: {floor}"));
+    assert!(load("cluster.yaml", &at_floor, None).is_ok());
+}

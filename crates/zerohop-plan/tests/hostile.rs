@@ -416,6 +416,7 @@ fn mount_units_keep_one_setting_per_line_and_expand_no_specifier() {
                         "Options=",
                         "TimeoutSec=",
                         "PathExists=",
+                        "Unit=",
                         "WantedBy=",
                     ]
                     .iter()
@@ -457,10 +458,10 @@ fn readme_checks_pass_a_hostile_mount_point_as_one_word() {
         .contents;
     let check = readme
         .lines()
-        .find(|l| l.starts_with("oc debug node/<node> -- chroot /host sh -c"))
-        .expect("mount check in the readme")
-        // The user puts a node's name in place of the placeholder.
-        .replace("<node>", "gpu-1");
+        .find(|l| l.starts_with("oc debug node/") && l.contains("-- chroot /host sh -c"))
+        .expect("mount check in the readme");
+    // The user sets NODE to a node's name first.
+    let check = format!("NODE=gpu-1\n{check}");
     // `oc` prints its last argument, the command run on the node, which is
     // then run with `ls` recording what it was given.
     let Some(outer) = run_shell(

@@ -10,10 +10,17 @@ use zerohop_plan::{ManifestSet, Platform, load, render};
 
 const EXAMPLES: &[&str] = &["cluster.yaml", "infiniband.yaml"];
 
+/// The intents under `tests/consumers/` that cover what the examples do
+/// not: shared RDMA mode, NVMe-oF, NFS over InfiniBand.
+const FEATURES: &[&str] = &["roce-shared-nvmeof.yaml", "ib-shared-nfs-gds.yaml"];
+
 fn example(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name);
+    let dir = if FEATURES.contains(&name) {
+        "tests/consumers"
+    } else {
+        "../../examples"
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
@@ -162,7 +169,7 @@ fn every_rendered_object_validates() {
     let Some(catalog) = reference_catalog() else {
         return;
     };
-    for name in EXAMPLES {
+    for name in EXAMPLES.iter().chain(FEATURES) {
         for platform in [Platform::Kubernetes, Platform::Openshift] {
             let set = rendered(name, platform);
             let mut custom = 0;
@@ -279,12 +286,12 @@ fn deploy_order_puts_the_nic_driver_before_the_gpu_operator() {
             .position(|x| *x == p)
             .unwrap_or_else(|| panic!("{p} missing in {paths:?}"))
     };
-    assert!(at("10-machineconfig-kernel-args.yaml") < at("20-nic-cluster-policy.yaml"));
+    assert!(at("10-machineconfig-kernel-args.yaml") < at("12-machineconfig-storage-fabric.yaml"));
+    assert!(at("12-machineconfig-storage-fabric.yaml") < at("20-nic-cluster-policy.yaml"));
     assert!(at("20-nic-cluster-policy.yaml") < at("32-sriov-network-node-policies.yaml"));
     assert!(at("32-sriov-network-node-policies.yaml") < at("50-gpu-cluster-policy.yaml"));
-    assert!(at("50-gpu-cluster-policy.yaml") < at("60-machineconfig-storage-fabric.yaml"));
-    assert!(at("60-machineconfig-storage-fabric.yaml") < at("90-workload-pod.yaml"));
-    let storage = &set.files[at("60-machineconfig-storage-fabric.yaml")].objects[0];
+    assert!(at("50-gpu-cluster-policy.yaml") < at("90-workload-pod.yaml"));
+    let storage = &set.files[at("12-machineconfig-storage-fabric.yaml")].objects[0];
     let units = storage["spec"]["config"]["systemd"]["units"]
         .as_array()
         .expect("units");
@@ -340,7 +347,7 @@ fn validate_renders_perftest_pairs_per_rail_and_an_mpijob_per_pool() {
     let cuda = script.find("--use_cuda=0").expect("--use_cuda");
     assert!(script[cuda..].contains("--use_cuda_dmabuf"), "{script}");
     assert!(script.contains("-x \"$gid\" "), "{script}");
-    assert!(script.ends_with("\"$PERFTEST_SERVER\""), "{script}");
+    assert!(script.contains("\"$PERFTEST_SERVER\"; do"), "{script}");
     let anti = &client["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         [0];
     assert_eq!(anti["topologyKey"], "kubernetes.io/hostname");
@@ -360,6 +367,19 @@ fn validate_renders_perftest_pairs_per_rail_and_an_mpijob_per_pool() {
     let worker_limits = &worker["template"]["spec"]["containers"][0]["resources"]["limits"];
     assert_eq!(worker_limits["nvidia.com/gpu"], "8");
     assert_eq!(worker_limits["nvidia.com/rdma_rail7"], "1");
+    // Issue #25, defect 8: the workers are the workload's pods, on its 8
+    // rails, not the storage rail; Guaranteed, as the workload.
+    assert_eq!(worker_limits.get("nvidia.com/rdma_rail8"), None);
+    assert_eq!(
+        worker["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"],
+        "rail0,rail1,rail2,rail3,rail4,rail5,rail6,rail7"
+    );
+    assert_eq!(worker_limits["cpu"], "100");
+    assert_eq!(worker_limits["memory"], "512Gi");
+    assert_eq!(
+        worker["template"]["spec"]["containers"][0]["resources"]["requests"],
+        *worker_limits
+    );
     let launcher = &job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
     let command: Vec<&str> = launcher["command"]
         .as_array()
@@ -689,6 +709,13 @@ fn the_nfs_rdma_mount_waits_for_the_doca_driver() {
         let path = host_texts(&set, r"mnt-ai\x2ddata.path");
         assert_eq!(path.len(), 1, "{platform:?}");
         assert!(path[0].contains("PathExists=/run/mellanox/drivers/.driver-ready"));
+        // Issue #25, defect 1: without Unit= a path unit starts the
+        // service of its own name (systemd.path(5)), which does not exist.
+        assert!(
+            path[0].contains("Unit=mnt-ai\\x2ddata.mount\n"),
+            "{}",
+            path[0]
+        );
         let mount = host_texts(&set, r"mnt-ai\x2ddata.mount");
         assert!(
             !mount[0].contains("[Install]"),
@@ -1030,5 +1057,461 @@ fn openshift_readme_checks_use_oc() {
         let readme = &file(&set, "README.md").expect("a README").contents;
         assert!(!readme.contains("kubectl "), "{name}: {readme}");
         assert!(readme.contains("oc get "), "{name}");
+    }
+}
+
+/// Issue #25, defect 2: with NVMe-oF the driver container may unload the
+/// storage modules, nvme-cli's boot-time connection is off, and the
+/// targets are connected by a unit that a path unit starts once the
+/// driver's ready file exists.
+#[test]
+fn nvme_of_connects_after_the_doca_driver() {
+    for platform in [Platform::Kubernetes, Platform::Openshift] {
+        let set = rendered("roce-shared-nvmeof.yaml", platform);
+        let (_, policy) = objects(&set)
+            .find(|(_, o)| o["kind"] == "NicClusterPolicy")
+            .expect("nic cluster policy");
+        let vars: Vec<(&str, &str)> = policy["spec"]["ofedDriver"]["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| Some((v["name"].as_str()?, v["value"].as_str()?)))
+            .collect();
+        assert_eq!(vars, [("UNLOAD_STORAGE_MODULES", "true")], "{platform:?}");
+        let path = host_texts(&set, "zerohop-nvmf-connect.path");
+        assert_eq!(path.len(), 1, "{platform:?}");
+        assert!(path[0].contains("PathChanged=/run/mellanox/drivers/.driver-ready\n"));
+        assert!(path[0].contains("Unit=zerohop-nvmf-connect.service\n"));
+        let service = host_texts(&set, "zerohop-nvmf-connect.service");
+        assert!(service[0].contains("ConditionPathExists=/run/mellanox/drivers/.driver-ready\n"));
+        assert!(service[0].contains("ExecStart=/usr/sbin/nvme connect-all\n"));
+        let readme = &file(&set, "README.md").expect("readme").contents;
+        if platform == Platform::Openshift {
+            let (_, config) = objects(&set)
+                .find(|(path, _)| path.starts_with("12-"))
+                .expect("storage machine config");
+            let units = config["spec"]["config"]["systemd"]["units"]
+                .as_array()
+                .expect("units");
+            let autoconnect = units
+                .iter()
+                .find(|u| u["name"] == "nvmf-autoconnect.service")
+                .expect("nvme-cli's unit is named");
+            assert_eq!(autoconnect["enabled"], false);
+            assert!(
+                units
+                    .iter()
+                    .all(|u| u["name"] != "nvmf-autoconnect.service" || u["enabled"] == false)
+            );
+        } else {
+            assert!(readme.contains("systemctl disable nvmf-autoconnect.service"));
+            assert!(!readme.contains("systemctl enable nvmf-autoconnect"));
+        }
+    }
+}
+
+/// Issue #25, defect 3: on the storage rail pods take addresses from the
+/// upper half of the subnet only, never a storage server's, whatever the
+/// rail network's kind; the other rails keep the whole subnet. Whereabouts
+/// allocates from `range` from `range_start` on, skipping each `exclude`
+/// CIDR (k8snetworkplumbingwg/whereabouts@3a262bd0 `README.md`,
+/// "Optional"); the test walks the addresses it would hand out.
+#[test]
+fn storage_rail_pods_never_get_a_host_or_server_address() {
+    use std::net::Ipv4Addr;
+    let cases = [
+        ("cluster.yaml", "10.10.0.0/24", vec!["10.10.0.10"]),
+        (
+            "roce-shared-nvmeof.yaml",
+            "10.10.0.0/24",
+            vec!["10.10.0.20", "10.10.0.200"],
+        ),
+        ("ib-shared-nfs-gds.yaml", "10.20.0.0/23", vec!["10.20.1.5"]),
+    ];
+    for (name, subnet, servers) in cases {
+        for platform in [Platform::Kubernetes, Platform::Openshift] {
+            let set = rendered(name, platform);
+            let mut found = 0;
+            for (_, object) in objects(&set) {
+                let ipam: Value = match object["kind"].as_str() {
+                    Some("SriovNetwork" | "SriovIBNetwork") => {
+                        serde_json::from_str(object["spec"]["ipam"].as_str().expect("ipam"))
+                            .expect("json")
+                    }
+                    Some("NetworkAttachmentDefinition") => {
+                        let config: Value = serde_json::from_str(
+                            object["spec"]["config"].as_str().expect("config"),
+                        )
+                        .expect("json");
+                        config["plugins"][0]["ipam"].clone()
+                    }
+                    _ => continue,
+                };
+                if ipam["range"] != subnet {
+                    assert!(
+                        ipam.get("range_start").is_none() && ipam.get("exclude").is_none(),
+                        "{name}: {ipam}"
+                    );
+                    continue;
+                }
+                found += 1;
+                // Whereabouts' allocation: every address from range_start to
+                // the last before broadcast, less the excluded CIDRs.
+                let (network, prefix) = subnet.split_once('/').expect("cidr");
+                let network = u32::from(network.parse::<Ipv4Addr>().expect("ip"));
+                let size = 1u32 << (32 - prefix.parse::<u32>().expect("prefix"));
+                let start = ipam["range_start"].as_str().map_or(network + 1, |s| {
+                    u32::from(s.parse::<Ipv4Addr>().expect("start"))
+                });
+                let excluded: Vec<(u32, u32)> = ipam["exclude"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|cidr| {
+                        let (ip, bits) =
+                            cidr.as_str().expect("cidr").split_once('/').expect("cidr");
+                        let ip = u32::from(ip.parse::<Ipv4Addr>().expect("ip"));
+                        let span = 1u32 << (32 - bits.parse::<u32>().expect("bits"));
+                        (ip, ip + span)
+                    })
+                    .collect();
+                let handed_out: Vec<u32> = (start..network + size - 1)
+                    .filter(|ip| !excluded.iter().any(|(from, to)| (*from..*to).contains(ip)))
+                    .collect();
+                for server in &servers {
+                    let server = u32::from(server.parse::<Ipv4Addr>().expect("ip"));
+                    assert!(
+                        !handed_out.contains(&server),
+                        "{name} {platform:?}: a pod may get {}",
+                        Ipv4Addr::from(server)
+                    );
+                }
+                // The lower half (gateway, hosts) is never handed out.
+                assert!(
+                    handed_out.iter().all(|ip| *ip >= network + size / 2),
+                    "{name} {platform:?}: {ipam}"
+                );
+                assert!(
+                    handed_out.len() >= usize::try_from(size / 2 - 2).expect("size"),
+                    "{name}: {ipam}"
+                );
+            }
+            assert_eq!(found, 1, "{name} {platform:?}: one storage rail network");
+            let readme = &file(&set, "README.md").expect("readme").contents;
+            assert!(
+                readme.contains(&format!("pods take {subnet} from ")),
+                "{name}: the README says which addresses are the pods'"
+            );
+        }
+    }
+}
+
+/// Issue #25, defect 6: every Kubernetes set, shared mode too, installs the
+/// whereabouts its networks use, at a pinned release.
+#[test]
+fn kubernetes_sets_install_the_whereabouts_they_use() {
+    for name in EXAMPLES.iter().chain(FEATURES) {
+        let set = rendered(name, Platform::Kubernetes);
+        let readme = &file(&set, "README.md").expect("readme").contents;
+        let uses = objects(&set).any(|(_, o)| {
+            o["spec"]["ipam"]
+                .as_str()
+                .is_some_and(|i| i.contains("whereabouts"))
+                || o["spec"]["config"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("whereabouts"))
+        });
+        assert!(uses, "{name}");
+        assert!(
+            readme.contains("kubectl apply -f https://raw.githubusercontent.com/k8snetworkplumbingwg/whereabouts/v0.9.4/doc/crds/daemonset-install.yaml"),
+            "{name}: {readme}"
+        );
+        assert!(readme.contains("whereabouts:v0.9.4"), "{name}");
+        let openshift = rendered(name, Platform::Openshift);
+        let readme = &file(&openshift, "README.md").expect("readme").contents;
+        assert!(
+            !readme.contains("whereabouts/v0.9.4"),
+            "{name}: OpenShift ships it"
+        );
+    }
+}
+
+/// Issue #25, defect 7: the README finds the GPU driver's pod by its label,
+/// which it has whatever its DaemonSet is called, never by the DaemonSet's
+/// name, which carries the RHCOS version under the Driver Toolkit.
+#[test]
+fn readme_checks_find_the_driver_pod_by_label() {
+    for name in EXAMPLES {
+        for platform in [Platform::Kubernetes, Platform::Openshift] {
+            let set = rendered(name, platform);
+            let readme = &file(&set, "README.md").expect("readme").contents;
+            assert!(
+                !readme.contains("ds/nvidia-driver-daemonset"),
+                "{name} {platform:?}"
+            );
+            assert!(readme.contains("get pods -l app.kubernetes.io/component=nvidia-driver --field-selector spec.nodeName="));
+            assert!(
+                !readme.contains("<node>"),
+                "{name} {platform:?}: a placeholder bash reads as a redirection"
+            );
+        }
+    }
+}
+
+/// Issue #25, defect 9: on OpenShift the pools are paused before the first
+/// MachineConfig and resumed after the last, so that each node reboots
+/// once; no step between waits for a rollout.
+#[test]
+fn openshift_node_configuration_reboots_each_node_once() {
+    for name in EXAMPLES.iter().chain(FEATURES) {
+        let set = rendered(name, Platform::Openshift);
+        let readme = &file(&set, "README.md").expect("readme").contents;
+        let pause = readme
+            .find(r#"--type merge -p '{"spec":{"paused":true}}'"#)
+            .expect("pause");
+        let resume = readme
+            .find(r#"--type merge -p '{"spec":{"paused":false}}'"#)
+            .expect("resume");
+        let configs: Vec<usize> = [
+            "10-machineconfig-kernel-args.yaml",
+            "11-kubeletconfig-topology.yaml",
+            "12-machineconfig-storage-fabric.yaml",
+        ]
+        .iter()
+        .map(|f| readme.find(&format!("oc apply -f {f}")).expect("applied"))
+        .collect();
+        assert!(
+            configs.iter().all(|at| pause < *at && *at < resume),
+            "{name}"
+        );
+        assert!(
+            resume
+                < readme
+                    .find("oc apply -f 20-nic-cluster-policy.yaml")
+                    .expect("driver"),
+            "{name}: the kernel arguments precede SR-IOV"
+        );
+        assert_eq!(
+            readme.matches("UPDATED=True").count(),
+            1,
+            "{name}: one wait for the rollout"
+        );
+        // Paused by command only: applying the set again pauses nothing.
+        let (_, pool) = objects(&set)
+            .find(|(_, o)| o["kind"] == "MachineConfigPool")
+            .expect("pool");
+        assert!(pool["spec"].get("paused").is_none());
+    }
+}
+
+/// Issue #25, defect 10: the perftest client tries again while its server
+/// is not listening yet, a bounded number of times, and only the client.
+#[test]
+fn perftest_clients_wait_for_their_server() {
+    let set = rendered("cluster.yaml", Platform::Kubernetes);
+    let rail0 = file(&set, "validate/h100/perftest-rail0.yaml").expect("rail 0");
+    let [server, client] = rail0.objects.as_slice() else {
+        panic!("a server and a client");
+    };
+    let script = |pod: &Value| {
+        pod["spec"]["containers"][0]["command"][2]
+            .as_str()
+            .expect("script")
+            .to_owned()
+    };
+    let client = script(client);
+    assert!(client.contains("until ib_write_bw "), "{client}");
+    assert!(client.contains("-lt 60 ]"), "{client}");
+    assert!(!client.contains("sleep 5\nexec"), "{client}");
+    assert!(script(server).contains("exec ib_write_bw "));
+}
+
+/// `restricted-v2`, the SCC every authenticated account may use and the
+/// one a pod without another gets (openshift/cluster-kube-apiserver-operator@05211dd6
+/// `bindata/bootkube/scc-manifests/0000_20_kube-apiserver-operator_00_scc-restricted-v2.yaml`),
+/// trimmed to the fields the admission check below reads.
+fn restricted_v2() -> Value {
+    serde_json::json!({
+        "allowHostDirVolumePlugin": false,
+        "allowedCapabilities": ["NET_BIND_SERVICE"],
+        "defaultAddCapabilities": null,
+        "requiredDropCapabilities": ["ALL"],
+        "runAsUser": {"type": "MustRunAsRange"},
+        "volumes": ["configMap", "downwardAPI", "emptyDir", "persistentVolumeClaim", "projected", "secret"],
+    })
+}
+
+/// Whether `scc` admits a pod spec, as OpenShift's SCC admission decides
+/// for the checks that concern these pods (openshift/apiserver-library-go@8efb02d5
+/// `pkg/securitycontextconstraints`): each capability added must be in
+/// `defaultAddCapabilities` or `allowedCapabilities`, and each of
+/// `requiredDropCapabilities` dropped (`capabilities/mustrunas.go`,
+/// `ValidateContainer`); each volume's type must be in `volumes`, a
+/// `hostPath` also needs `allowHostDirVolumePlugin`
+/// (`sccmatching/provider.go`, `ValidatePodSecurityContext`); and a pod that
+/// must run as root (`needs_root`: sshd, `mpirun --allow-run-as-root`) needs
+/// `RunAsAny`, since `MustRunAsRange` puts it under a UID of the
+/// namespace's range (`user/mustrunasrange.go`).
+fn scc_admits(scc: &Value, spec: &Value, needs_root: bool) -> Result<(), String> {
+    let list = |key: &str| -> Vec<&str> {
+        scc[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect()
+    };
+    let allowed: Vec<&str> = list("allowedCapabilities")
+        .into_iter()
+        .chain(list("defaultAddCapabilities"))
+        .collect();
+    for container in spec["containers"].as_array().into_iter().flatten() {
+        let caps = &container["securityContext"]["capabilities"];
+        for cap in caps["add"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !allowed.contains(&"*") && !allowed.contains(&cap) {
+                return Err(format!("capability {cap} may not be added"));
+            }
+        }
+        let drops: Vec<&str> = caps["drop"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for required in list("requiredDropCapabilities") {
+            if !drops.contains(&required) {
+                return Err(format!(
+                    "{required} is required to be dropped but was not found"
+                ));
+            }
+        }
+    }
+    let volumes = list("volumes");
+    for volume in spec["volumes"].as_array().into_iter().flatten() {
+        let kind = volume
+            .as_object()
+            .and_then(|v| v.keys().find(|k| *k != "name"))
+            .map(String::as_str)
+            .unwrap_or_default();
+        if !volumes.contains(&"*") && !volumes.contains(&kind) {
+            return Err(format!("{kind} volumes are not allowed to be used"));
+        }
+        if kind == "hostPath" && scc["allowHostDirVolumePlugin"] != true {
+            return Err("host path volumes are not allowed".to_owned());
+        }
+    }
+    if needs_root && scc["runAsUser"]["type"] != "RunAsAny" {
+        return Err(format!(
+            "runAsUser {} runs it under another uid than root",
+            scc["runAsUser"]["type"]
+        ));
+    }
+    Ok(())
+}
+
+/// Issue #25, defect 5: every pod of the workload namespace on OpenShift
+/// (the example, the perftest pods, the MPIJob's launcher and workers) runs
+/// under an account bound to the set's SCC, which admits it, while
+/// `restricted-v2` would not. The service account's volume (`projected`)
+/// and the MPI operator's SSH secret and hostfile ConfigMap come on top of
+/// the pod's own volumes.
+#[test]
+fn openshift_admits_every_workload_pod_through_the_sets_scc() {
+    for name in EXAMPLES.iter().chain(FEATURES) {
+        let set = rendered(name, Platform::Openshift);
+        let all: Vec<&Value> = objects(&set).map(|(_, o)| o).collect();
+        let of = |kind: &'static str| all.iter().copied().filter(move |o| o["kind"] == kind);
+        let mut pods = 0;
+        for object in all.iter().copied() {
+            let templates: Vec<(&Value, bool)> = match object["kind"].as_str() {
+                Some("Pod") => vec![(&object["spec"], false)],
+                Some("MPIJob") => vec![
+                    (
+                        &object["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"],
+                        true,
+                    ),
+                    (
+                        &object["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"],
+                        true,
+                    ),
+                ],
+                _ => continue,
+            };
+            let namespace = object["metadata"]["namespace"].as_str().expect("namespace");
+            for (spec, needs_root) in templates {
+                pods += 1;
+                let mut spec = spec.clone();
+                let extra = serde_json::json!([{"name": "token", "projected": {}}, {"name": "ssh", "secret": {}}, {"name": "hosts", "configMap": {}}]);
+                let mut volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
+                volumes.extend(extra.as_array().cloned().unwrap_or_default());
+                spec["volumes"] = Value::from(volumes);
+                let account = spec["serviceAccountName"].as_str().unwrap_or("default");
+                // The SCCs the account may use: bound in its namespace to a
+                // role with `use` on them (`sccadmission/scc_authz_check.go`).
+                let usable: Vec<&Value> = of("RoleBinding")
+                    .filter(|b| b["metadata"]["namespace"] == namespace)
+                    .filter(|b| {
+                        b["subjects"].as_array().into_iter().flatten().any(|s| {
+                            s["kind"] == "ServiceAccount"
+                                && s["name"] == account
+                                && s["namespace"] == namespace
+                        })
+                    })
+                    .filter_map(|b| {
+                        of("Role").find(|r| {
+                            r["metadata"]["name"] == b["roleRef"]["name"]
+                                && r["metadata"]["namespace"] == namespace
+                        })
+                    })
+                    .flat_map(|r| r["rules"].as_array().into_iter().flatten())
+                    .filter(|rule| {
+                        rule["verbs"]
+                            .as_array()
+                            .is_some_and(|v| v.iter().any(|v| v == "use"))
+                    })
+                    .flat_map(|rule| rule["resourceNames"].as_array().into_iter().flatten())
+                    .filter_map(|scc| {
+                        of("SecurityContextConstraints").find(|s| s["metadata"]["name"] == *scc)
+                    })
+                    .collect();
+                let what = format!("{name} {} {}", object["kind"], object["metadata"]["name"]);
+                assert!(
+                    !usable.is_empty(),
+                    "{what}: account {account} may use no SCC of the set"
+                );
+                assert!(
+                    usable
+                        .iter()
+                        .any(|scc| scc_admits(scc, &spec, needs_root).is_ok()),
+                    "{what}: no SCC admits it: {:?}",
+                    usable
+                        .iter()
+                        .map(|s| scc_admits(s, &spec, needs_root))
+                        .collect::<Vec<_>>()
+                );
+                assert!(
+                    scc_admits(&restricted_v2(), &spec, needs_root).is_err(),
+                    "{what}: restricted-v2 would do"
+                );
+            }
+        }
+        assert!(pods >= 4, "{name}: {pods} pods");
+        // Kubernetes has no SCC; the account is there all the same.
+        let plain = rendered(name, Platform::Kubernetes);
+        assert!(
+            objects(&plain).any(|(_, o)| o["kind"] == "ServiceAccount"
+                && o["metadata"]["name"] == "zerohop-workload")
+        );
+        assert!(!objects(&plain).any(|(_, o)| {
+            o["kind"] == "SecurityContextConstraints"
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-workload"))
+        }));
     }
 }

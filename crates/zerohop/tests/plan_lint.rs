@@ -162,7 +162,7 @@ fn a_pod_off_the_rendered_lossless_priority_is_caught() {
         .arg("lint")
         .arg(&moved_path)
         .arg(out.join("32-sriov-network-node-policies.yaml"))
-        .arg(out.join("60-machineconfig-storage-fabric.yaml"))
+        .arg(out.join("12-machineconfig-storage-fabric.yaml"))
         .args(["--format", "json"])
         .output()
         .unwrap();

@@ -81,6 +81,73 @@ pub(crate) fn cidr(text: &str) -> Result<(), String> {
     }
 }
 
+/// A subnet that passed [`cidr`]: its network address and prefix length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Subnet {
+    network: IpAddr,
+    prefix: u8,
+}
+
+impl Subnet {
+    /// Parses a subnet [`cidr`] accepts; `None` otherwise.
+    pub(crate) fn parse(text: &str) -> Option<Subnet> {
+        cidr(text).ok()?;
+        let (address, prefix) = text.split_once('/')?;
+        Some(Subnet {
+            network: address.parse().ok()?,
+            prefix: prefix.parse().ok()?,
+        })
+    }
+
+    /// The address bits of the subnet: 32 or 128.
+    fn width(self) -> u32 {
+        if self.network.is_ipv4() { 32 } else { 128 }
+    }
+
+    fn bits(address: IpAddr) -> u128 {
+        match address {
+            IpAddr::V4(v4) => u128::from(u32::from(v4)),
+            IpAddr::V6(v6) => u128::from(v6),
+        }
+    }
+
+    fn address(self, bits: u128) -> IpAddr {
+        match self.network {
+            // The bits of a v4 subnet's addresses fit in 32.
+            IpAddr::V4(_) => IpAddr::V4(u32::try_from(bits).unwrap_or(u32::MAX).into()),
+            IpAddr::V6(_) => IpAddr::V6(bits.into()),
+        }
+    }
+
+    /// The mask of the host part.
+    fn host_mask(self) -> u128 {
+        let host_bits = self.width() - u32::from(self.prefix);
+        if host_bits >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << host_bits) - 1
+        }
+    }
+
+    /// Whether `address` is in the subnet (same family, same network bits).
+    pub(crate) fn contains(self, address: IpAddr) -> bool {
+        address.is_ipv4() == self.network.is_ipv4()
+            && Self::bits(address) & !self.host_mask()
+                == Self::bits(self.network) & !self.host_mask()
+    }
+
+    /// The first address of the subnet's upper half; `None` for a subnet of
+    /// one or two addresses, which has no halves to share.
+    pub(crate) fn upper_half_start(self) -> Option<IpAddr> {
+        let host_bits = self.width() - u32::from(self.prefix);
+        if host_bits < 2 {
+            return None;
+        }
+        let network = Self::bits(self.network) & !self.host_mask();
+        Some(self.address(network | (1u128 << (host_bits - 1))))
+    }
+}
+
 /// Checks an `NCCL_SOCKET_IFNAME` value: an optional `^` (exclude) and `=`
 /// (exact match) before a comma-separated list of interface names or name
 /// prefixes, each a valid netdev name.
@@ -149,5 +216,31 @@ mod tests {
         for bad in ["", "eth0,", "^", "eth 0", "a/b", "$(reboot)x/"] {
             assert!(nccl_socket_ifname(bad).is_err(), "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod subnet_tests {
+    use super::*;
+
+    #[test]
+    fn subnets_hold_their_addresses_and_split_in_halves() {
+        let subnet = Subnet::parse("10.10.0.0/24").expect("subnet");
+        assert!(subnet.contains("10.10.0.10".parse().expect("ip")));
+        assert!(!subnet.contains("10.10.1.10".parse().expect("ip")));
+        assert!(!subnet.contains("::1".parse().expect("ip")));
+        assert_eq!(subnet.upper_half_start(), "10.10.0.128".parse().ok());
+        let v6 = Subnet::parse("fd00:10::/64").expect("subnet");
+        assert_eq!(v6.upper_half_start(), "fd00:10::8000:0:0:0".parse().ok());
+        assert!(v6.contains("fd00:10::5".parse().expect("ip")));
+        assert_eq!(
+            Subnet::parse("10.0.0.0/31").and_then(Subnet::upper_half_start),
+            None
+        );
+        assert_eq!(
+            Subnet::parse("0.0.0.0/0").and_then(Subnet::upper_half_start),
+            "128.0.0.0".parse().ok()
+        );
+        assert!(Subnet::parse("10.0.0.0/33").is_none());
     }
 }

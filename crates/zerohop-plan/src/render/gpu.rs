@@ -47,19 +47,37 @@ pub(crate) fn settings(plan: &Plan) -> Value {
 /// named `policy`.
 pub(crate) fn checks(plan: &Plan, policy: &str) -> Vec<String> {
     let ns = quote(&plan.gpu_operator_namespace);
+    let pod = driver_pod(&ns);
     let mut checks = vec![
         format!("kubectl get clusterpolicy {policy} -o jsonpath='{{.status.state}}'   # ready"),
         format!(
-            "kubectl -n {ns} exec ds/nvidia-driver-daemonset -c nvidia-driver-ctr -- nvidia-smi topo -m   # GPU-NIC pairs at PIX/PXB"
+            "kubectl -n {ns} exec {pod} -c nvidia-driver-ctr -- nvidia-smi topo -m   # GPU-NIC pairs at PIX/PXB"
         ),
         format!(
-            "kubectl -n {ns} logs ds/nvidia-driver-daemonset -c nvidia-peermem-ctr | tail -n 3   # peermem loaded; or: lsmod | grep nvidia_peermem"
+            "kubectl -n {ns} logs {pod} -c nvidia-peermem-ctr | tail -n 3   # peermem loaded; or: lsmod | grep nvidia_peermem"
         ),
     ];
     if plan.gds {
-        checks.push(format!("kubectl -n {ns} exec ds/nvidia-driver-daemonset -c nvidia-fs-ctr -- cat /proc/driver/nvidia-fs/stats   # nvidia-fs loaded"));
+        checks.push(format!("kubectl -n {ns} exec {pod} -c nvidia-fs-ctr -- cat /proc/driver/nvidia-fs/stats   # nvidia-fs loaded"));
     }
     checks
+}
+
+/// The label every GPU driver pod carries, whatever its DaemonSet is
+/// called: with OpenShift's Driver Toolkit the DaemonSet's name ends in the
+/// RHCOS version (NVIDIA/gpu-operator@0559da86
+/// `manifests/state-driver/0500_daemonset.yaml`: `name: {{ .Driver.AppName }}`,
+/// `app.kubernetes.io/component: "nvidia-driver"`), so `ds/<name>` names no
+/// object there.
+const DRIVER_POD_LABEL: &str = "app.kubernetes.io/component=nvidia-driver";
+
+/// A shell word that names the GPU driver pod on the node `$NODE`, found by
+/// [`DRIVER_POD_LABEL`].
+fn driver_pod(ns: &str) -> String {
+    format!(
+        "\"$(kubectl -n {ns} get pods -l {DRIVER_POD_LABEL} --field-selector spec.nodeName={} -o name)\"",
+        super::NODE
+    )
 }
 
 /// The title of the GPU Operator's step.

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use zerohop_known::operators::DOCA_DRIVER_READY_FILE;
 use zerohop_known::roce::{LOSSLESS_DSCP, LOSSLESS_PRIORITY, traffic_class};
-use zerohop_known::shell::quote;
+use zerohop_known::shell::{join, quote};
 use zerohop_known::systemd::{escape_path, mount_unit_name};
 
 use super::{ManifestFile, Step, plain, unit};
@@ -29,6 +29,19 @@ const QOS_SCRIPT: &str = "/usr/local/sbin/zerohop-roce-qos.sh";
 const QOS_SERVICE: &str = "zerohop-roce-qos.service";
 /// The path unit that runs [`QOS_SERVICE`] again after each driver load.
 const QOS_PATH: &str = "zerohop-roce-qos.path";
+/// The oneshot service that connects the NVMe-oF targets.
+const NVMF_SERVICE: &str = "zerohop-nvmf-connect.service";
+/// The path unit that runs [`NVMF_SERVICE`] after each driver load.
+const NVMF_PATH: &str = "zerohop-nvmf-connect.path";
+/// nvme-cli's own boot-time connection service, which connects before the
+/// DOCA driver container and so loads the inbox `nvme_rdma` (nvme-cli
+/// `nvmf-autoconnect/systemd/nvmf-autoconnect.service`).
+pub(crate) const NVMF_AUTOCONNECT: &str = "nvmf-autoconnect.service";
+/// Where nvme-cli is installed on RHCOS and Debian-like hosts.
+const NVME_CLI: &str = "/usr/sbin/nvme";
+/// The file `nvme connect-all` reads its targets from, without arguments
+/// (nvme-cli `fabrics.c`, `PATH_NVMF_DISC`).
+const NVME_DISCOVERY_CONF: &str = "/etc/nvme/discovery.conf";
 
 /// The kernel arguments of a pool.
 ///
@@ -143,6 +156,30 @@ fn pools_updated(plan: &Plan) -> String {
     )
 }
 
+/// The command that pauses (`true`) or resumes (`false`) every pool of the
+/// plan. The Machine Config Operator renders each MachineConfig and
+/// KubeletConfig into a new configuration and rolls it out, a reboot of
+/// every node, one node at a time; a paused pool gets the configurations
+/// but reboots no node until it is resumed, and then once for all of them
+/// (openshift/api@c6b22439 `machineconfiguration/v1/types.go`,
+/// `MachineConfigPoolSpec.Paused`: "whether or not changes to this machine
+/// config pool should be stopped. This includes generating new
+/// desiredMachineConfig and update of machines"). Set by command, not in the pool's manifest, so that
+/// applying the set again never pauses a pool for good.
+fn pause_pools(plan: &Plan, paused: bool) -> String {
+    let names: Vec<String> = plan
+        .pools
+        .iter()
+        .map(|p| format!("mcp/{}", p.name))
+        .collect();
+    let patch = format!("{{\"spec\":{{\"paused\":{paused}}}}}");
+    format!(
+        "oc patch {} --type merge -p {}",
+        join(names.iter().map(String::as_str)),
+        quote(&patch)
+    )
+}
+
 /// One MachineConfigPool per node pool, then kernel arguments and kubelet
 /// settings targeting it: first, because they reboot nodes.
 pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
@@ -169,7 +206,7 @@ pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
             },
         }));
     }
-    let machine_counts: Vec<String> = plan
+    let mut machine_counts: Vec<String> = plan
         .pools
         .iter()
         .map(|pool| {
@@ -179,27 +216,29 @@ pub(crate) fn node_steps(plan: &Plan) -> Vec<Step> {
             )
         })
         .collect();
+    machine_counts.push(format!(
+        "{}   # the next three steps reboot each node once, when step {} resumes the pools",
+        pause_pools(plan, true),
+        STORAGE_FILE
+    ));
     vec![
         Step {
             path: "05-machineconfigpools.yaml".to_owned(),
             objects: pools,
-            title: "Machine config pools: one per node pool, so that its tuning reaches its nodes only".to_owned(),
+            title: "Machine config pools: one per node pool, so that its tuning reaches its nodes only; paused until the last MachineConfig is in".to_owned(),
             checks: machine_counts,
         },
         Step {
             path: "10-machineconfig-kernel-args.yaml".to_owned(),
             objects: configs,
-            title: "Kernel arguments: IOMMU passthrough, 1 GiB huge pages, CPU isolation (reboots the pool)".to_owned(),
-            checks: vec![
-                pools_updated(plan),
-                "oc debug node/<node> -- chroot /host cat /proc/cmdline".to_owned(),
-            ],
+            title: "Kernel arguments: IOMMU passthrough, 1 GiB huge pages, CPU isolation".to_owned(),
+            checks: vec!["oc get machineconfig -l machineconfiguration.openshift.io/role   # listed; the pools are paused".to_owned()],
         },
         Step {
             path: "11-kubeletconfig-topology.yaml".to_owned(),
             objects: kubelets,
             title: "Kubelet: Topology Manager chosen from the NUMA layout, pod scope; CPU Manager static".to_owned(),
-            checks: vec![format!("oc get kubeletconfig; {}", pools_updated(plan))],
+            checks: vec!["oc get kubeletconfig   # Success in the status".to_owned()],
         },
     ]
 }
@@ -226,9 +265,13 @@ fn data_url(contents: &str) -> String {
 /// access may come first) waits; `After=openibd.service` means nothing with
 /// the containerised driver, which has no such unit on the host. The
 /// driver's ready file does: a path unit whose `PathExists=` names it
-/// starts the unit of the same name, the mount, when the file appears
-/// (systemd.path(5), `PathExists=`, `Unit=` "defaults to a unit with the
-/// same name as the path unit, except for the suffix").
+/// starts the mount when the file appears. It names the mount in `Unit=`:
+/// without it a path unit starts the *service* of its own name
+/// (systemd.path(5), `Unit=`: "If not specified, this value defaults to a
+/// service that has the same name as the path unit, except for the
+/// suffix"; systemd `src/core/path.c`, `path_add_trigger_dependencies`,
+/// `unit_load_related_unit(u, ".service", …)`), here
+/// `mnt-ai\x2ddata.service`, which does not exist.
 fn mount_units(plan: &Plan) -> Option<(String, String, String, String)> {
     let nfs = plan.nfs.as_ref()?;
     let source = unit::value(&format!("{}:{}", nfs.server, nfs.export));
@@ -237,11 +280,12 @@ fn mount_units(plan: &Plan) -> Option<(String, String, String, String)> {
     let mount = format!(
         "[Unit]\nDescription=NFS over RDMA: {source}\nWants=network-online.target\nAfter=network-online.target\n\n[Mount]\nWhat={source}\nWhere={point}\nType=nfs\nOptions={options}\nTimeoutSec=60\n",
     );
-    let path = format!(
-        "[Unit]\nDescription=Mount {point} over NFS/RDMA once the DOCA driver is ready\n\n[Path]\nPathExists={}\n\n[Install]\nWantedBy=multi-user.target\n",
-        unit::value(DOCA_DRIVER_READY_FILE)
-    );
     let name = mount_unit_name(&nfs.mount_point);
+    let path = format!(
+        "[Unit]\nDescription=Mount {point} over NFS/RDMA once the DOCA driver is ready\n\n[Path]\nPathExists={}\nUnit={}\n\n[Install]\nWantedBy=multi-user.target\n",
+        unit::value(DOCA_DRIVER_READY_FILE),
+        unit::value(&name),
+    );
     let path_name = format!("{}.path", escape_path(&nfs.mount_point));
     Some((name, mount, path_name, path))
 }
@@ -258,7 +302,7 @@ pub(crate) fn enabled_units(plan: &Plan) -> Vec<String> {
         units.extend([QOS_SERVICE.to_owned(), QOS_PATH.to_owned()]);
     }
     if nvme_discovery(plan).is_some() {
-        units.push("nvmf-autoconnect.service".to_owned());
+        units.push(NVMF_PATH.to_owned());
     }
     if let Some((_, _, path_name, _)) = mount_units(plan) {
         units.push(path_name);
@@ -366,6 +410,34 @@ fn qos_path() -> String {
     )
 }
 
+/// Connects the NVMe-oF targets of [`NVME_DISCOVERY_CONF`] once the DOCA
+/// driver is ready, started by [`nvmf_path`]. Connected at boot (nvme-cli's
+/// [`NVMF_AUTOCONNECT`]), `nvme_rdma` would load the inbox RDMA stack
+/// before the driver container, which then refuses to start unless it may
+/// unload the storage modules (Mellanox/doca-driver-build@445df1e8
+/// `entrypoint.sh` lines 1963–1966, "Storage modules are loaded for current
+/// driver, terminating prior driver reload failure due to
+/// UNLOAD_STORAGE_MODULES not set"; `entrypoint/internal/entrypoint/entrypoint.go`).
+/// The condition skips the run the file's removal triggers, when the driver
+/// is about to unload.
+fn nvmf_service() -> String {
+    format!(
+        "[Unit]\nDescription=Connect the NVMe-oF targets over RDMA once the DOCA driver is ready\nAfter=network-online.target\nWants=network-online.target\nConditionPathExists={}\n\n[Service]\nType=oneshot\nExecStart={}\n",
+        unit::value(DOCA_DRIVER_READY_FILE),
+        unit::command_line(&[NVME_CLI, "connect-all"]),
+    )
+}
+
+/// Runs [`NVMF_SERVICE`] each time the DOCA driver's ready file is created
+/// or removed, as [`qos_path`] does: a driver reload with
+/// `UNLOAD_STORAGE_MODULES` drops the connections, which are made again.
+fn nvmf_path() -> String {
+    format!(
+        "[Unit]\nDescription=NVMe-oF connections again after each load of the NIC driver\n\n[Path]\nPathChanged={}\nUnit={NVMF_SERVICE}\n\n[Install]\nWantedBy=multi-user.target\n",
+        unit::value(DOCA_DRIVER_READY_FILE)
+    )
+}
+
 fn nvme_discovery(plan: &Plan) -> Option<String> {
     (!plan.nvme_targets.is_empty()).then(|| {
         plan.nvme_targets
@@ -377,8 +449,15 @@ fn nvme_discovery(plan: &Plan) -> Option<String> {
     })
 }
 
-/// Storage and fabric host configuration, after the NIC driver is up: one
-/// MachineConfig per pool.
+/// The file of the storage and fabric MachineConfigs.
+const STORAGE_FILE: &str = "12-machineconfig-storage-fabric.yaml";
+
+/// Storage and fabric host configuration: one MachineConfig per pool,
+/// applied with the other node configuration, before the NIC driver, so
+/// that the nodes reboot once for all of it. Nothing in it acts before the
+/// driver is ready: the mount and the NVMe-oF connections are started by
+/// path units on the driver's ready file, and the QoS service runs again
+/// after every load of the driver.
 pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     if plan.platform != Platform::Openshift {
         return Vec::new();
@@ -395,8 +474,10 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
             units.push(json!({"name": QOS_PATH, "enabled": true, "contents": qos_path()}));
         }
         if let Some(discovery) = nvme_discovery(plan) {
-            files.push(json!({"path": "/etc/nvme/discovery.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(&discovery)}}));
-            units.push(json!({"name": "nvmf-autoconnect.service", "enabled": true}));
+            files.push(json!({"path": NVME_DISCOVERY_CONF, "mode": 420, "overwrite": true, "contents": {"source": data_url(&discovery)}}));
+            units.push(json!({"name": NVMF_AUTOCONNECT, "enabled": false}));
+            units.push(json!({"name": NVMF_SERVICE, "contents": nvmf_service()}));
+            units.push(json!({"name": NVMF_PATH, "enabled": true, "contents": nvmf_path()}));
         }
         if let Some((name, mount, path_name, path)) = mount_units(plan) {
             units.push(json!({"name": name, "contents": mount}));
@@ -408,17 +489,28 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
             json!({"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}, "systemd": {"units": units}}}),
         ));
     }
-    let mut checks = vec![pools_updated(plan)];
+    let mut checks = vec![
+        format!(
+            "{}   # one reboot of each node, for steps 10 to 12",
+            pause_pools(plan, false)
+        ),
+        pools_updated(plan),
+        format!(
+            "oc debug node/{} -- chroot /host cat /proc/cmdline",
+            super::NODE
+        ),
+    ];
     if let Some(nfs) = &plan.nfs {
         let point = quote(&nfs.mount_point);
         let on_node = format!("ls {point} >/dev/null; nfsstat -m | grep -A1 {point}");
         checks.push(format!(
-            "oc debug node/<node> -- chroot /host sh -c {}   # proto=rdma,port=20049",
+            "oc debug node/{} -- chroot /host sh -c {}   # proto=rdma,port=20049",
+            super::NODE,
             quote(&on_node)
         ));
     }
     vec![Step {
-        path: "60-machineconfig-storage-fabric.yaml".to_owned(),
+        path: STORAGE_FILE.to_owned(),
         objects: configs,
         title: "Storage and fabric: NFS over RDMA once the DOCA driver is ready, RoCE QoS/DCQCN after every driver load, sysctls".to_owned(),
         checks,
@@ -439,7 +531,7 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
         // grub-mkconfig sources this file with the shell: the arguments are
         // appended as one quoted word after the expansion of the old value.
         let grub = format!(
-            "# /etc/default/grub.d/90-zerohop.cfg, then: update-grub (or grub2-mkconfig) and reboot\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX \"{}\n",
+            "# Installed as /etc/default/grub.d/90-zerohop.cfg, then: update-grub (or grub2-mkconfig) and reboot\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX \"{}\n",
             quote(&kernel_arguments(pool).join(" "))
         );
         files.push(plain(
@@ -473,7 +565,15 @@ pub(crate) fn aux_files(plan: &Plan) -> Vec<ManifestFile> {
             ));
         }
         if let Some(discovery) = nvme_discovery(plan) {
-            files.push(plain(&format!("{dir}/etc/nvme/discovery.conf"), discovery));
+            files.push(plain(&format!("{dir}{NVME_DISCOVERY_CONF}"), discovery));
+            files.push(plain(
+                &format!("{dir}/etc/systemd/system/{NVMF_SERVICE}"),
+                nvmf_service(),
+            ));
+            files.push(plain(
+                &format!("{dir}/etc/systemd/system/{NVMF_PATH}"),
+                nvmf_path(),
+            ));
         }
         if let Some((name, mount, path_name, path)) = mount_units(plan) {
             files.push(plain(&format!("{dir}/etc/systemd/system/{name}"), mount));

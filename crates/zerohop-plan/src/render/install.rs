@@ -146,19 +146,66 @@ pub(crate) fn gpu_operator_step(plan: &Plan) -> Step {
 }
 
 /// Kubernetes: what the README says to do before step 1 about the
-/// operators: add the chart repository and install the Network Operator.
-pub(crate) fn kubernetes_prerequisite(plan: &Plan) -> String {
+/// operators, and the commands that do it: add the chart repository and
+/// install the Network Operator.
+pub(crate) fn kubernetes_prerequisite(plan: &Plan) -> (String, Vec<String>) {
     let sriov = if plan.rdma_mode == RdmaMode::Sriov {
         "; the SR-IOV Network Operator comes with it"
     } else {
         ""
     };
-    format!(
-        "Install the Network Operator {} in `{}` with Helm from `{NETWORK_VALUES}`: its Node Feature Discovery labels the nodes for both operators (the GPU Operator's is off: one NFD per cluster){sriov}. `helm repo add {NVIDIA_HELM_REPOSITORY_NAME} {NVIDIA_HELM_REPOSITORY} && helm repo update`, then `{}`.",
-        plan.network_operator_version,
-        plan.network_operator_namespace,
+    let text = format!(
+        "Install the Network Operator {} in `{}` with Helm from `{NETWORK_VALUES}`: its Node Feature Discovery labels the nodes for both operators (the GPU Operator's is off: one NFD per cluster){sriov}.",
+        plan.network_operator_version, plan.network_operator_namespace,
+    );
+    let commands = vec![
+        format!(
+            "helm repo add {NVIDIA_HELM_REPOSITORY_NAME} {NVIDIA_HELM_REPOSITORY} && helm repo update"
+        ),
         network_operator_install(plan),
-    )
+    ];
+    (text, commands)
+}
+
+/// The whereabouts release the rail networks' IPAM is installed from.
+/// Neither operator ships it any more: the Network Operator's
+/// `NicClusterPolicy` has no whereabouts component (its CRD's
+/// `secondaryNetwork` has `cniPlugins`, `multus` and `ipamPlugin`, the last
+/// deprecated), and OpenShift's Cluster Network Operator installs it with
+/// Multus on OpenShift only.
+const WHEREABOUTS_VERSION: &str = "v0.9.4";
+
+/// The manifests of whereabouts' own installation
+/// (k8snetworkplumbingwg/whereabouts@3a262bd0, tag v0.9.4, `README.md`,
+/// "Installing Whereabouts"), fetched at [`WHEREABOUTS_VERSION`].
+const WHEREABOUTS_MANIFESTS: &[&str] = &[
+    "doc/crds/daemonset-install.yaml",
+    "doc/crds/whereabouts.cni.cncf.io_ippools.yaml",
+    "doc/crds/whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml",
+    "doc/crds/reconciler-deployment.yaml",
+];
+
+/// Kubernetes: the commands that install whereabouts, whose DaemonSet puts
+/// the CNI binary on every node, and pin its images to the release: the
+/// manifests name `ghcr.io/k8snetworkplumbingwg/whereabouts:latest`.
+pub(crate) fn whereabouts_install() -> Vec<String> {
+    let files: Vec<String> = WHEREABOUTS_MANIFESTS
+        .iter()
+        .map(|path| {
+            format!(
+                "-f https://raw.githubusercontent.com/k8snetworkplumbingwg/whereabouts/{WHEREABOUTS_VERSION}/{path}"
+            )
+        })
+        .collect();
+    let image = format!("ghcr.io/k8snetworkplumbingwg/whereabouts:{WHEREABOUTS_VERSION}");
+    vec![
+        format!("kubectl apply {}", files.join(" ")),
+        format!("kubectl -n kube-system set image ds/whereabouts whereabouts={image}"),
+        format!(
+            "kubectl -n kube-system set image deploy/whereabouts-reconciler whereabouts-reconciler={image}"
+        ),
+        "kubectl -n kube-system rollout status ds/whereabouts".to_owned(),
+    ]
 }
 
 /// An operator OLM installs, in its own namespace.

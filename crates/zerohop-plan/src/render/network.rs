@@ -37,18 +37,23 @@ pub(crate) fn nic_cluster_policy_step(plan: &Plan) -> Step {
         "livenessProbe": {"initialDelaySeconds": 30, "periodSeconds": 30},
         "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 30},
     });
+    // With inbox storage modules loaded (rpcrdma or nvme_rdma, pulled in
+    // by anything that runs before the driver) the DOCA driver container
+    // refuses to reload the stack unless UNLOAD_STORAGE_MODULES lets it
+    // unload them first (Mellanox/doca-driver-build@445df1e8 `entrypoint.sh`
+    // lines 1963–1966: "Storage modules are loaded for current driver,
+    // terminating prior driver reload failure due to UNLOAD_STORAGE_MODULES
+    // not set"). It loads rpcrdma only with ENABLE_NFSRDMA (same file);
+    // other spellings are ignored.
+    let mut env = Vec::new();
     if plan.nfs.is_some() {
-        // The DOCA driver container loads rpcrdma only with ENABLE_NFSRDMA
-        // (doca-driver-build entrypoint); other spellings are ignored. With
-        // inbox storage modules loaded (rpcrdma pulled in by anything before
-        // the driver) it refuses to reload the stack unless
-        // UNLOAD_STORAGE_MODULES lets it unload them first (entrypoint.sh:
-        // "Storage modules are loaded for current driver, terminating prior
-        // driver reload failure due to UNLOAD_STORAGE_MODULES not set").
-        ofed["env"] = json!([
-            {"name": "ENABLE_NFSRDMA", "value": "true"},
-            {"name": "UNLOAD_STORAGE_MODULES", "value": "true"},
-        ]);
+        env.push(json!({"name": "ENABLE_NFSRDMA", "value": "true"}));
+    }
+    if plan.nfs.is_some() || !plan.nvme_targets.is_empty() {
+        env.push(json!({"name": "UNLOAD_STORAGE_MODULES", "value": "true"}));
+    }
+    if !env.is_empty() {
+        ofed["env"] = json!(env);
     }
     let mut spec = json!({"ofedDriver": ofed});
     if plan.rdma_mode == RdmaMode::Shared {
@@ -194,7 +199,7 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         title: "VFs on every rail PF (one policy per PF; may reboot nodes for firmware changes)".to_owned(),
         checks: vec![
             format!("kubectl -n {ns} get sriovnetworknodestates -o custom-columns=NODE:.metadata.name,SYNC:.status.syncStatus   # Succeeded"),
-            format!("kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", quote(&plan.resource_prefix)),
+            format!("kubectl get node {} -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail", super::NODE, quote(&plan.resource_prefix)),
         ],
     });
     let networks: Vec<Value> = plan
@@ -202,12 +207,8 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
         .values()
         .map(|rail| sriov_network(plan, rail))
         .collect();
-    steps.push(Step {
-        path: "40-sriov-networks.yaml".to_owned(),
-        objects: networks,
-        title: "Rail networks; the SR-IOV operator renders one NetworkAttachmentDefinition each"
-            .to_owned(),
-        checks: vec![
+    let mut checks = pod_range_notes(plan);
+    checks.extend([
             format!(
                 "kubectl -n {} get network-attachment-definitions",
                 quote(&plan.workload.namespace)
@@ -216,7 +217,13 @@ fn sriov_steps(plan: &Plan) -> Vec<Step> {
                 "kubectl -n {} get network-attachment-definitions -o jsonpath='{{range .items[*]}}{{.metadata.name}} {{.spec.config}}{{\"\\n\"}}{{end}}' | grep -c '\"type\": *\"rdma\"'   # one per rail: the rdma plugin is chained",
                 quote(&plan.workload.namespace)
             ),
-        ],
+    ]);
+    steps.push(Step {
+        path: "40-sriov-networks.yaml".to_owned(),
+        objects: networks,
+        title: "Rail networks; the SR-IOV operator renders one NetworkAttachmentDefinition each"
+            .to_owned(),
+        checks,
     });
     steps
 }
@@ -240,9 +247,54 @@ fn merged_selector(plan: &Plan) -> Value {
     json!(common)
 }
 
-/// The rail's IPAM: `whereabouts`, cluster-wide, the one the intent allows.
-fn ipam(rail: &RailPlan) -> String {
-    json!({"type": "whereabouts", "range": rail.subnet}).to_string()
+/// The rail's IPAM: `whereabouts`, cluster-wide, the one the intent
+/// allows, over the rail's subnet, never handing out an address that is not
+/// the pods' to take. On a rail where the hosts have addresses of their own
+/// ([`RailPlan::host_network`]: the storage network) pods take the upper
+/// half of the subnet (`range_start`), and the storage servers the intent
+/// names are excluded wherever they lie (`exclude`, a list of CIDRs).
+/// Without them whereabouts allocates from the whole `range` and would give
+/// a pod the NFS server's or a node's own address
+/// (k8snetworkplumbingwg/whereabouts@3a262bd0, tag v0.9.4, `README.md`,
+/// "Optional": `range_start`, `range_end`, `exclude`; it skips only the
+/// network and broadcast addresses).
+pub(crate) fn ipam(rail: &RailPlan) -> Value {
+    let mut ipam = json!({"type": "whereabouts", "range": rail.subnet});
+    let subnet = crate::grammar::Subnet::parse(&rail.subnet);
+    if rail.host_network
+        && let Some(start) = subnet.and_then(crate::grammar::Subnet::upper_half_start)
+    {
+        ipam["range_start"] = json!(start.to_string());
+    }
+    if !rail.servers.is_empty() {
+        let exclude: Vec<String> = rail
+            .servers
+            .iter()
+            .map(|server| {
+                let bits = if server.is_ipv4() { 32 } else { 128 };
+                format!("{server}/{bits}")
+            })
+            .collect();
+        ipam["exclude"] = json!(exclude);
+    }
+    ipam
+}
+
+/// README lines that say, for each rail where the hosts have addresses of
+/// their own, which addresses the pods take ([`ipam`]), so that the nodes',
+/// the gateway's and the servers' are kept out of them.
+fn pod_range_notes(plan: &Plan) -> Vec<String> {
+    plan.rails
+        .values()
+        .filter_map(|rail| {
+            let start = ipam(rail)["range_start"].as_str()?.to_owned();
+            Some(format!(
+                "# {}: pods take {} from {start} up; the nodes', the gateway's and the storage servers' addresses belong below it",
+                network_name(rail),
+                rail.subnet
+            ))
+        })
+        .collect()
 }
 
 fn network_name(rail: &RailPlan) -> String {
@@ -290,7 +342,7 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
                 "resourceName": rail.resource_name,
                 "networkNamespace": plan.workload.namespace,
                 "linkState": "auto",
-                "ipam": ipam(rail),
+                "ipam": ipam(rail).to_string(),
                 "metaPlugins": meta_plugins(rail),
             },
         }),
@@ -301,7 +353,7 @@ fn sriov_network(plan: &Plan, rail: &RailPlan) -> Value {
                 "linkState": "auto",
                 "spoofChk": "off",
                 "trust": "on",
-                "ipam": ipam(rail),
+                "ipam": ipam(rail).to_string(),
                 "metaPlugins": meta_plugins(rail),
             });
             if let Some(vlan) = rail.vlan {
@@ -326,7 +378,7 @@ fn shared_nad_step(plan: &Plan) -> Step {
         .values()
         .map(|rail| {
             let master = nics.get(&rail.rail).and_then(|n| n.first()).map(|n| n.pf.clone()).unwrap_or_default();
-            let ipam: Value = serde_json::from_str(&ipam(rail)).unwrap_or(Value::Null);
+            let ipam = ipam(rail);
             let plugin = match rail.link_type {
                 LinkType::Eth => json!({"type": "macvlan", "master": master, "mode": "bridge", "mtu": rail.mtu, "ipam": ipam}),
                 LinkType::Ib => json!({"type": "ipoib", "master": master, "ipam": ipam}),
@@ -348,9 +400,13 @@ fn shared_nad_step(plan: &Plan) -> Step {
         path: "40-network-attachment-definitions.yaml".to_owned(),
         objects: nads,
         title: "Rail networks over the shared RDMA devices".to_owned(),
-        checks: vec![format!(
-            "kubectl get node <node> -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
-            quote(&plan.resource_prefix)
-        )],
+        checks: pod_range_notes(plan)
+            .into_iter()
+            .chain([format!(
+                "kubectl get node {} -o jsonpath='{{.status.allocatable}}' | tr , '\\n' | grep {}   # one line per rail",
+                super::NODE,
+                quote(&plan.resource_prefix)
+            )])
+            .collect(),
     }
 }

@@ -2,9 +2,53 @@
 
 use std::fmt::Write;
 
+use zerohop_known::shell::join;
+
 use super::{Step, host};
-use crate::intent::{Platform, RdmaMode};
+use crate::intent::Platform;
 use crate::plan::Plan;
+
+/// The commands of the host step on a Kubernetes node, each a shell line
+/// whose words are quoted: a unit name such as `mnt-ai\x2ddata.path`
+/// holds a backslash, which an unquoted shell word loses
+/// (`zerohop_known::shell::quote`).
+fn host_commands(plan: &Plan) -> Vec<String> {
+    let mut commands = vec![
+        "update-grub   # or: grub2-mkconfig -o /boot/grub2/grub.cfg".to_owned(),
+        "sysctl --system".to_owned(),
+        "systemctl daemon-reload".to_owned(),
+    ];
+    let units = host::enabled_units(plan);
+    if !units.is_empty() {
+        commands.push(format!(
+            "systemctl enable {}",
+            join(units.iter().map(String::as_str))
+        ));
+    }
+    if !plan.nvme_targets.is_empty() {
+        // nvme-cli's boot-time connection would load the inbox nvme_rdma
+        // before the DOCA driver (`render::host`, `nvmf_service`).
+        commands.push(format!(
+            "systemctl disable {} 2>/dev/null || true   # nvme-cli's boot-time connection, if installed",
+            host::NVMF_AUTOCONNECT
+        ));
+    }
+    commands.extend([
+        "rm -f /var/lib/kubelet/cpu_manager_state   # the CPU Manager's policy changes".to_owned(),
+        "reboot".to_owned(),
+    ]);
+    commands
+}
+
+/// A fenced `sh` block of `commands`, each line indented by `indent` (a
+/// list item's block is indented to the item's text).
+fn block(out: &mut String, indent: &str, commands: &[String]) {
+    let _ = writeln!(out, "{indent}```sh");
+    for command in commands {
+        let _ = writeln!(out, "{indent}{command}");
+    }
+    let _ = writeln!(out, "{indent}```\n");
+}
 
 /// The README text.
 pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
@@ -29,50 +73,47 @@ pub(crate) fn readme(plan: &Plan, steps: &[Step]) -> String {
     );
     let _ = writeln!(out, "## Before step 1\n");
     if plan.platform == Platform::Kubernetes {
-        let units = host::enabled_units(plan);
-        let enable = if units.is_empty() {
-            String::new()
-        } else {
-            let names: Vec<String> = units.iter().map(|u| format!("`{u}`")).collect();
-            format!(" `systemctl enable {}`,", names.join(" "))
-        };
         let _ = writeln!(
             out,
-            "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool, run `update-grub` (or `grub2-mkconfig`), `sysctl --system`, `systemctl daemon-reload`,{enable} restart the kubelet after removing `/var/lib/kubelet/cpu_manager_state`, and reboot. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`)."
+            "1. Host configuration under `host/<pool>/` (kernel arguments need a reboot): copy the files to the same paths on every node of the pool (the scripts under `usr/local/sbin/` executable), then on each node run the commands below. The kubelet must read drop-ins (`--config-dir=/etc/kubernetes/kubelet.conf.d`).\n"
         );
-        // Operator installation: `render::install`.
-        let _ = writeln!(out, "2. {}", super::install::kubernetes_prerequisite(plan));
-        if plan.rdma_mode == RdmaMode::Sriov {
-            let _ = writeln!(
-                out,
-                "3. Install the whereabouts IPAM plugin, which the rail networks use (the Network Operator no longer ships it)."
-            );
-        }
+        block(&mut out, "   ", &host_commands(plan));
+        let (text, commands) = super::install::kubernetes_prerequisite(plan);
+        let _ = writeln!(out, "2. {text}\n");
+        block(&mut out, "   ", &commands);
+        let _ = writeln!(
+            out,
+            "3. Install the whereabouts IPAM plugin, which the rail networks use (neither operator ships it on Kubernetes).\n"
+        );
+        block(&mut out, "   ", &super::install::whereabouts_install());
     } else {
         // Operator installation: `render::install`.
         let _ = writeln!(
             out,
-            "1. Log in with `oc` as a cluster administrator: the operators come from OperatorHub's catalogs with the Subscriptions of the first steps."
+            "1. Log in with `oc` as a cluster administrator: the operators come from OperatorHub's catalogs with the Subscriptions of the first steps.\n"
         );
     }
+    let _ = writeln!(
+        out,
+        "The checks that look at one node take its name from `NODE`: `export NODE=` followed by the name of one node of the pool."
+    );
     let _ = writeln!(out, "\n## Deploy order\n");
     for (index, step) in steps.iter().enumerate() {
         let _ = writeln!(out, "### {}. `{}` — {}\n", index + 1, step.path, step.title);
         // Helm values are installed, manifests applied.
         let apply = super::install::install_command(plan, &step.path)
             .unwrap_or_else(|| format!("{kubectl} apply -f {}", step.path));
-        let _ = writeln!(out, "```sh\n{apply}");
-        for check in &step.checks {
-            // The checks are written with kubectl; OpenShift's own client
-            // takes the same commands and is the one its users have.
-            let check = if plan.platform == Platform::Openshift {
+        let mut commands = vec![apply];
+        // The checks are written with kubectl; OpenShift's own client
+        // takes the same commands and is the one its users have.
+        commands.extend(step.checks.iter().map(|check| {
+            if plan.platform == Platform::Openshift {
                 check.replace("kubectl ", "oc ")
             } else {
                 check.clone()
-            };
-            let _ = writeln!(out, "{check}");
-        }
-        let _ = writeln!(out, "```\n");
+            }
+        }));
+        block(&mut out, "", &commands);
     }
     let _ = writeln!(out, "## Afterwards\n");
     if plan.agent.is_some() {

@@ -35,8 +35,8 @@ use serde_json::{Value, json};
 use zerohop_known::shell::quote;
 
 use super::workload::{
-    NETWORKS_ANNOTATION, ROCE_TRAFFIC_CLASS, nccl_env, networks_annotation, rail_resource,
-    shm_mount, shm_volume,
+    NETWORKS_ANNOTATION, ROCE_TRAFFIC_CLASS, SERVICE_ACCOUNT, nccl_env, networks_annotation,
+    rail_resource, shm_mount, shm_volume,
 };
 use super::{ManifestFile, to_yaml};
 use crate::intent::{LinkType, RdmaMode};
@@ -60,11 +60,14 @@ pub const LABEL_RAIL: &str = "zerohop.dev/rail";
 /// NCCL's network transport use.
 const PERFTEST: &str = "ib_write_bw";
 
-/// Seconds the client waits after it starts, so that the server (started
-/// first) has set up CUDA and listens when the client connects: perftest
-/// does not retry a refused connection, and a probe of the port would be
-/// taken as the one client the server serves.
-const CLIENT_GRACE_SECONDS: u32 = 5;
+/// How often, and how many seconds apart, the client tries to reach its
+/// server: the server may still be pulling its image or setting up CUDA,
+/// and perftest does not retry a refused connection itself. A refused
+/// connection never reaches the server, which serves one client and exits
+/// (perftest `README`), so trying again does not use it up.
+const CLIENT_ATTEMPTS: u32 = 60;
+/// Seconds between two attempts of the client ([`CLIENT_ATTEMPTS`]).
+const CLIENT_RETRY_SECONDS: u32 = 5;
 
 /// The part an object of the fabric tests plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,9 +127,16 @@ pub(crate) fn files(plan: &Plan) -> Vec<ManifestFile> {
                 ],
             ));
         }
+        // The workers are the workload's pods: its rails, not the storage
+        // rail the hosts use.
+        let workload_rails: Vec<&RailPlan> = rails
+            .iter()
+            .filter(|rail| plan.workload.rails.contains(&rail.rail))
+            .copied()
+            .collect();
         files.push(file(
             format!("{DIR}/{}/nccl-tests-mpijob.yaml", pool.name),
-            vec![nccl_tests_mpijob(plan, pool, &rails)],
+            vec![nccl_tests_mpijob(plan, pool, &workload_rails)],
         ));
     }
     files
@@ -215,7 +225,7 @@ test -n "$gid" || { echo "no RoCE v2 GID of an IPv4 address on $dev" >&2; exit 1
 fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> String {
     let device = match plan.rdma_mode {
         // Exclusive RDMA namespaces: the pod sees only its one VF's device.
-        RdmaMode::Sriov => "dev=$(ls /sys/class/infiniband | head -n 1)".to_owned(),
+        RdmaMode::Sriov => "dev=\nfor d in /sys/class/infiniband/*; do\n  if [ -e \"$d\" ]; then dev=${d##*/}; break; fi\ndone".to_owned(),
         RdmaMode::Shared => {
             let name = pool
                 .nics
@@ -255,9 +265,13 @@ fn perftest_command(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -
     }
     if role == Role::PerftestClient {
         args.push("\"$PERFTEST_SERVER\"".to_owned());
-        script.push(format!("sleep {CLIENT_GRACE_SECONDS}"));
+        script.push(format!(
+            "attempt=1\nuntil {}; do\n  [ \"$attempt\" -lt {CLIENT_ATTEMPTS} ] || {{ echo \"no perftest server answered after $attempt attempts\" >&2; exit 1; }}\n  attempt=$((attempt + 1))\n  sleep {CLIENT_RETRY_SECONDS}\ndone",
+            args.join(" ")
+        ));
+    } else {
+        script.push(format!("exec {}", args.join(" ")));
     }
-    script.push(format!("exec {}", args.join(" ")));
     script.join("\n")
 }
 
@@ -277,6 +291,7 @@ fn perftest_pod(plan: &Plan, pool: &PoolPlan, rail: &RailPlan, role: Role) -> Va
     let mut env = Vec::new();
     let mut spec = json!({
         "restartPolicy": "Never",
+        "serviceAccountName": SERVICE_ACCOUNT,
         "nodeSelector": pool.node_selector,
     });
     if role == Role::PerftestServer {
@@ -322,7 +337,7 @@ pub fn mpijob_name(pool: &str) -> String {
 }
 
 /// The nccl-tests `MPIJob`: `ncclNodes` workers, each with every GPU of its
-/// node and one RDMA device per rail, one worker per node; the launcher
+/// node and one RDMA device per rail of the workload, one worker per node; the launcher
 /// runs `all_reduce_perf` from 8 B to 8 GiB with one GPU per rank.
 fn nccl_tests_mpijob(plan: &Plan, pool: &PoolPlan, rails: &[&RailPlan]) -> Value {
     let nodes = plan.validation.nccl_nodes;
@@ -366,12 +381,18 @@ fn nccl_tests_mpijob(plan: &Plan, pool: &PoolPlan, rails: &[&RailPlan]) -> Value
     for rail in rails {
         worker_resources.insert(rail_resource(plan, rail), json!("1"));
     }
+    // Sized as the example workload, requests equal to limits: Guaranteed,
+    // so the static CPU manager pins whole CPUs on the GPUs' NUMA nodes
+    // instead of leaving the ranks BestEffort on the shared pool.
+    worker_resources.insert("cpu".to_owned(), json!(plan.workload.cpus.to_string()));
+    worker_resources.insert("memory".to_owned(), json!(plan.workload.memory));
     let launcher = json!({
         "replicas": 1,
         "restartPolicy": "Never",
         "template": {
             "metadata": {"labels": labels(pool, Role::NcclLauncher, None)},
             "spec": {
+                "serviceAccountName": SERVICE_ACCOUNT,
                 "containers": [{
                     "name": "launcher",
                     "image": plan.validation.nccl_tests_image,
@@ -390,6 +411,7 @@ fn nccl_tests_mpijob(plan: &Plan, pool: &PoolPlan, rails: &[&RailPlan]) -> Value
                 "annotations": {NETWORKS_ANNOTATION: networks_annotation(rails)},
             },
             "spec": {
+                "serviceAccountName": SERVICE_ACCOUNT,
                 "nodeSelector": pool.node_selector,
                 "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
                     "labelSelector": {"matchLabels": labels(pool, Role::NcclWorker, None)},

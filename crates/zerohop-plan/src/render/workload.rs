@@ -30,18 +30,113 @@ pub(crate) const ROCE_TRAFFIC_CLASS: u8 =
 /// Where the pod finds `cufile.json`.
 const CUFILE_DIR: &str = "/etc/cufile";
 
-/// The workload namespace, first so that NADs can be rendered into it.
+/// The service account the workload pod and the fabric tests run under.
+pub(crate) const SERVICE_ACCOUNT: &str = "zerohop-workload";
+
+/// The name of the OpenShift SCC that admits the workload's pods.
+pub(crate) fn scc_name(plan: &Plan) -> String {
+    format!("{}-workload", plan.name)
+}
+
+/// The workload namespace, first so that NADs can be rendered into it, and
+/// the service account its pods run under; on OpenShift also the SCC that
+/// admits them and the binding that lets the account use it.
 pub(crate) fn namespace_step(plan: &Plan) -> Step {
-    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.workload.namespace}});
+    let ns = &plan.workload.namespace;
+    let mut objects = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": ns}}),
+    ];
+    let mut checks = vec![format!("kubectl get namespace {}", quote(ns))];
+    if plan.platform == crate::intent::Platform::Openshift {
+        let scc = scc_name(plan);
+        objects.push(security_context_constraints(plan));
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": scc, "namespace": ns},
+            "rules": [{
+                "apiGroups": ["security.openshift.io"],
+                "resources": ["securitycontextconstraints"],
+                "resourceNames": [scc],
+                "verbs": ["use"],
+            }],
+        }));
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": scc, "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": scc},
+            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": ns}],
+        }));
+        checks.push(format!(
+            "oc -n {} auth can-i use securitycontextconstraints/{} --as=system:serviceaccount:{}:{SERVICE_ACCOUNT}   # yes",
+            quote(ns),
+            quote(&scc),
+            quote(ns)
+        ));
+    }
     Step {
         path: "00-namespace.yaml".to_owned(),
-        objects: vec![namespace],
-        title: "Workload namespace".to_owned(),
-        checks: vec![format!(
-            "kubectl get namespace {}",
-            quote(&plan.workload.namespace)
-        )],
+        objects,
+        title: "Workload namespace and the account its pods run under".to_owned(),
+        checks,
     }
+}
+
+/// The SCC that admits the workload's pods on OpenShift, which the
+/// default `restricted-v2` refuses: it allows no capability but
+/// `NET_BIND_SERVICE` and requires dropping `ALL`, and runs every container
+/// under a UID of the namespace's range
+/// (openshift/cluster-kube-apiserver-operator@05211dd6
+/// `bindata/bootkube/scc-manifests/0000_20_kube-apiserver-operator_00_scc-restricted-v2.yaml`;
+/// openshift/apiserver-library-go@8efb02d5 `pkg/securitycontextconstraints/capabilities/mustrunas.go`,
+/// `ValidateContainer`: "capability may not be added"). The pods add
+/// `IPC_LOCK` (RDMA registers pinned memory), the nccl-tests workers run
+/// `sshd` as root and the launcher `mpirun` as root, and with NFS the
+/// workload mounts the host's mount point (`hostPath`). Nothing else:
+/// no host namespaces, no privileged container, no privilege escalation.
+fn security_context_constraints(plan: &Plan) -> Value {
+    let nfs = plan.nfs.is_some();
+    let mut volumes = vec![
+        "configMap",
+        "downwardAPI",
+        "emptyDir",
+        "projected",
+        "secret",
+    ];
+    if nfs {
+        volumes.push("hostPath");
+    }
+    json!({
+        "apiVersion": "security.openshift.io/v1",
+        "kind": "SecurityContextConstraints",
+        "metadata": {
+            "name": scc_name(plan),
+            "annotations": {
+                "kubernetes.io/description": format!("admits the zero-copy workload and its fabric tests in {}: IPC_LOCK, any uid (sshd and mpirun run as root)", plan.workload.namespace),
+            },
+        },
+        "allowHostDirVolumePlugin": nfs,
+        "allowHostIPC": false,
+        "allowHostNetwork": false,
+        "allowHostPID": false,
+        "allowHostPorts": false,
+        "allowPrivilegeEscalation": false,
+        "allowPrivilegedContainer": false,
+        "allowedCapabilities": ["IPC_LOCK"],
+        "defaultAddCapabilities": [],
+        "requiredDropCapabilities": [],
+        "readOnlyRootFilesystem": false,
+        "runAsUser": {"type": "RunAsAny"},
+        "seLinuxContext": {"type": "MustRunAs"},
+        "fsGroup": {"type": "RunAsAny"},
+        "supplementalGroups": {"type": "RunAsAny"},
+        "seccompProfiles": ["runtime/default"],
+        "volumes": volumes,
+        "users": [],
+        "groups": [],
+    })
 }
 
 /// `cufile.json` for GPUDirect Storage over NFS/RDMA. Compat mode is off
@@ -158,6 +253,7 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         },
         "spec": {
             "restartPolicy": "Never",
+            "serviceAccountName": SERVICE_ACCOUNT,
             "nodeSelector": selector,
             "containers": [{
                 "name": "trainer",

@@ -13,6 +13,7 @@ use crate::intent::{DeviceType, LinkType, Nic, RdmaMode, VfCount};
 use crate::plan::{NicPlan, RailPlan};
 use crate::rule::declare_rule;
 use zerohop_known::nic::{self, MELLANOX_MAX_VFS};
+use zerohop_known::roce::MIN_MTU as ROCE_MIN_MTU;
 
 declare_rule! {
     /// A NIC's `deviceId` is not the PF device ID of an adapter the SR-IOV Network Operator supports.
@@ -458,8 +459,21 @@ pub(super) fn nic(
             format!("mtu {mtu} is out of range"),
             format!("use {range}"),
         );
+    } else if nic.link_type == LinkType::Eth && mtu < ROCE_MIN_MTU {
+        // Every Ethernet rail carries RoCE: below this floor the path MTU
+        // drops under 4096 bytes and the doctor's QOS001 fails the port.
+        c.error(
+            &VALUE_OUT_OF_RANGE,
+            &nic.mtu.referenced,
+            format!(
+                "mtu {mtu} is below {ROCE_MIN_MTU}, the least that carries roce's 4096-byte path mtu"
+            ),
+            format!("use {ROCE_MIN_MTU} to 9216 (9000 for roce)"),
+        );
     }
     let rail = RailPlan {
+        host_network: false,
+        servers: Vec::new(),
         rail: nic.rail.value,
         link_type: nic.link_type,
         mtu,

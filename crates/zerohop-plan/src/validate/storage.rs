@@ -7,7 +7,7 @@ use super::Checker;
 use super::values::{MALFORMED_ADDRESS, MALFORMED_PATH, VALUE_OUT_OF_RANGE};
 use crate::grammar;
 use crate::intent::{NfsRdma, Storage};
-use crate::plan::NfsPlan;
+use crate::plan::{NfsPlan, PoolPlan, RailPlan};
 use crate::rule::declare_rule;
 
 declare_rule! {
@@ -219,6 +219,45 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
         server: server?.nfs_source_host(),
         export: export?,
         mount_point: mount_point?,
+        nic: nfs.nic.value,
         nconnect: nfs.nconnect.value,
     })
+}
+
+/// Marks the rails on which the hosts have addresses of their own
+/// ([`RailPlan::host_network`]): the NFS client's rail and every rail whose
+/// subnet holds a storage server the intent names, whose addresses go into
+/// [`RailPlan::servers`].
+pub(super) fn mark_host_networks(
+    rails: &mut BTreeMap<u32, RailPlan>,
+    pools: &[PoolPlan],
+    storage: &StoragePlan,
+) {
+    let nfs_rail = storage.nfs.as_ref().and_then(|nfs| {
+        pools
+            .iter()
+            .flat_map(|pool| &pool.nics)
+            .find(|nic| nic.pf == nfs.nic)
+            .map(|nic| nic.rail)
+    });
+    let nfs_server = storage
+        .nfs
+        .as_ref()
+        .and_then(|nfs| nfs.server.trim_matches(['[', ']']).parse::<IpAddr>().ok());
+    let servers: Vec<IpAddr> = nfs_server
+        .into_iter()
+        .chain(storage.nvme_targets.iter().map(|(address, _)| *address))
+        .collect();
+    for rail in rails.values_mut() {
+        let Some(subnet) = grammar::Subnet::parse(&rail.subnet) else {
+            continue;
+        };
+        rail.servers = servers
+            .iter()
+            .filter(|server| subnet.contains(**server))
+            .copied()
+            .collect();
+        rail.servers.dedup();
+        rail.host_network = Some(rail.rail) == nfs_rail || !rail.servers.is_empty();
+    }
 }

@@ -416,8 +416,9 @@ declare_rule! {
     /// A number outside the range its field allows.
     ///
     /// ## What it checks
-    /// A pool's `gpus` (1 to 16 per node); a NIC's `mtu` (1280 to 9216 on
-    /// Ethernet, 256 to 4092 on InfiniBand) and `vlan` (1 to 4094);
+    /// A pool's `gpus` (1 to 16 per node); a NIC's `mtu` (4200 to 9216 on
+    /// Ethernet, which carries RoCE; 256 to 4092 on InfiniBand) and `vlan`
+    /// (1 to 4094);
     /// `nfsRdma.nconnect` (1 to 16); an NVMe-oF target's `port` (not 0);
     /// `validation.ncclNodes` (2 to 1024); and `workload.cpus` (not 0).
     ///
@@ -426,7 +427,11 @@ declare_rule! {
     /// 1 to 4094; the Linux NFS client takes `nconnect` up to 16
     /// (`fs/nfs/fs_context.c`, `NFS_MAX_CONNECTIONS`); an Ethernet MTU
     /// below 1280 has no room for IPv6 (RFC 8200) and one above 9216 is
-    /// more than jumbo frames carry, while IPoIB's MTU is the InfiniBand
+    /// more than jumbo frames carry; RoCE needs 4200
+    /// (`zerohop_known::roce::MIN_MTU`) for a 4096-byte path MTU, which the
+    /// doctor's QOS001 and the linter hold every RoCE port to (the kernel's
+    /// `iboe_get_mtu` subtracts the RoCE v2 headers from the netdev MTU,
+    /// `include/rdma/ib_addr.h`); IPoIB's MTU is the InfiniBand
     /// MTU (at most 4096) less its 4-byte header; nccl-tests measures the
     /// fabric between at least two nodes; and the static CPU manager pins
     /// only a pod with whole CPUs, at least one. Outside the bound the
