@@ -3,10 +3,14 @@
 
 use zerohop_core::Remediation;
 use zerohop_host::facts::nvidia::{GPUS_DIR, OSRELEASE, VERSION_FILE};
+use zerohop_host::facts::rdma::PEER_MEMORY_DIR;
 use zerohop_host::facts::{Modules, PciDevice};
+use zerohop_host::parse::kmsg::Record;
 use zerohop_host::parse::nvidia::{ModuleFlavour, kernel_version};
+use zerohop_known::kernel_log as signatures;
 use zerohop_known::nccl;
 
+use crate::checks::kernel_log::{gap_value, unknown_from};
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
@@ -384,23 +388,57 @@ declare_check! {
     /// not applicable. DMA-BUF is possible with the open kernel module
     /// (GPU002) on Linux 5.12 or later (`/proc/sys/kernel/osrelease`); when
     /// the profile wants DMA-BUF only that is judged. Otherwise, or when the
-    /// profile wants `nvidia_peermem`, the module must be loaded **and**
-    /// registered: `/proc/modules` lists it among `ib_core`'s users. The
-    /// legacy `nv_peer_mem` module (Mellanox's, for drivers before 470) is
-    /// reported. Requires the NVIDIA driver (GPU001) and the RDMA modules
-    /// (RDMA001): `nvidia` + `ib_core` → `nvidia_peermem`.
+    /// profile wants `nvidia_peermem`, the module must be loaded: `Live` in
+    /// `/proc/modules` (or `live` in `/sys/module/nvidia_peermem/initstate`)
+    /// means registered, since its `module_init` fails, and the kernel
+    /// unloads it, unless `ib_register_peer_memory_client()` succeeds. Its
+    /// client (`nv_mem`) in `/sys/kernel/mm/memory_peers` is shown as
+    /// further proof. Which module it shows as using (`ib_core` on old
+    /// MLNX_OFED, `ib_uverbs` on current MLNX_OFED and DOCA, which export
+    /// the peer-memory API from `ib_uverbs`) is not judged. Absent, it
+    /// fails, quoting the kernel log's lines when they show its load or
+    /// registration failing (KLOG001). A module that is still loading, or
+    /// present without a state or a registered client, is `unknown`. The
+    /// legacy `nv_peer_mem` module (Mellanox's, for drivers before 470)
+    /// is reported. Requires the NVIDIA driver (GPU001) and the RDMA
+    /// modules (RDMA001).
     ///
     /// ## Why it matters
     /// Without one of the two paths NCCL, UCX and GDS cannot register GPU
     /// memory with the NIC and silently stage every transfer through host
     /// memory (NCCL logs `GDRDMA` missing, bandwidth halves, CPU load rises).
-    /// A `nvidia_peermem` that loaded before `ib_core` or failed to register
-    /// shows as loaded but unused.
     ///
     /// ## How to fix
     /// `modprobe nvidia_peermem` (GPU Operator: `driver.rdma.enabled: true`),
-    /// after the RDMA modules; unload `nv_peer_mem`. For DMA-BUF, install the
-    /// open kernel module on a 5.12+ kernel with DOCA-OFED or rdma-core 34+.
+    /// after the RDMA modules; unload `nv_peer_mem`. A load that fails with
+    /// `Unknown symbol ib_register_peer_memory_client` needs the module
+    /// rebuilt against the loaded MLNX_OFED/DOCA (reinstall the driver).
+    /// For DMA-BUF, install the open kernel module on a 5.12+ kernel with
+    /// DOCA-OFED or rdma-core 34+.
+    ///
+    /// ## Evidence
+    /// `/proc/modules` (the module's state), `/sys/module/nvidia_peermem`
+    /// (`initstate`), `/sys/kernel/mm/memory_peers/*/version`, the kernel
+    /// log's peer-memory lines, `/proc/sys/kernel/osrelease` and GPU002's
+    /// flavour for DMA-BUF. Without `/proc/modules` and `/sys/module` the
+    /// module's presence is `unknown`, not absent; without the osrelease
+    /// file DMA-BUF's support is `unknown`.
+    ///
+    /// ## Source
+    /// NVIDIA/open-gpu-kernel-modules
+    /// `kernel-open/nvidia-peermem/nvidia-peermem.c` at
+    /// 0dd4d36d15d05151a2834c66e47b16a8bed177a8 (`nv_mem_client_init()`
+    /// returns `-EINVAL` when a registration fails; `DRV_NAME "nv_mem"`);
+    /// Linux `kernel/module/main.c` `do_init_module()` (v6.8: a failed init
+    /// frees the module); Mellanox/nic-kernel
+    /// `drivers/infiniband/core/peer_mem.c` at
+    /// 258b12833a7a1d12e07b41fac8bf84a7f58ab097 (`memory_peers/<client>`)
+    /// and `drivers/infiniband/core/Makefile` at
+    /// 69f9fe4aa070b46580373bb151eb94912f1ed59a (`peer_mem.o` is part of
+    /// `ib_uverbs`).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpu_operator_lsmod_peermem_is_registered
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::an_expected_gpudirect_path_is_judged_without_rdma_devices
     ///
     /// ## Example
     ///
@@ -483,86 +521,136 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
     )
     .evidence("/proc/modules", "<missing>")
     .evidence("/sys/module", "<missing>")));
-    let peermem = peermem_state(modules);
+    let peermem = peermem_state(ctx, modules);
     let legacy = modules.present("nv_peer_mem");
     let peermem_fix = || {
         Remediation::new(
             "load nvidia_peermem after the rdma modules (gpu operator: driver.rdma.enabled: true)",
         )
         .command("modprobe -r nv_peer_mem 2>/dev/null; modprobe nvidia_peermem")
-        .command("grep -w nvidia_peermem /proc/modules && grep '^ib_core ' /proc/modules")
+        .command("grep -w nvidia_peermem /proc/modules; ls /sys/kernel/mm/memory_peers")
     };
     let no_dma_buf = match &dma_buf {
         DmaBuf::Impossible(why) => format!(" and dma-buf is not possible ({why})"),
         DmaBuf::Unknown(why) => format!(" and dma-buf cannot be confirmed ({why})"),
         DmaBuf::Possible(_) => String::new(),
     };
-    let outcome = match peermem {
-        Peermem::Registered if legacy => {
-            Outcome::warn("nvidia_peermem registered, but the legacy nv_peer_mem is loaded too")
-                .fix(peermem_fix())
-        }
-        Peermem::Registered => Outcome::pass("nvidia_peermem loaded and registered with ib_core"),
-        Peermem::Unregistered => Outcome::fail(
-            "nvidia_peermem loaded but not among ib_core's users: it did not register",
-        )
+    let outcome = match &peermem {
+        Peermem::Registered(how) if legacy => Outcome::warn(format!(
+            "nvidia_peermem registered ({how}), but the legacy nv_peer_mem is loaded too"
+        ))
         .fix(peermem_fix()),
+        Peermem::Registered(how) => {
+            Outcome::pass(format!("nvidia_peermem loaded and registered ({how})"))
+        }
+        Peermem::Settling(state) => Outcome::unknown(format!(
+            "nvidia_peermem is {state}: its module_init, which registers it, has not finished"
+        )),
         Peermem::Unknown => Outcome::unknown(
-            "nvidia_peermem present, but /proc/modules is absent: cannot tell whether it registered",
+            "nvidia_peermem is in /sys/module, but neither /proc/modules nor its initstate gives its state, and /sys/kernel/mm/memory_peers lists no nv_mem client: cannot tell whether it registered",
         ),
-        Peermem::Missing if legacy => Outcome::fail(format!(
+        Peermem::Missing(failures) if !failures.is_empty() => Outcome::fail(format!(
+            "no gpudirect rdma path: the kernel log shows the peer-memory module failing to load or register, and nvidia_peermem is not loaded{no_dma_buf}"
+        ))
+        .fix(peermem_fix()),
+        Peermem::Missing(_) if legacy => Outcome::fail(format!(
             "only the legacy nv_peer_mem is loaded{no_dma_buf}: it does not work with drivers 470 and later"
         ))
         .fix(peermem_fix()),
-        Peermem::Missing => Outcome::fail(format!(
+        Peermem::Missing(_) => Outcome::fail(format!(
             "no gpudirect rdma path: nvidia_peermem not loaded{no_dma_buf}"
         ))
         .fix(peermem_fix()),
     };
-    let ib_core_users = match modules.get("ib_core") {
-        None => "<no ib_core>".to_owned(),
-        Some(ib) if ib.used_by.is_empty() => "<none>".to_owned(),
-        Some(ib) => ib.used_by.join(","),
-    };
-    vec![
-        outcome
-            .evidence("/proc/modules", format!("ib_core used by: {ib_core_users}"))
-            .evidence(
-                "/sys/module/nvidia_peermem",
-                if modules.present("nvidia_peermem") {
-                    "<present>"
-                } else {
-                    "<missing>"
-                },
-            )
-            .evidence(OSRELEASE, release),
-    ]
+    let state = modules
+        .get("nvidia_peermem")
+        .map_or("<missing>".to_owned(), |m| {
+            m.state
+                .clone()
+                .unwrap_or_else(|| "<present, state not given>".to_owned())
+        });
+    let mut outcome = outcome
+        .evidence("/proc/modules", format!("nvidia_peermem: {state}"))
+        .evidence(OSRELEASE, release);
+    match &ctx.facts.rdma.peer_memory {
+        Ok(Some(clients)) => {
+            for client in clients {
+                outcome = outcome.evidence(
+                    format!("{PEER_MEMORY_DIR}/{}/version", client.name),
+                    client
+                        .version
+                        .clone()
+                        .unwrap_or_else(|| "<unreadable>".to_owned()),
+                );
+            }
+        }
+        Ok(None) => outcome = outcome.evidence(PEER_MEMORY_DIR, "<missing>"),
+        Err(gap) => outcome = outcome.evidence(&gap.path, gap_value(gap.kind)),
+    }
+    if let (Peermem::Missing(failures), Ok(log)) = (&peermem, &ctx.facts.kernel_log) {
+        for record in failures {
+            outcome = outcome.evidence(log.locate(record), record.shown());
+        }
+    }
+    vec![outcome]
 }
 
-/// `nvidia_peermem` as `/proc/modules` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Peermem {
-    Missing,
-    Registered,
-    Unregistered,
-    /// In `/sys/module` but `/proc/modules` is absent: users unknown.
+/// `nvidia_peermem` as the loader and the peer-memory API show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Peermem<'a> {
+    /// Not loaded, with the kernel log's records of its load or
+    /// registration failing (empty when the log shows none or was not read).
+    Missing(Vec<&'a Record>),
+    /// Registered, and what shows it: the module is live (its
+    /// `module_init`, which registers it, succeeded) or its client is in
+    /// `/sys/kernel/mm/memory_peers`.
+    Registered(String),
+    /// Loading or unloading: `Loading`/`coming` or `Unloading`/`going`.
+    Settling(String),
+    /// In `/sys/module` without a state, and no client registered.
     Unknown,
 }
 
-fn peermem_state(modules: &Modules) -> Peermem {
-    let Some(peermem) = modules.get("nvidia_peermem") else {
-        return Peermem::Missing;
+/// The client names `nvidia-peermem` and the legacy `nv_peer_mem`
+/// register (`DRV_NAME "nv_mem"`, and `"nv_mem_nc"` for the persistent
+/// pages client, in `nvidia-peermem.c`).
+const PEERMEM_CLIENT: &str = "nv_mem";
+
+fn peermem_state<'a>(ctx: &Context<'a>, modules: &Modules) -> Peermem<'a> {
+    let client = match &ctx.facts.rdma.peer_memory {
+        Ok(Some(clients)) => clients.iter().find(|c| c.name.starts_with(PEERMEM_CLIENT)),
+        _ => None,
     };
-    if !peermem.loadable {
-        return Peermem::Unknown;
-    }
-    let registered = modules
-        .get("ib_core")
-        .is_some_and(|ib| ib.used_by.iter().any(|u| u == "nvidia_peermem"));
-    if registered {
-        Peermem::Registered
-    } else {
-        Peermem::Unregistered
+    let Some(module) = modules.get("nvidia_peermem") else {
+        let failures = match &ctx.facts.kernel_log {
+            Ok(log) => log
+                .records
+                .iter()
+                .filter(|record| {
+                    signatures::peermem(record.message())
+                        .is_some_and(|event| event.kind == signatures::Peermem::Registration)
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        return Peermem::Missing(failures);
+    };
+    match (module.is_live(), client) {
+        (Some(true), Some(client)) => Peermem::Registered(format!(
+            "module live, client {} registered in {PEER_MEMORY_DIR}",
+            client.name
+        )),
+        (Some(true), None) => Peermem::Registered(
+            "module live: its module_init fails unless the registration succeeds".to_owned(),
+        ),
+        (Some(false), _) => {
+            Peermem::Settling(module.state.clone().unwrap_or_default().to_lowercase())
+        }
+        (None, Some(client)) => Peermem::Registered(format!(
+            "client {} registered in {PEER_MEMORY_DIR}",
+            client.name
+        )),
+        (None, None) => Peermem::Unknown,
     }
 }
 
@@ -741,13 +829,54 @@ declare_check! {
     };
 }
 
+/// Why no GPU was paired: no GPU at all, no RDMA device to pair with, or
+/// GPUs the driver lists whose PCI functions the tree does not identify
+/// as NVIDIA's (a capture without their `vendor` files), which places
+/// nothing.
+fn no_pairing(ctx: &Context<'_>) -> Outcome {
+    let listed: Vec<&str> = match &ctx.facts.nvidia.gpus {
+        Ok(Some(list)) => list.iter().map(|g| g.address.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    if listed.is_empty() {
+        return match ctx.facts.pci.unidentified() {
+            Some(gap) => unknown_from(gap),
+            None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
+        };
+    }
+    let gpus = format!(
+        "the nvidia driver lists {} gpu(s) ({})",
+        listed.len(),
+        listed.join(" ")
+    );
+    match &ctx.facts.rdma.devices {
+        Err(gap) => unknown_from(gap),
+        Ok(devices) if devices.as_ref().is_none_or(Vec::is_empty) => {
+            Outcome::not_applicable(format!("{gpus}, but no rdma device to pair them with"))
+                .evidence(GPUS_DIR, listed.join(" "))
+        }
+        Ok(_) => {
+            let first = listed[0];
+            let vendor = format!("/sys/bus/pci/devices/{first}/vendor");
+            let shown = match ctx.facts.pci.get(first) {
+                Some(function) => function
+                    .vendor
+                    .map_or_else(|| "<missing>".to_owned(), |v| format!("0x{v:04x}")),
+                None => "<function missing>".to_owned(),
+            };
+            Outcome::unknown(format!(
+                "{gpus}, but their pci functions are not identified as nvidia gpus (no vendor id): their distance to the rdma nics cannot be placed"
+            ))
+            .evidence(GPUS_DIR, listed.join(" "))
+            .evidence(vendor, shown)
+        }
+    }
+}
+
 fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
     let topology = Topology::of(ctx.facts);
     if topology.pairings.is_empty() {
-        return vec![match ctx.facts.pci.unidentified() {
-            Some(gap) => Outcome::gap(gap),
-            None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
-        }];
+        return vec![no_pairing(ctx)];
     }
     if topology.nics.is_empty() {
         return vec![match &ctx.facts.rdma.devices {

@@ -93,6 +93,7 @@ pub static CHECKS: &[&Check] = &[
     &kernel_log::NFS_NOT_RESPONDING,
     &kernel_log::NVIDIA_FS_ERRORS,
     &kernel_log::PCIE_AER_ERRORS,
+    &kernel_log::GPU_XID_ERRORS,
 ];
 
 /// The value of a fact, or the outcome that ends the check: `unknown` with

@@ -15,6 +15,7 @@ use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, quote};
+use crate::profile::GpuDirect;
 
 /// Whether RDMA is part of the data path: as the profile says, else when
 /// the host shows it in use or in place ([`rdma_evidence`]).
@@ -228,10 +229,12 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
         "{reason}, but /proc/modules and /sys/module are absent: cannot tell which modules are loaded"
     ))));
     let mlx5 = needs_mlx5(ctx);
+    let userspace = userspace_rdma(ctx);
     let required: Vec<(&str, &[&str])> = STACK
         .iter()
         .copied()
         .filter(|(name, _)| mlx5 || !name.starts_with("mlx5"))
+        .filter(|(name, _)| userspace.is_some() || !USERSPACE.contains(name))
         .collect();
     let missing: Vec<&str> = required
         .iter()
@@ -239,9 +242,23 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
         .filter(|n| !modules.present(n))
         .collect();
     if missing.is_empty() {
-        let loaded: Vec<String> = required.iter().map(|(n, _)| describe(modules, n)).collect();
+        // The user-space modules are listed when loaded, wanted or not.
+        let loaded: Vec<String> = STACK
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| required.iter().any(|(r, _)| r == n) || modules.present(n))
+            .map(|n| describe(modules, n))
+            .collect();
+        let user = match &userspace {
+            Some(why) => format!("; user-space rdma wanted: {why}"),
+            None if USERSPACE.iter().all(|m| modules.present(m)) => String::new(),
+            None => format!(
+                "; {} not required: kernel rdma consumers (nfs, nvme over rdma) do not use them, and no gpu or profile asks for user-space rdma",
+                USERSPACE.join(", ")
+            ),
+        };
         return vec![
-            Outcome::pass(format!("{} loaded ({reason})", loaded.join(", ")))
+            Outcome::pass(format!("{} loaded ({reason}){user}", loaded.join(", ")))
                 .evidence("/proc/modules", loaded.join(" ")),
         ];
     }
@@ -269,6 +286,45 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
                     .command("dmesg | grep -i -e mlx5 -e ib_core | tail   # symbol errors after a kernel update: rebuild with dkms"))
         })
         .collect()
+}
+
+/// The modules only user space needs: the verbs (`ib_uverbs`, which
+/// `libibverbs` opens) and RDMA-CM's user interface (`rdma_ucm`, for
+/// `librdmacm`). The kernel's own RDMA consumers do without them: NFS
+/// over RDMA (`SUNRPC_XPRT_RDMA`) depends on `INFINIBAND` and
+/// `INFINIBAND_ADDR_TRANS` (`ib_core`, `rdma_cm`) only (Linux
+/// `net/sunrpc/Kconfig`, v6.8), as NVMe over RDMA does (`NVME_RDMA`,
+/// `drivers/nvme/host/Kconfig`).
+const USERSPACE: [&str; 2] = ["ib_uverbs", "rdma_ucm"];
+
+/// Why user-space RDMA is wanted, if it is: the profile expects RDMA or a
+/// GPUDirect RDMA path, the profile expects GPUs, or the host has an
+/// NVIDIA GPU (NCCL, UCX and GPUDirect RDMA open the verbs from user
+/// space), unless the profile says GPUDirect RDMA is not used.
+fn userspace_rdma(ctx: &Context<'_>) -> Option<String> {
+    let profile = ctx.profile;
+    if profile.rdma == Some(true) {
+        return Some("the profile expects rdma".to_owned());
+    }
+    match profile.gpudirect {
+        Some(GpuDirect::None) => return None,
+        Some(GpuDirect::DmaBuf | GpuDirect::Peermem) => {
+            return Some("the profile expects gpudirect rdma".to_owned());
+        }
+        None => {}
+    }
+    if profile.gpus.as_ref().is_some_and(|gpus| gpus.count > 0) {
+        return Some("the profile expects gpus, whose rdma runs from user space".to_owned());
+    }
+    let facts = ctx.facts;
+    if let Some(gpu) = facts.pci.nvidia_gpus().next() {
+        return Some(format!(
+            "nvidia gpu {} (gpudirect rdma runs from user space)",
+            gpu.address
+        ));
+    }
+    matches!(&facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
+        .then(|| "the nvidia driver lists gpus (gpudirect rdma runs from user space)".to_owned())
 }
 
 /// Whether `module` needs `root`, directly or through another module.

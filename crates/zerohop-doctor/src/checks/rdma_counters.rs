@@ -8,6 +8,14 @@ use zerohop_known::rdma_counters::{
     ROCE_RECEIVER_SHORT,
 };
 
+/// The port errors that point at the subnet's configuration rather than
+/// the link.
+const SUBNET_ERRORS: [Counter; 3] = [
+    known::PORT_RCV_CONSTRAINT_ERRORS,
+    known::PORT_XMIT_CONSTRAINT_ERRORS,
+    known::VL15_DROPPED,
+];
+
 use crate::checks::qos::DEFAULT_ROCE_PRIORITY;
 use crate::checks::rdma::{MODULE_CHAIN, no_devices, port_name, ports};
 use crate::context::{Context, Outcome};
@@ -128,6 +136,9 @@ enum Kind {
     Congestion,
     /// Receivers without posted buffers: the application.
     Receiver,
+    /// Packets refused by a partition or raw-packet constraint, or subnet
+    /// management packets dropped: the subnet's configuration.
+    Subnet,
 }
 
 /// One problem a port's counters show.
@@ -164,7 +175,11 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
         let flapping = FLAP_COUNTERS.contains(&counter) && counter.is_saturated(value);
         problems.push(Problem {
             status: if flapping { Status::Fail } else { Status::Warn },
-            kind: Kind::Link,
+            kind: if SUBNET_ERRORS.contains(&counter) {
+                Kind::Subnet
+            } else {
+                Kind::Link
+            },
             text: if flapping {
                 format!(
                     "{} saturated at {value}: the link flapped at least {value} times since the counters were cleared, and further events are not counted",
@@ -231,6 +246,16 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
         _ => 0,
     });
     let mut outcome = match worst {
+        // Nothing read is nothing judged: a driver without a performance
+        // management agent answers `N/A (no PMA)` for every counter.
+        None if counters.values.is_empty() => {
+            let why = if counters.unreadable.is_empty() {
+                "the port's counter directories hold none of the counters judged"
+            } else {
+                "no counter held a number (a driver without a performance management agent reads N/A (no PMA))"
+            };
+            Outcome::unknown(format!("no counter could be judged: {why}"))
+        }
         None => {
             let read = counters.values.len();
             Outcome::pass(format!(
@@ -374,6 +399,15 @@ fn fix(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort, kinds: &[Kind]) 
                 &format!("/sys/class/net/{netdev}/ecn/{point}/enable/{prio}"),
             ));
         }
+    }
+    if kinds.contains(&Kind::Subnet) {
+        summaries.push(
+            "check the port's partition keys and the subnet manager's log (constraint errors and dropped vl15 packets are configuration, not cabling)",
+        );
+        commands.push(format!(
+            "{}   # partition keys of this port",
+            join(["cat", &format!("{}/pkeys/0", device.port_dir(port.number))])
+        ));
     }
     if kinds.contains(&Kind::Receiver) {
         summaries
