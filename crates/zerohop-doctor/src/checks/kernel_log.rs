@@ -824,6 +824,18 @@ declare_check! {
     /// From `crates/zerohop-doctor/tests/fixtures/KLOG006/fail-ctx-switch-timeout/`:
     ///
     /// ```text
+    /// kernel-log
+    ///   fail           KLOG006  gpu-xid-errors  0000:cb:00: 0000:cb:00 reported xid 13 x3 (graphics engine exception: restart the application), xid 109 (context switch timeout error: reset the gpu) in the last 24h of the capture (to 2024-08-30T11:43:14): the gpu is out of service until someone acts (reset the gpu); drain it
+    ///                  /var/log/zerohop/kmsg:2 = [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter
+    ///                  /var/log/zerohop/kmsg:3 = [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Global Exception on (GPC 7, TPC 7, SM 0): Multiple Warp Errors
+    ///                  /var/log/zerohop/kmsg:4 = [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception: ESR 0x57c730=0xc04000b 0x57c734=0x24 0x57c728=0x1f81fb60 0x57c72c=0x1174
+    ///                  /var/log/zerohop/kmsg:5 = [Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005
+    ///
+    /// what to fix first
+    ///   1. KLOG006 gpu-xid-errors (0000:cb:00): 0000:cb:00 reported xid 13 x3 (graphics engine exception: restart the application), xid 109 (context switch timeout error: reset the gpu) in the last 24h of the capture (to 2024-08-30T11:43:14): the gpu is out of service until someone acts (reset the gpu); drain it
+    ///      fix: drain the gpu's jobs, then reset it (or reboot the node); contact nvidia support if the fault returns after the reset
+    ///        nvidia-smi -r -i 0000:cb:00.0
+    ///        nvidia-smi -q -i 0000:cb:00.0 | grep -i -A3 -e 'remapped rows' -e retired -e xid
     /// ```
     pub static GPU_XID_ERRORS = {
         id: "KLOG006",
@@ -893,7 +905,11 @@ fn gpu_xid_errors(ctx: &Context<'_>) -> Vec<Outcome> {
             let worst = faults.codes.values().filter_map(|(action, _)| *action).max();
             let unlisted = faults.codes.values().any(|(action, _)| action.is_none());
             let reported = format!("{what} reported {} {}", listed.join(", "), log.span());
-            let target = faults.function.unwrap_or(logged);
+            // nvidia-smi takes a PCI function: a GPU is function 0.
+            let target = faults
+                .function
+                .map_or_else(|| format!("{logged}.0"), str::to_owned);
+            let target = target.as_str();
             let outcome = match worst {
                 Some(action) if action.needs_drain() => Outcome::fail(format!(
                     "{reported}: the gpu is out of service until someone acts ({}); drain it",
