@@ -548,3 +548,95 @@ fn gpus_the_driver_lists_are_not_called_absent() {
             .all(|f| f.status != Status::Fail)
     );
 }
+
+/// The kernel-log checks on public `dmesg` captures of what each judges
+/// (see `tests/captures/SOURCES.md`).
+fn kernel_log_on(capture_name: &str, id: &str) -> Vec<Finding> {
+    let root = support::scratch();
+    write(root.path(), "var/log/zerohop/kmsg", &capture(capture_name));
+    let report = doctor_with(root.path(), &Profile::default(), &only(&[id]));
+    findings(&report, id).into_iter().cloned().collect()
+}
+
+/// KLOG003 on linux-surface issue 1494: a soft mount timed out six
+/// times, a hard one retried, and the server answered: a warning, since
+/// its last word is `OK`.
+#[test]
+fn nfs_server_that_answered_again_warns() {
+    let found = kernel_log_on("dmesg_nfs_not_responding_linux_surface.txt", "KLOG003");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].subject, "thinkcentre");
+    assert_eq!(found[0].status, Status::Warn, "{}", found[0].message);
+    assert!(
+        found[0].message.contains("stopped responding 7 times"),
+        "{}",
+        found[0].message
+    );
+}
+
+/// KLOG004 on gds-nvidia-fs issues 66 and 72: a pinning error printed
+/// without a level warns (the driver also writes information under the
+/// same prefix); a healthy initialisation is not an error.
+#[test]
+fn nvidia_fs_lines_are_judged_by_level() {
+    let found = kernel_log_on("dmesg_nvidia_fs_incompatible_page_table_gds.txt", "KLOG004");
+    assert_eq!(found[0].status, Status::Warn, "{}", found[0].message);
+    assert!(
+        found[0].message.contains("1 message without a level"),
+        "{}",
+        found[0].message
+    );
+    let found = kernel_log_on("dmesg_nvidia_fs_init_gds.txt", "KLOG004");
+    assert_eq!(found[0].status, Status::Pass, "{}", found[0].message);
+}
+
+/// KLOG005 on coreboot issue 4: two ports report corrected AER errors;
+/// each warns under its own address.
+#[test]
+fn corrected_aer_errors_warn_per_port() {
+    let found = kernel_log_on("dmesg_aer_corrected_coreboot.txt", "KLOG005");
+    let subjects: Vec<&str> = found.iter().map(|f| f.subject.as_str()).collect();
+    assert_eq!(subjects, ["0000:00:01.0", "0000:01:00.0"]);
+    assert!(found.iter().all(|f| f.status == Status::Warn));
+    assert!(found[0].message.contains("all corrected"), "{}", found[0].message);
+}
+
+/// node_exporter's real `/sys` (an mlx4 InfiniBand HCA and an i40iw
+/// iWARP device, no RoCE netdev, no VF, no IOMMU group, no `/dev`, no
+/// module list): what these checks judge is not in the capture, so each
+/// says not applicable or unknown, naming why, and none fails.
+#[test]
+fn a_real_sys_without_roce_vfs_or_dev_fails_nothing() {
+    let Some(corpus) = corpus() else { return };
+    let dir = unttar(&corpus.join("node_exporter_sys.ttar"));
+    let ids = [
+        "RDMA002", "RDMA003", "QOS001", "QOS002", "QOS003", "QOS004", "SRIOV001", "SRIOV002",
+        "SRIOV003", "SRIOV004", "SRIOV005", "PCI004", "PCI005",
+    ];
+    let report = doctor_with(dir.path(), &Profile::default(), &only(&ids));
+    for id in ids {
+        let found = findings(&report, id);
+        assert!(!found.is_empty(), "{id}");
+        for finding in found {
+            assert!(
+                matches!(finding.status, Status::NotApplicable | Status::Unknown),
+                "{id}: {:?} {}",
+                finding.status,
+                finding.message
+            );
+        }
+    }
+    // The ABI files are absent and no module list says whether ib_uverbs
+    // is loaded: unknown, not "no verbs abi".
+    let verbs = findings(&report, "RDMA002")
+        .into_iter()
+        .find(|f| f.subject == "verbs")
+        .unwrap();
+    assert_eq!(verbs.status, Status::Unknown);
+    assert!(verbs.message.contains("partial capture"), "{}", verbs.message);
+    // No /dev/null: the capture has no /dev, so device nodes are unknown.
+    let nodes = &findings(&report, "RDMA003")[0];
+    assert_eq!(nodes.status, Status::Unknown);
+    // mlx4_0's ports are InfiniBand: no RoCE port for the QoS checks.
+    assert!(findings(&report, "QOS001")[0].message.contains("no roce"));
+}
