@@ -598,7 +598,11 @@ fn corrected_aer_errors_warn_per_port() {
     let subjects: Vec<&str> = found.iter().map(|f| f.subject.as_str()).collect();
     assert_eq!(subjects, ["0000:00:01.0", "0000:01:00.0"]);
     assert!(found.iter().all(|f| f.status == Status::Warn));
-    assert!(found[0].message.contains("all corrected"), "{}", found[0].message);
+    assert!(
+        found[0].message.contains("all corrected"),
+        "{}",
+        found[0].message
+    );
 }
 
 /// node_exporter's real `/sys` (an mlx4 InfiniBand HCA and an i40iw
@@ -633,7 +637,11 @@ fn a_real_sys_without_roce_vfs_or_dev_fails_nothing() {
         .find(|f| f.subject == "verbs")
         .unwrap();
     assert_eq!(verbs.status, Status::Unknown);
-    assert!(verbs.message.contains("partial capture"), "{}", verbs.message);
+    assert!(
+        verbs.message.contains("partial capture"),
+        "{}",
+        verbs.message
+    );
     // No /dev/null: the capture has no /dev, so device nodes are unknown.
     let nodes = &findings(&report, "RDMA003")[0];
     assert_eq!(nodes.status, Status::Unknown);

@@ -70,6 +70,22 @@ declare_check! {
     /// distribution's `nvidia-driver` packages with the open kernel modules),
     /// then `modprobe nvidia`; `dmesg | grep NVRM` shows why it refused a GPU.
     ///
+    /// ## Evidence
+    /// The `driver` link of each NVIDIA function under `/sys/bus/pci/devices`
+    /// (a bound `nvidia` is proof enough), `/proc/driver/nvidia/gpus` and
+    /// `version`, and `/proc/modules` or `/sys/module/nvidia`. A root with none
+    /// of the module lists or driver files leaves an unbound GPU `unknown`; a
+    /// host whose functions cannot be identified but whose driver lists GPUs is
+    /// judged by that list.
+    ///
+    /// ## Source
+    /// The driver's procfs files: NVIDIA/open-gpu-kernel-modules
+    /// `kernel-open/nvidia/nv-procfs.c` at 0dd4d36d15d05151a2834c66e47b16a8bed177a8;
+    /// the `driver` link: `drivers/base/dd.c` (`driver_sysfs_add()`, Linux v6.8).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_gpu_bound_to_nvidia_proves_the_driver_without_proc_modules
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpus_the_driver_lists_are_not_called_absent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GPU001/fail-bound-to-vfio/`:
@@ -265,6 +281,21 @@ declare_check! {
     /// (not the deprecated `useOpenKernelModules`), or the
     /// `nvidia-driver-<ver>-open` / `kmod-nvidia-open-dkms` packages; reboot
     /// or reload the modules.
+    ///
+    /// ## Evidence
+    /// `/sys/module/nvidia/taint` decides; without it the `NVRM version:` line
+    /// of `/proc/driver/nvidia/version`. With neither file the flavour is
+    /// `unknown`, each file named as missing.
+    ///
+    /// ## Source
+    /// The taint flag `P` of a module with a proprietary licence:
+    /// `kernel/module/main.c` (`module_license_taint_check()`) and
+    /// `kernel/panic.c` (`taint_flags`), Linux v6.8; the open module's licence and
+    /// version line: NVIDIA/open-gpu-kernel-modules `kernel-open/nvidia/nv.c`
+    /// and `nv-procfs.c` at 0dd4d36d15d05151a2834c66e47b16a8bed177a8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_proprietary_version_line_is_proprietary
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpus_the_driver_lists_are_not_called_absent
     ///
     /// ## Example
     ///
@@ -675,6 +706,22 @@ declare_check! {
     /// `ClusterPolicy`; on a host, install `nvidia-fs` / `gdrcopy` (DKMS) and
     /// `modprobe nvidia_fs gdrdrv`.
     ///
+    /// ## Evidence
+    /// `/proc/modules` and `/sys/module/<m>` (`version`) for `nvidia_fs` and
+    /// `gdrdrv`, and the profile's `gds`/`gdrcopy`. Without either module list
+    /// an expected module is `unknown`, not absent.
+    ///
+    /// ## Source
+    /// The module names: NVIDIA/gds-nvidia-fs `src/nvfs-core.h` at
+    /// e39115953c571f2506be9759fa37119ebe003b60 (`DEVICE_NAME "nvidia-fs"`,
+    /// which the kernel lists as `nvidia_fs`) and
+    /// NVIDIA/gdrcopy `src/gdrdrv/Makefile` (`gdrdrv.ko`, at
+    /// c7a454cc077f9643fb5c60945c1571808ecb7ef4); cuFile's
+    /// compatibility mode without `nvidia-fs`: NVIDIA GPUDirect Storage
+    /// Configuration and Benchmarking Guide (GDS 1.x, "Compatibility Mode").
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_gpu_bound_to_nvidia_proves_the_driver_without_proc_modules
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GPU004/fail-gdrdrv-missing/`:
@@ -801,6 +848,23 @@ declare_check! {
     /// complex, which some CPUs forward more slowly than host memory copies,
     /// so compare `all_reduce_perf` bus bandwidth with and without it. Pin
     /// each GPU's traffic to its NIC with `NCCL_IB_HCA` from `zerohop topo`.
+    ///
+    /// ## Evidence
+    /// The PCI tree of `/sys/devices` (each function's real path and
+    /// bridges), `numa_node` of the GPU and NIC functions, and the RDMA devices
+    /// of `/sys/class/infiniband` with their port state and rate. GPUs the
+    /// driver lists (`/proc/driver/nvidia/gpus`) whose functions carry no
+    /// vendor ID cannot be placed: `unknown`, or not applicable without an
+    /// RDMA device.
+    ///
+    /// ## Source
+    /// NCCL `src/graph/paths.cc` (`ncclTopoCheckGdr`) and `src/graph/topo.h`
+    /// (the `PATH_*` classes) at NVIDIA/nccl tag v2.21.5-1, with
+    /// `NCCL_NET_GDR_LEVEL` defaulting to `PXB`; the classes are those of
+    /// `nvidia-smi topo -m`.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::every_gpu_nic_pair_at_node_warns_that_nccl_stages_through_host_memory
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpus_the_driver_lists_are_not_called_absent
     ///
     /// ## Example
     ///

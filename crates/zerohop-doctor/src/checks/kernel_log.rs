@@ -290,6 +290,19 @@ declare_check! {
     /// `/sys/class/infiniband/<dev>/ports/<p>/counters/`). Drain the node
     /// while it flaps.
     ///
+    /// ## Evidence
+    /// The kernel log's link changes in the window (see KLOG001 for where
+    /// the log is read), and the netdevs of `/sys/class/infiniband`. No log is
+    /// `unknown`, with the kind of gap.
+    ///
+    /// ## Source
+    /// `drivers/net/ethernet/mellanox/mlx5/core/en_main.c`
+    /// (`mlx5e_update_carrier()`), Linux v6.8; systemd `src/network/networkd-link.c`
+    /// (v255); Azure/azurehpc-health-checks
+    /// `customTests/azure_ib_link_flapping.nhc` (threshold 5 in 24 hours).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/kernel_log.rs::syslog_capture_of_an_ib_link_flapping
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KLOG002/fail-ipoib-flapping/`:
@@ -434,6 +447,15 @@ declare_check! {
     /// KLOG002), and `nfsstat -m` for the mount's options. Prefer hard
     /// mounts for training data, so that a stall is a pause, not an error.
     ///
+    /// ## Evidence
+    /// The kernel log's `nfs:`/`lockd:` server messages in the window. No
+    /// log is `unknown`, with the kind of gap.
+    ///
+    /// ## Source
+    /// `net/sunrpc/clnt.c` (`call_timeout()`, `call_decode()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::nfs_server_that_answered_again_warns
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KLOG003/fail-soft-mount-timed-out/`:
@@ -544,6 +566,18 @@ declare_check! {
     /// application's I/O; pinning and DMA mapping errors at the driver.
     /// Install the `nvidia-fs` that matches the CUDA release's GDS, reload
     /// it, and compare `/proc/driver/nvidia-fs/stats` and `gdscheck -p`.
+    ///
+    /// ## Evidence
+    /// The kernel log's `nvidia-fs:` and `nvidia_fs:` records in the window,
+    /// with their level when the log gives one. No log is `unknown`, with the
+    /// kind of gap.
+    ///
+    /// ## Source
+    /// NVIDIA/gds-nvidia-fs `src/nvfs-core.h` (`nvfs_msg()`, `nvfs_err`,
+    /// `nvfs_warn`, `nvfs_info`) at e39115953c571f2506be9759fa37119ebe003b60,
+    /// and `src/nvfs-core.c` (`nvfs_init()`).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::nvidia_fs_lines_are_judged_by_level
     ///
     /// ## Example
     ///
@@ -667,6 +701,17 @@ declare_check! {
     /// or its riser, check that the slot trains at its full width and speed
     /// (PCI001), and update its firmware. Replace hardware that keeps
     /// reporting uncorrected errors.
+    ///
+    /// ## Evidence
+    /// The kernel log's `PCIe Bus Error: severity=` records in the window,
+    /// and the PCI functions they name. No log is `unknown`, with the kind of
+    /// gap.
+    ///
+    /// ## Source
+    /// `drivers/pci/pcie/aer.c` (`aer_print_error()`,
+    /// `aer_error_severity_string[]`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::corrected_aer_errors_warn_per_port
     ///
     /// ## Example
     ///

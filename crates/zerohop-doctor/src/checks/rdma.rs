@@ -184,6 +184,24 @@ declare_check! {
     /// with `ofedDriver`; check `dmesg` for symbol version errors after a
     /// kernel update (rebuild with DKMS).
     ///
+    /// ## Evidence
+    /// `/proc/modules` and `/sys/module/*`, and what shows RDMA in use
+    /// (`/sys/class/infiniband`, the PCI functions, `/proc/self/mountinfo` and
+    /// `mountstats`, NVMe-oF controllers). The user-space modules (`ib_uverbs`,
+    /// `rdma_ucm`) are required only where user space wants RDMA: the profile
+    /// expects RDMA, a GPUDirect RDMA path or GPUs, or the host has an NVIDIA
+    /// GPU. Without either module list the chain is `unknown`.
+    ///
+    /// ## Source
+    /// `net/sunrpc/Kconfig` (`SUNRPC_XPRT_RDMA` depends on `SUNRPC &&
+    /// INFINIBAND && INFINIBAND_ADDR_TRANS`), `drivers/nvme/host/Kconfig`
+    /// (`NVME_RDMA`) and `drivers/infiniband/core/Makefile` (`ib_uverbs`,
+    /// `rdma_ucm`), Linux v6.8; the real client's `lsmod` shows `rpcrdma` among the
+    /// users of `rdma_cm`, `ib_core` and `sunrpc` only.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::nfs_over_rdma_needs_no_user_space_verbs
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::nfs_over_rdma_client_wants_rdma
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA001/fail-ib-core-missing/`:
@@ -363,6 +381,19 @@ declare_check! {
     /// user space) matches the kernel modules: install both from the same
     /// release.
     ///
+    /// ## Evidence
+    /// `/sys/class/infiniband_verbs/abi_version` and
+    /// `/sys/class/infiniband_mad/abi_version`; a file absent while no module
+    /// list shows whether `ib_uverbs`/`ib_umad` is loaded (a partial capture) is
+    /// `unknown`, not missing.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/uverbs_main.c` (`abi_version`,
+    /// `IB_USER_VERBS_ABI_VERSION`) and `drivers/infiniband/core/user_mad.c`
+    /// (`IB_USER_MAD_ABI_VERSION`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA002/fail-verbs-abi-missing/`:
@@ -457,6 +488,17 @@ declare_check! {
     /// In Kubernetes, request the RDMA resource from the RDMA shared device
     /// plugin or the SR-IOV device plugin (they mount the nodes), or mount
     /// `/dev/infiniband` into privileged pods.
+    ///
+    /// ## Evidence
+    /// The names in `/dev/infiniband` against the RDMA devices; a root
+    /// without a populated `/dev` (no `/dev/null`) is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/uverbs_main.c` (`uverbs%d` character
+    /// devices, `ib_uverbs_add_one()`) and `drivers/infiniband/core/ucma.c`
+    /// (the `rdma_cm` misc device), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -553,6 +595,17 @@ declare_check! {
     /// `Disabled`: `ip link set <netdev> up` (RoCE) or enable the switch port.
     /// `INIT` on InfiniBand: start a subnet manager (`opensm`) or fix the
     /// fabric's. `ibstat` and `rdma link` show the same states.
+    ///
+    /// ## Evidence
+    /// `ports/<p>/state` and `phys_state` of each device under
+    /// `/sys/class/infiniband`; a port without `state` is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`state_show()`,
+    /// `phys_state_show()`, `ib_port_phys_state_str()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::saturated_link_downed_fails_the_port
     ///
     /// ## Example
     ///
@@ -682,6 +735,16 @@ declare_check! {
     /// the switch port speed, and the NIC firmware; `mlxlink -d <pci>` shows
     /// the negotiated speed and lanes and why.
     ///
+    /// ## Evidence
+    /// `ports/<p>/rate`, `hca_type` and `link_layer`; a rate that does not
+    /// parse is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`rate_show()`: `%d%s Gb/sec (%s)`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA005/fail-below-expected/`:
@@ -794,6 +857,17 @@ declare_check! {
     /// `ip link set <if> up`; when it stays down, check the cable, the switch
     /// port and `ethtool <if>`.
     ///
+    /// ## Evidence
+    /// The port's netdev (`gid_attrs/ndevs`, else the function's
+    /// `device/net`), then `/sys/class/net/<if>/carrier` and `operstate`. A
+    /// RoCE port without a netdev, and an unreadable `carrier`, are `unknown`.
+    ///
+    /// ## Source
+    /// `net/core/net-sysfs.c` (`carrier_show()`, `operstate_show()`) and
+    /// `drivers/infiniband/core/sysfs.c` (`gid_attrs/ndevs`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA006/fail-admin-down/`:
@@ -905,6 +979,18 @@ declare_check! {
     /// Give the netdev its IP address (`ip addr add`, or the CNI for a VF in a
     /// pod), keep RDMA-CM on RoCE v2 (QOS004), and set `NCCL_IB_GID_INDEX`
     /// to the RoCE v2 IPv4 entry `show_gids` prints.
+    ///
+    /// ## Evidence
+    /// `ports/<p>/gids/<i>` with `gid_attrs/types/<i>` and
+    /// `gid_attrs/ndevs/<i>` of Ethernet ports; no `gids` directory, or a table
+    /// of zeros, is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`show_port_gid_attr_gid_type()`)
+    /// and `drivers/infiniband/core/cache.c` (`gid_type_str`: `IB/RoCE v1`,
+    /// `RoCE v2`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
     ///
     /// ## Example
     ///

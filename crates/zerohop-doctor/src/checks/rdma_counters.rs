@@ -80,6 +80,24 @@ declare_check! {
     /// (`/sys/class/net/<if>/ecn/roce_rp/enable/<prio>`). Receivers out of
     /// buffers: the application posts too few receive buffers.
     ///
+    /// ## Evidence
+    /// The port's `counters/` (the PortCounters of the InfiniBand
+    /// specification) and `hw_counters/`, `/proc/uptime` and `rate` for the
+    /// bit error rate. A counter that reads `N/A (no PMA)` or not a number is
+    /// named as unreadable; a port where no judged counter held a number is
+    /// `unknown`, never a pass.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`PORT_PMA_ATTR`: widths and
+    /// offsets), Linux v6.8; linux-rdma/rdma-core `infiniband-diags/ibqueryerrors.c`
+    /// at 0c6807aa5847be3f17a935fd941f3db0d03aa7df (`print_results()`: every
+    /// error counter against a zero threshold; `--suppress-common` suppresses
+    /// `PortRcvSwitchRelayErrors`, not judged here); NVIDIA "Understanding
+    /// mlx5 Linux Counters and Status Parameters" for `hw_counters`.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::saturated_link_downed_fails_the_port
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::counters_without_a_pma_are_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA008/fail-link-flapping/`:

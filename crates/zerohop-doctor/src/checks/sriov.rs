@@ -95,6 +95,17 @@ declare_check! {
     /// `mlxconfig -d <pci> set SRIOV_EN=1 NUM_OF_VFS=<n>`; turn SR-IOV on in
     /// the BIOS too. The NIC Configuration Operator can do it fleet-wide.
     ///
+    /// ## Evidence
+    /// `sriov_totalvfs` of the RDMA NICs' physical functions under
+    /// `/sys/bus/pci/devices`, and the profile; an unreadable file is
+    /// `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`sriov_totalvfs_show()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::node_exporter_sys
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/SRIOV001/fail-sriov-disabled-in-firmware/`:
@@ -184,6 +195,17 @@ declare_check! {
     /// `echo <n> > /sys/bus/pci/devices/<pci>/sriov_numvfs` (write 0 first
     /// to change a non-zero count), persisted by the SR-IOV Network Operator
     /// (`SriovNetworkNodePolicy.numVfs`) or a udev rule / systemd unit.
+    ///
+    /// ## Evidence
+    /// `sriov_numvfs` and `sriov_totalvfs` of the RDMA NICs' physical
+    /// functions, and the profile's `vfs-per-pf`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`sriov_numvfs_show()`, `sriov_numvfs_store()`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::node_exporter_sys
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -275,6 +297,17 @@ declare_check! {
     /// `isRdma: true` in the `SriovNetworkNodePolicy`), make sure `mlx5_ib` is
     /// loaded, and that RoCE is enabled on the VFs (`devlink dev param set
     /// pci/<vf> name enable_roce value true cmode driverinit`).
+    ///
+    /// ## Evidence
+    /// Each VF's `driver` link (the `virtfn*` links of its physical
+    /// function) and the `device` links of `/sys/class/infiniband`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`virtfn%u`, `physfn` links) and
+    /// `drivers/infiniband/core/device.c` (the class device of each RDMA
+    /// device), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -402,6 +435,15 @@ declare_check! {
     /// to `sriov_totalvfs`; raise `NUM_OF_VFS` with `mlxconfig` when the
     /// firmware limit is too low.
     ///
+    /// ## Evidence
+    /// `sriov_numvfs` of the RDMA NICs and the NVIDIA GPUs of
+    /// `/sys/bus/pci/devices`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`sriov_numvfs_show()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/SRIOV004/warn-fewer-vfs-than-gpus/`:
@@ -482,6 +524,16 @@ declare_check! {
     /// and reload, or `rdma system set netns exclusive` at boot before any
     /// pod starts (the SR-IOV Network Operator does it when a policy has
     /// `isRdma: true`).
+    ///
+    /// ## Evidence
+    /// `/sys/module/ib_core/parameters/netns_mode` when a VF has an RDMA
+    /// device; the file absent is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/device.c` (`module_param_named(netns_mode,
+    /// ib_devices_shared_netns, bool, 0444)`, shared by default), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
