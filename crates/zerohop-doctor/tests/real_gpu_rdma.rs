@@ -648,3 +648,32 @@ fn a_real_sys_without_roce_vfs_or_dev_fails_nothing() {
     // mlx4_0's ports are InfiniBand: no RoCE port for the QoS checks.
     assert!(findings(&report, "QOS001")[0].message.contains("no roce"));
 }
+
+/// Issue item 12: a capture's `/sys/module` may hold only the modules
+/// someone copied. The ghw snapshot's GPU host (bound to `nvidia`) with
+/// only `/sys/module/nvidia` and no `/proc/modules`: nothing shows that
+/// `nvidia_peermem` or `nvidia_fs` is absent, so neither is said to be.
+#[test]
+fn a_partial_sys_module_proves_no_absence() {
+    let Some(corpus) = corpus() else { return };
+    let dir = untar(&corpus.join("ghw_snapshot_linux-amd64-accel-nvidia.tar.gz"));
+    write(dir.path(), "sys/module/nvidia/version", "550.90.07\n");
+    let profile = Profile {
+        gpudirect: Some(GpuDirect::Peermem),
+        gds: Some(true),
+        ..Profile::default()
+    };
+    let report = doctor_with(dir.path(), &profile, &only(&["GPU001", "GPU003", "GPU004"]));
+    // The GPU's driver link is `nvidia`: the driver is loaded.
+    assert_eq!(findings(&report, "GPU001")[0].status, Status::Pass);
+    let gpu003 = &findings(&report, "GPU003")[0];
+    assert_eq!(gpu003.status, Status::Unknown, "{}", gpu003.message);
+    assert!(
+        gpu003.message.contains("/proc/modules is not in the root"),
+        "{}",
+        gpu003.message
+    );
+    let gpu004 = &findings(&report, "GPU004")[0];
+    assert_eq!(gpu004.subject, "nvidia_fs");
+    assert_eq!(gpu004.status, Status::Unknown, "{}", gpu004.message);
+}

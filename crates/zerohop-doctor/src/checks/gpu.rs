@@ -120,7 +120,8 @@ fn driver_loaded(ctx: &Context<'_>) -> Option<bool> {
         .iter()
         .any(|gpu| gpu.driver.as_deref() == Some("nvidia"));
     let module = match &ctx.facts.modules {
-        Ok(Some(modules)) => Some(modules.present("nvidia")),
+        Ok(Some(modules)) if modules.present("nvidia") => Some(true),
+        Ok(Some(modules)) if modules.lists_loaded() => Some(false),
         _ => None,
     };
     if bound
@@ -157,17 +158,9 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
     let loaded = driver_loaded(ctx);
     let on_bus = gpus(ctx);
     if loaded == Some(false) {
-        let modules_file = if ctx.facts.modules.as_ref().is_ok_and(|m| {
-            m.as_ref()
-                .is_some_and(|m| m.0.values().any(|module| module.loadable))
-        }) {
-            ("/proc/modules", "<no nvidia line>")
-        } else {
-            (MODULE_DIR, "<missing>")
-        };
         return vec![Outcome::fail(format!("nvidia driver not loaded, {} nvidia gpu(s) on the bus", on_bus.len()))
             .evidence(VERSION_FILE, "<missing>")
-            .evidence(modules_file.0, modules_file.1)
+            .evidence("/proc/modules", "<no nvidia line>")
             .fix(Remediation::new("install and load the nvidia driver (gpu operator driver container or packages)")
                 .command("modprobe nvidia && cat /proc/driver/nvidia/version")
                 .command("dmesg | grep -i nvrm | tail"))];
@@ -196,10 +189,11 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
                 (None, None) => match &nvidia.version {
                     Err(gap) => Outcome::gap(gap),
                     _ => Outcome::unknown(
-                        "no driver bound, and nothing shows whether the nvidia driver is loaded: /proc/modules, /sys/module and /proc/driver/nvidia are absent",
+                        "no driver bound, and nothing shows whether the nvidia driver is loaded: /proc/modules and /proc/driver/nvidia are absent, and /sys/module (which a capture may hold in part) has no nvidia",
                     )
                     .evidence(link, "<none>")
-                    .evidence("/proc/modules", "<missing>"),
+                    .evidence("/proc/modules", "<missing>")
+                    .evidence(MODULE_DIR, "<missing>"),
                 },
                 (other, _) => {
                     let bound = other.unwrap_or("<none>");
@@ -577,6 +571,9 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
         Peermem::Settling(state) => Outcome::unknown(format!(
             "nvidia_peermem is {state}: its module_init, which registers it, has not finished"
         )),
+        Peermem::NotListed => Outcome::unknown(format!(
+            "nvidia_peermem is not in /sys/module, and /proc/modules is not in the root: a capture's /sys/module may hold only some modules, so its absence is not shown{no_dma_buf}"
+        )),
         Peermem::Unknown => Outcome::unknown(
             "nvidia_peermem is in /sys/module, but neither /proc/modules nor its initstate gives its state, and /sys/kernel/mm/memory_peers lists no nv_mem client: cannot tell whether it registered",
         ),
@@ -640,6 +637,9 @@ enum Peermem<'a> {
     Settling(String),
     /// In `/sys/module` without a state, and no client registered.
     Unknown,
+    /// Not in `/sys/module`, without `/proc/modules` to show its absence
+    /// and without a failure in the kernel log.
+    NotListed,
 }
 
 /// The client names `nvidia-peermem` and the legacy `nv_peer_mem`
@@ -664,6 +664,9 @@ fn peermem_state<'a>(ctx: &Context<'a>, modules: &Modules) -> Peermem<'a> {
                 .collect(),
             Err(_) => Vec::new(),
         };
+        if failures.is_empty() && !modules.lists_loaded() {
+            return Peermem::NotListed;
+        }
         return Peermem::Missing(failures);
     };
     match (module.is_live(), client) {
@@ -778,6 +781,9 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
                 (Some(true), Some(_)) => {
                     Outcome::pass(format!("{module}{version} loaded for {feature}"))
                 }
+                (Some(true), None) if !modules.lists_loaded() => Outcome::unknown(format!(
+                    "{feature} expected; {module} is not in /sys/module, and /proc/modules is not in the root to show whether it is loaded"
+                )),
                 (Some(true), None) => {
                     Outcome::fail(format!("{feature} expected, but {module} is not loaded")).fix(
                         Remediation::new(format!("install and load {module}"))

@@ -280,6 +280,13 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
                 .evidence("/proc/modules", loaded.join(" ")),
         ];
     }
+    if !modules.lists_loaded() {
+        return vec![Outcome::unknown(format!(
+            "{} not in /sys/module, and /proc/modules is not in the root: a capture's /sys/module may hold only some modules ({reason})",
+            missing.join(", ")
+        ))
+        .evidence("/proc/modules", "<missing>")];
+    }
     let roots: Vec<&str> = required
         .iter()
         .filter(|(name, deps)| missing.contains(name) && deps.iter().all(|d| !missing.contains(d)))

@@ -267,12 +267,16 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
         // Nothing read is nothing judged: a driver without a performance
         // management agent answers `N/A (no PMA)` for every counter.
         None if counters.values.is_empty() => {
-            let why = if counters.unreadable.is_empty() {
-                "the port's counter directories hold none of the counters judged"
+            if counters.unreadable.is_empty() {
+                Outcome::unknown(
+                    "no counter could be judged: the port's counter directories hold none of the counters judged",
+                )
+                .evidence(format!("{dir}/counters"), "<none of the judged counters>")
             } else {
-                "no counter held a number (a driver without a performance management agent reads N/A (no PMA))"
-            };
-            Outcome::unknown(format!("no counter could be judged: {why}"))
+                Outcome::unknown(
+                    "no counter could be judged: no counter held a number (a driver without a performance management agent reads N/A (no PMA))",
+                )
+            }
         }
         None => {
             let read = counters.values.len();

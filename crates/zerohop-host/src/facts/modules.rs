@@ -105,6 +105,13 @@ impl Modules {
     pub fn present(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
+
+    /// Whether `/proc/modules` listed the loaded modules: only then is a
+    /// loadable module's absence a fact. A capture's `/sys/module` may
+    /// hold only the modules someone copied.
+    pub fn lists_loaded(&self) -> bool {
+        self.0.values().any(|module| module.loadable)
+    }
 }
 
 impl Module {
