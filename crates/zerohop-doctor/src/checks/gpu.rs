@@ -836,7 +836,10 @@ declare_check! {
     /// `NCCL_NET_GDR_LEVEL` of `PXB` (`ncclTopoCheckGdr` in NCCL's
     /// `src/graph/paths.cc`), so NCCL turns GPUDirect RDMA off for that GPU.
     /// `SYS` (across sockets) warns too, and an undecidable class (different
-    /// host bridges, `numa_node` -1 on a multi-node host) is `unknown`.
+    /// host bridges, `numa_node` -1 on a multi-node host) is `unknown`. GPUs
+    /// the driver lists in `/proc/driver/nvidia/gpus` whose PCI functions
+    /// carry no vendor ID (a capture without their `vendor` files) cannot
+    /// be placed: `unknown` beside RDMA devices, not applicable without.
     ///
     /// ## Why it matters
     /// Where GPUDirect RDMA is off, NCCL stages every network transfer

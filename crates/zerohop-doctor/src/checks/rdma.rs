@@ -164,10 +164,16 @@ declare_check! {
     /// in `/proc/self/mountstats`), an NVMe-oF controller over RDMA, or a
     /// loaded RDMA module (`mlx5_ib`, `mlx4_ib`, `irdma`, `bnxt_re`,
     /// `rpcrdma`, `xprtrdma`, `nvme_rdma`, `ib_uverbs`, `rdma_ucm` in
-    /// `/proc/modules`). The reason RDMA is wanted is shown. A missing module
-    /// whose own dependencies are loaded is the root cause and fails; the
-    /// modules that cannot load because of it are named in the same finding.
-    /// `/sys/module/<m>/version` tells DOCA/MLNX_OFED builds from inbox ones.
+    /// `/proc/modules`). The reason RDMA is wanted is shown. `ib_uverbs` and
+    /// `rdma_ucm`, which only user space opens, are required only where user
+    /// space wants RDMA: the profile expects RDMA, a GPUDirect RDMA path or
+    /// GPUs, or the host has an NVIDIA GPU; the kernel's own consumers (NFS
+    /// and NVMe over RDMA) need `ib_core`, `rdma_cm` and the HCA driver
+    /// only. A missing module whose own dependencies are loaded is the root
+    /// cause and fails; the modules that cannot load because of it are named
+    /// in the same finding. Without `/proc/modules`, a module absent from a
+    /// capture's `/sys/module` is `unknown`. `/sys/module/<m>/version` tells
+    /// DOCA/MLNX_OFED builds from inbox ones.
     ///
     /// ## Why it matters
     /// The chain is `mlx5_core` → `mlx5_ib` → `ib_core` → `rdma_cm` (→

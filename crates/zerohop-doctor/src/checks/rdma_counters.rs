@@ -35,10 +35,17 @@ declare_check! {
     ///   maximum, 255, fails: the link flapped at least 255 times and no
     ///   further event is counted.
     /// - `local_link_integrity_errors` (4 bits), `excessive_buffer_overrun_errors`
-    ///   (4 bits) and `port_rcv_errors` (16 bits): physical errors past the
-    ///   port's limit, receive-buffer overruns that dropped packets, and
-    ///   corrupt packets. Any count warns; a saturated one is shown as "at
-    ///   least".
+    ///   (4 bits), `port_rcv_errors` and `port_rcv_remote_physical_errors`
+    ///   (16 bits), `port_xmit_discards` (16 bits), the constraint errors
+    ///   (8 bits) and `VL15_dropped` (16 bits): physical errors past the
+    ///   port's limit, receive-buffer overruns that dropped packets, corrupt
+    ///   packets, discarded outbound packets, packets a partition refused
+    ///   and dropped subnet management packets: the error counters
+    ///   `ibqueryerrors` judges by default. Any count warns; a saturated one
+    ///   is shown as "at least". `port_rcv_switch_relay_errors` is not
+    ///   judged (`ibqueryerrors --suppress-common` suppresses it as common),
+    ///   nor `port_xmit_wait` (time spent waiting to send: congestion, which
+    ///   the RoCE counters judge).
     /// - `symbol_error` (16 bits): on EDR, HDR and NDR links the errors left
     ///   after forward error correction. It warns when its count over the
     ///   bits the link carried since boot (`/proc/uptime` × the port's
@@ -56,7 +63,9 @@ declare_check! {
     ///   `out_of_buffer` and `rnr_nak_retry_err` count receivers that had no
     ///   buffer posted (warn).
     ///
-    /// A port with neither `counters/` nor `hw_counters/` is `unknown`.
+    /// A port with neither `counters/` nor `hw_counters/`, or where no judged
+    /// counter held a number (`N/A (no PMA)` from a driver without a
+    /// performance management agent), is `unknown`, never a pass.
     /// The widths are the kernel's (`PORT_PMA_ATTR` in
     /// `drivers/infiniband/core/sysfs.c`); the meanings are NVIDIA's
     /// ("Understanding mlx5 Linux Counters and Status Parameters").
