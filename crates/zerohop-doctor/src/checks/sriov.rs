@@ -283,7 +283,11 @@ declare_check! {
     /// For every VF of an RDMA NIC, its `driver` link and whether an RDMA
     /// device in `/sys/class/infiniband` points at it. When RDMA is on the
     /// data path (as RDMA001 decides), `vfio-pci` or no driver fails (the VF is handed to a VM or
-    /// to nothing); a VF on `mlx5_core` without an RDMA device fails.
+    /// to nothing); a VF on `mlx5_core` without an RDMA device fails, except
+    /// in exclusive netns mode (`ib_core` `netns_mode=0`), where the RDMA
+    /// device of a VF given to a pod lives in the pod's network namespace
+    /// and `/sys/class/infiniband` of the host's does not show it
+    /// (information).
     /// Findings are grouped per physical function and reason.
     ///
     /// ## Why it matters
@@ -300,12 +304,15 @@ declare_check! {
     ///
     /// ## Evidence
     /// Each VF's `driver` link (the `virtfn*` links of its physical
-    /// function) and the `device` links of `/sys/class/infiniband`.
+    /// function), the `device` links of `/sys/class/infiniband`, and
+    /// `/sys/module/ib_core/parameters/netns_mode`.
     ///
     /// ## Source
     /// `drivers/pci/iov.c` (`virtfn%u`, `physfn` links) and
-    /// `drivers/infiniband/core/device.c` (the class device of each RDMA
-    /// device), Linux v6.8.
+    /// `drivers/infiniband/core/device.c` (`ib_class` is namespaced by
+    /// network namespace, `.ns_type = &net_ns_type_operations`, so a device
+    /// moved into a pod's namespace leaves the host's
+    /// `/sys/class/infiniband`; `netns_mode`), Linux v6.8.
     ///
     /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
@@ -349,6 +356,13 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
         .iter()
         .filter_map(|d| d.pci.as_deref())
         .collect();
+    // In exclusive mode an RDMA device given to a pod moves into the pod's
+    // network namespace, and `/sys/class/infiniband` (a class namespaced
+    // by network namespace) no longer shows it here.
+    let exclusive = matches!(&ctx.facts.modules, Ok(Some(modules)) if modules
+        .get("ib_core")
+        .and_then(|m| m.parameters.get("netns_mode"))
+        .is_some_and(|mode| matches!(mode.as_str(), "N" | "n" | "0")));
     let mut outcomes = Vec::new();
     for (pf, vfs) in by_pf {
         // Reason → VFs, so thousands of VFs make a handful of findings.
@@ -359,6 +373,10 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
                 "mlx5_core" if with_rdma.contains(vf.address.as_str()) => {
                     (0, "bound to mlx5_core with an rdma device".to_owned())
                 }
+                "mlx5_core" if exclusive => (
+                    1,
+                    "on mlx5_core without an rdma device in this network namespace: in exclusive netns mode a vf's rdma device moves into its pod's".to_owned(),
+                ),
                 "mlx5_core" if rdma_wanted => (3, "on mlx5_core without an rdma device".to_owned()),
                 "mlx5_core" => (0, "bound to mlx5_core".to_owned()),
                 "vfio-pci" if rdma_wanted => (
