@@ -11,13 +11,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use zerohop_core::Remediation;
-use zerohop_host::facts::{Gap, GapKind, KernelLog};
+use zerohop_host::facts::KernelLog;
 use zerohop_host::parse::kmsg::Record;
 use zerohop_known::kernel_log::{
     self as signatures, AerSeverity, LINK_FLAPS_FAIL, NvidiaFs, Peermem, ServerState,
 };
 use zerohop_known::xid::{self, XidAction};
 
+use crate::checks::gaps::unknown_from;
 use crate::checks::need;
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -33,32 +34,6 @@ fn log<'a>(ctx: &'a Context<'_>) -> Result<&'a KernelLog, Box<Outcome>> {
         .kernel_log
         .as_ref()
         .map_err(|gap| Box::new(unknown_from(gap)))
-}
-
-/// `unknown` because a fact could not be established, with the kind of
-/// gap as the evidence's value: absent, not captured, or unreadable (and
-/// why), never one word for all three.
-pub(crate) fn unknown_from(gap: &Gap) -> Outcome {
-    Outcome::unknown(format!("cannot tell: {}", gap.reason))
-        .evidence(&gap.path, gap_value(gap.kind))
-}
-
-/// How evidence shows a gap of `kind`.
-pub(crate) fn gap_value(kind: GapKind) -> String {
-    match kind {
-        GapKind::Missing => "<missing>".to_owned(),
-        GapKind::NotRecorded => "<not captured>".to_owned(),
-        GapKind::Withheld => "<captured without its content>".to_owned(),
-        GapKind::Empty => "<empty>".to_owned(),
-        GapKind::Malformed => "<not understood>".to_owned(),
-        GapKind::TooLarge => "<too large to read>".to_owned(),
-        GapKind::NotText => "<not text>".to_owned(),
-        GapKind::NotRegular => "<not a regular file>".to_owned(),
-        GapKind::SymlinkLoop => "<symlink loop>".to_owned(),
-        GapKind::TimedOut => "<read timed out>".to_owned(),
-        GapKind::GaveUp => "<not read: earlier reads are stuck>".to_owned(),
-        GapKind::Io(io) => format!("<unreadable: {io:?}>").to_lowercase(),
-    }
 }
 
 /// Adds `records` as evidence, at most [`MAX_LINES`] of them (the first

@@ -1,6 +1,7 @@
 //! Every check, one module per group, and the registry slice.
 
 pub mod conformance;
+pub(crate) mod gaps;
 pub mod gds;
 pub mod gpu;
 pub mod io_uring;

@@ -118,18 +118,12 @@ impl KernelLog {
     }
 }
 
-/// Why a root without a capture has no log: a snapshot that recorded
-/// none, a root without a boot id to compare, or another boot's root.
+/// Why a root without a capture has no log: it has no boot id to
+/// compare, or another boot's.
 /// Each says which, so that a report never claims a boot id it did not
 /// read.
 fn not_this_kernel(root: &HostRoot) -> Gap {
-    if matches!(root.process().environment(), Environment::Snapshot { .. }) {
-        return Gap::new(
-            CAPTURE,
-            GapKind::NotRecorded,
-            "no kernel log: the snapshot recorded neither a capture nor /dev/kmsg",
-        );
-    }
+    // A snapshot answers as the root it recorded did, boot id included.
     match root.read_value(BOOT_ID) {
         Ok(Some(id)) if !id.is_empty() => Gap::new(
             CAPTURE,
