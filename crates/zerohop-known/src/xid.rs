@@ -13,8 +13,10 @@
 //! per number, as also transcribed by Lepton AI's GPUd
 //! (leptonai/gpud `components/accelerator/nvidia/xid/catalog_generated.go`
 //! at 73e270e3e0fd490ec5c33e144ad894de7d6c4d21), whose node-health
-//! verdicts follow the same column. Numbers the catalog marks "Unused"
-//! are left out: a log that names one is reported as not in the catalog.
+//! verdicts follow the same column. Left out are the numbers the catalog
+//! marks "Unused", Xid 78 (a vGPU host's), and 162–170, which the catalog
+//! lists without a resolution: a log that names one is reported as not in
+//! the catalog.
 
 /// What the catalog's *immediate resolution* asks for, from the least to
 /// the most disruptive.
@@ -132,13 +134,36 @@ pub const CATALOG: &[XidEntry] = &[
     ),
     entry(94, "contained memory error", RestartApp),
     entry(95, "uncontained memory error", ResetGpu),
+    entry(96, "nvdec5 error", RestartApp),
+    entry(97, "nvdec6 error", RestartApp),
+    entry(98, "nvdec7 error", RestartApp),
+    entry(99, "nvjpg1 error", RestartApp),
+    entry(100, "nvjpg2 error", RestartApp),
+    entry(101, "nvjpg3 error", RestartApp),
+    entry(102, "nvjpg4 error", RestartApp),
+    entry(103, "nvjpg5 error", RestartApp),
+    entry(104, "nvjpg6 error", RestartApp),
+    entry(105, "nvjpg7 error", RestartApp),
+    entry(106, "smbpbi test message", Ignore),
+    entry(107, "smbpbi test message silent", Ignore),
     entry(109, "context switch timeout error", ResetGpu),
     entry(110, "security fault error", ResetGpu),
     entry(119, "gsp rpc timeout", ResetGpu),
     entry(120, "gsp error", ResetGpu),
     entry(121, "c2c error", Ignore),
+    entry(126, "ce10: unknown error", RestartApp),
+    entry(127, "ce11: unknown error", RestartApp),
+    entry(128, "ce12: unknown error", RestartApp),
+    entry(129, "ce13: unknown error", RestartApp),
+    entry(130, "ce14: unknown error", RestartApp),
+    entry(131, "ce15: unknown error", RestartApp),
+    entry(132, "ce16: unknown error", RestartApp),
+    entry(133, "ce17: unknown error", RestartApp),
+    entry(134, "ce18: unknown error", RestartApp),
+    entry(135, "ce19: unknown error", RestartApp),
     entry(136, "link training failed", ResetGpu),
     entry(137, "nvlink privilege error", Ignore),
+    entry(139, "ofa1 error", RestartApp),
     entry(140, "ecc unrecovered error", ResetGpu),
     entry(141, "cuda fast path error", Ignore),
     entry(143, "gpu initialization error", ResetGpu),
@@ -150,12 +175,16 @@ pub const CATALOG: &[XidEntry] = &[
     entry(149, "nvlink: netir error", ResetGpu),
     entry(150, "nvlink: mse error", ResetGpu),
     entry(151, "key rotation error", RebootNode),
+    entry(152, "dla smmu error", Ignore),
+    entry(153, "dla timeout error", Ignore),
     entry(154, "gpu recovery action changed", Ignore),
     entry(155, "nvlink: sw defined error", ResetGpu),
     entry(156, "resource retirement event", ResetGpu),
     entry(157, "resource retirement failure", Ignore),
     entry(158, "gpu fatal timeout", ResetGpu),
     entry(159, "chi non-data error", RestartApp),
+    entry(160, "channel retirement event", Ignore),
+    entry(161, "channel retirement failure", Ignore),
     entry(171, "uncorrectable dram error", ResetGpu),
     entry(172, "uncorrectable sram error", ResetGpu),
 ];
