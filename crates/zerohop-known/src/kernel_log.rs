@@ -17,17 +17,31 @@ pub const LINK_FLAPS_FAIL: usize = 5;
 /// the default window of every kernel-log check.
 pub const DEFAULT_WINDOW_SECS: u64 = 24 * 3600;
 
-/// What an `nvidia-peermem` message reports.
+/// What an `nvidia-peermem` (or legacy `nv_peer_mem`) message reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peermem {
-    /// The module could not register with (or load against) `ib_core`, so
-    /// GPUDirect RDMA through it is off.
+    /// The module could not register with (or load against) the RDMA
+    /// stack's peer-memory API, so GPUDirect RDMA through it is off.
     Registration,
     /// An error while memory was registered, mapped or freed.
     Runtime,
 }
 
-/// Classifies an `nvidia-peermem` message.
+/// One peer-memory module message: which module, and what it reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeermemEvent<'a> {
+    /// `nvidia_peermem`, or the legacy `nv_peer_mem`.
+    pub module: &'a str,
+    /// What it reports.
+    pub kind: Peermem,
+}
+
+/// The peer-memory modules whose load the kernel's module loader reports
+/// under their own name: NVIDIA's `nvidia_peermem` and its predecessor,
+/// Mellanox's `nv_peer_mem` (Mellanox/nv_peer_memory).
+pub const PEERMEM_MODULES: [&str; 2] = ["nvidia_peermem", "nv_peer_mem"];
+
+/// Classifies a peer-memory module message.
 ///
 /// Every `peer_err()` of `kernel-open/nvidia-peermem/nvidia-peermem.c`
 /// (NVIDIA/open-gpu-kernel-modules) prints at `KERN_ERR` as
@@ -36,12 +50,20 @@ pub enum Peermem {
 /// context, skipping further processing`. Failures of its `module_init`
 /// (`nv_mem_client_init -- error while registering traditional client` or
 /// `nc client`, `invalid peerdirect_support param value`) mean it never
-/// registered. So do the module loader's refusals of `nvidia_peermem`
-/// built against another `ib_core` (`kernel/module/main.c`: `%s: Unknown
-/// symbol %s (err %d)`, newer `Unresolved symbol`, and `%s: disagrees
-/// about version of symbol %s`).
-pub fn peermem(message: &str) -> Option<Peermem> {
-    if let Some(rest) = message.strip_prefix("nvidia_peermem: ") {
+/// registered. So do the module loader's refusals of `nvidia_peermem` or
+/// of the legacy `nv_peer_mem` built against another RDMA stack
+/// (`kernel/module/main.c`: `%s: Unknown symbol %s (err %d)`, newer
+/// `Unresolved symbol`, and `%s: disagrees about version of symbol %s`),
+/// as Mellanox/nv_peer_memory issue 84 shows: `nv_peer_mem: Unknown
+/// symbol ib_register_peer_memory_client (err 0)`.
+pub fn peermem(message: &str) -> Option<PeermemEvent<'_>> {
+    for module in PEERMEM_MODULES {
+        let Some(rest) = message
+            .strip_prefix(module)
+            .and_then(|rest| rest.strip_prefix(": "))
+        else {
+            continue;
+        };
         let loader = [
             "Unknown symbol ",
             "Unresolved symbol ",
@@ -50,7 +72,10 @@ pub fn peermem(message: &str) -> Option<Peermem> {
         return loader
             .iter()
             .any(|refusal| rest.starts_with(refusal))
-            .then_some(Peermem::Registration);
+            .then_some(PeermemEvent {
+                module,
+                kind: Peermem::Registration,
+            });
     }
     let rest = message.strip_prefix("nvidia-peermem ")?;
     let (site, text) = rest.split_once(' ')?;
@@ -61,10 +86,13 @@ pub fn peermem(message: &str) -> Option<Peermem> {
     let registration = function == "nv_mem_client_init"
         || text.contains("error while registering")
         || text.contains("support param value");
-    Some(if registration {
-        Peermem::Registration
-    } else {
-        Peermem::Runtime
+    Some(PeermemEvent {
+        module: "nvidia_peermem",
+        kind: if registration {
+            Peermem::Registration
+        } else {
+            Peermem::Runtime
+        },
     })
 }
 
@@ -284,23 +312,38 @@ mod tests {
         assert_eq!(
             peermem(
                 "nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context, skipping further processing"
-            ),
+            )
+            .map(|e| e.kind),
             Some(Peermem::Runtime)
         );
         assert_eq!(
             peermem(
                 "nvidia-peermem nv_mem_client_init:512 ERROR nv_mem_client_init -- error while registering nc client"
-            ),
+            )
+            .map(|e| e.kind),
             Some(Peermem::Registration)
         );
         assert_eq!(
             peermem("nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)"),
-            Some(Peermem::Registration)
+            Some(PeermemEvent {
+                module: "nvidia_peermem",
+                kind: Peermem::Registration
+            })
         );
         assert_eq!(
-            peermem("nvidia_peermem: disagrees about version of symbol ib_umem_get"),
+            peermem("nvidia_peermem: disagrees about version of symbol ib_umem_get")
+                .map(|e| e.kind),
             Some(Peermem::Registration)
         );
+        // The legacy module's load failure (Mellanox/nv_peer_memory issue 84).
+        assert_eq!(
+            peermem("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)"),
+            Some(PeermemEvent {
+                module: "nv_peer_mem",
+                kind: Peermem::Registration
+            })
+        );
+        assert_eq!(peermem("nv_peer_mem: module loaded"), None);
         assert_eq!(peermem("nvidia-peermem loaded"), None);
         assert_eq!(peermem("nvidia-peermem x:y z"), None);
         assert_eq!(peermem("nvidia_peermem: module verification failed"), None);

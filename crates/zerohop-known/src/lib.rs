@@ -25,4 +25,5 @@ pub mod shell;
 pub mod suggest;
 pub mod systemd;
 pub mod topology;
+pub mod xid;
 pub mod zerohop_api;

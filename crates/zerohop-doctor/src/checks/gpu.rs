@@ -3,10 +3,14 @@
 
 use zerohop_core::Remediation;
 use zerohop_host::facts::nvidia::{GPUS_DIR, OSRELEASE, VERSION_FILE};
+use zerohop_host::facts::rdma::PEER_MEMORY_DIR;
 use zerohop_host::facts::{Modules, PciDevice};
+use zerohop_host::parse::kmsg::Record;
 use zerohop_host::parse::nvidia::{ModuleFlavour, kernel_version};
+use zerohop_known::kernel_log as signatures;
 use zerohop_known::nccl;
 
+use crate::checks::gaps::{gap_value, unknown_from};
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
@@ -32,7 +36,7 @@ fn no_gpu(ctx: &Context<'_>) -> Option<Outcome> {
         return None;
     }
     Some(match ctx.facts.pci.unidentified() {
-        Some(gap) => Outcome::gap(gap),
+        Some(gap) => unknown_from(gap),
         None => Outcome::not_applicable("no nvidia gpu"),
     })
 }
@@ -65,6 +69,22 @@ declare_check! {
     /// Install the driver (the GPU Operator's driver container, or the
     /// distribution's `nvidia-driver` packages with the open kernel modules),
     /// then `modprobe nvidia`; `dmesg | grep NVRM` shows why it refused a GPU.
+    ///
+    /// ## Evidence
+    /// The `driver` link of each NVIDIA function under `/sys/bus/pci/devices`
+    /// (a bound `nvidia` is proof enough), `/proc/driver/nvidia/gpus` and
+    /// `version`, and `/proc/modules` or `/sys/module/nvidia`. A root with none
+    /// of the module lists or driver files leaves an unbound GPU `unknown`; a
+    /// host whose functions cannot be identified but whose driver lists GPUs is
+    /// judged by that list.
+    ///
+    /// ## Source
+    /// The driver's procfs files: NVIDIA/open-gpu-kernel-modules
+    /// `kernel-open/nvidia/nv-procfs.c` at 0dd4d36d15d05151a2834c66e47b16a8bed177a8;
+    /// the `driver` link: `drivers/base/dd.c` (`driver_sysfs_add()`, Linux v6.8).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_gpu_bound_to_nvidia_proves_the_driver_without_proc_modules
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpus_the_driver_lists_are_not_called_absent
     ///
     /// ## Example
     ///
@@ -100,7 +120,8 @@ fn driver_loaded(ctx: &Context<'_>) -> Option<bool> {
         .iter()
         .any(|gpu| gpu.driver.as_deref() == Some("nvidia"));
     let module = match &ctx.facts.modules {
-        Ok(Some(modules)) => Some(modules.present("nvidia")),
+        Ok(Some(modules)) if modules.present("nvidia") => Some(true),
+        Ok(Some(modules)) if modules.lists_loaded() => Some(false),
         _ => None,
     };
     if bound
@@ -137,17 +158,9 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
     let loaded = driver_loaded(ctx);
     let on_bus = gpus(ctx);
     if loaded == Some(false) {
-        let modules_file = if ctx.facts.modules.as_ref().is_ok_and(|m| {
-            m.as_ref()
-                .is_some_and(|m| m.0.values().any(|module| module.loadable))
-        }) {
-            ("/proc/modules", "<no nvidia line>")
-        } else {
-            (MODULE_DIR, "<missing>")
-        };
         return vec![Outcome::fail(format!("nvidia driver not loaded, {} nvidia gpu(s) on the bus", on_bus.len()))
             .evidence(VERSION_FILE, "<missing>")
-            .evidence(modules_file.0, modules_file.1)
+            .evidence("/proc/modules", "<no nvidia line>")
             .fix(Remediation::new("install and load the nvidia driver (gpu operator driver container or packages)")
                 .command("modprobe nvidia && cat /proc/driver/nvidia/version")
                 .command("dmesg | grep -i nvrm | tail"))];
@@ -174,12 +187,13 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
                 (None, _) if in_list => Outcome::pass(format!("listed by driver {version}"))
                     .evidence(format!("{GPUS_DIR}/{}", gpu.address), "<present>"),
                 (None, None) => match &nvidia.version {
-                    Err(gap) => Outcome::gap(gap),
+                    Err(gap) => unknown_from(gap),
                     _ => Outcome::unknown(
-                        "no driver bound, and nothing shows whether the nvidia driver is loaded: /proc/modules, /sys/module and /proc/driver/nvidia are absent",
+                        "no driver bound, and nothing shows whether the nvidia driver is loaded: /proc/modules and /proc/driver/nvidia are absent, and /sys/module (which a capture may hold in part) has no nvidia",
                     )
                     .evidence(link, "<none>")
-                    .evidence("/proc/modules", "<missing>"),
+                    .evidence("/proc/modules", "<missing>")
+                    .evidence(MODULE_DIR, "<missing>"),
                 },
                 (other, _) => {
                     let bound = other.unwrap_or("<none>");
@@ -262,6 +276,21 @@ declare_check! {
     /// `nvidia-driver-<ver>-open` / `kmod-nvidia-open-dkms` packages; reboot
     /// or reload the modules.
     ///
+    /// ## Evidence
+    /// `/sys/module/nvidia/taint` decides; without it the `NVRM version:` line
+    /// of `/proc/driver/nvidia/version`. With neither file the flavour is
+    /// `unknown`, each file named as missing.
+    ///
+    /// ## Source
+    /// The taint flag `P` of a module with a proprietary licence:
+    /// `kernel/module/main.c` (`module_license_taint_check()`) and
+    /// `kernel/panic.c` (`taint_flags`), Linux v6.8; the open module's licence and
+    /// version line: NVIDIA/open-gpu-kernel-modules `kernel-open/nvidia/nv.c`
+    /// and `nv-procfs.c` at 0dd4d36d15d05151a2834c66e47b16a8bed177a8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_proprietary_version_line_is_proprietary
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpus_the_driver_lists_are_not_called_absent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GPU002/fail-proprietary-dma-buf-wanted/`:
@@ -294,7 +323,7 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     let Some((flavour, evidence)) = flavour(ctx) else {
         return vec![match &ctx.facts.nvidia.version {
-            Err(gap) => Outcome::gap(gap),
+            Err(gap) => unknown_from(gap),
             Ok(Some(line)) => Outcome::unknown(
                 "cannot tell open from proprietary: /sys/module/nvidia/taint is absent and the version line names no kernel module",
             )
@@ -384,23 +413,57 @@ declare_check! {
     /// not applicable. DMA-BUF is possible with the open kernel module
     /// (GPU002) on Linux 5.12 or later (`/proc/sys/kernel/osrelease`); when
     /// the profile wants DMA-BUF only that is judged. Otherwise, or when the
-    /// profile wants `nvidia_peermem`, the module must be loaded **and**
-    /// registered: `/proc/modules` lists it among `ib_core`'s users. The
-    /// legacy `nv_peer_mem` module (Mellanox's, for drivers before 470) is
-    /// reported. Requires the NVIDIA driver (GPU001) and the RDMA modules
-    /// (RDMA001): `nvidia` + `ib_core` → `nvidia_peermem`.
+    /// profile wants `nvidia_peermem`, the module must be loaded: `Live` in
+    /// `/proc/modules` (or `live` in `/sys/module/nvidia_peermem/initstate`)
+    /// means registered, since its `module_init` fails, and the kernel
+    /// unloads it, unless `ib_register_peer_memory_client()` succeeds. Its
+    /// client (`nv_mem`) in `/sys/kernel/mm/memory_peers` is shown as
+    /// further proof. Which module it shows as using (`ib_core` on old
+    /// MLNX_OFED, `ib_uverbs` on current MLNX_OFED and DOCA, which export
+    /// the peer-memory API from `ib_uverbs`) is not judged. Absent, it
+    /// fails, quoting the kernel log's lines when they show its load or
+    /// registration failing (KLOG001). A module that is still loading, or
+    /// present without a state or a registered client, is `unknown`. The
+    /// legacy `nv_peer_mem` module (Mellanox's, for drivers before 470)
+    /// is reported. Requires the NVIDIA driver (GPU001) and the RDMA
+    /// modules (RDMA001).
     ///
     /// ## Why it matters
     /// Without one of the two paths NCCL, UCX and GDS cannot register GPU
     /// memory with the NIC and silently stage every transfer through host
     /// memory (NCCL logs `GDRDMA` missing, bandwidth halves, CPU load rises).
-    /// A `nvidia_peermem` that loaded before `ib_core` or failed to register
-    /// shows as loaded but unused.
     ///
     /// ## How to fix
     /// `modprobe nvidia_peermem` (GPU Operator: `driver.rdma.enabled: true`),
-    /// after the RDMA modules; unload `nv_peer_mem`. For DMA-BUF, install the
-    /// open kernel module on a 5.12+ kernel with DOCA-OFED or rdma-core 34+.
+    /// after the RDMA modules; unload `nv_peer_mem`. A load that fails with
+    /// `Unknown symbol ib_register_peer_memory_client` needs the module
+    /// rebuilt against the loaded MLNX_OFED/DOCA (reinstall the driver).
+    /// For DMA-BUF, install the open kernel module on a 5.12+ kernel with
+    /// DOCA-OFED or rdma-core 34+.
+    ///
+    /// ## Evidence
+    /// `/proc/modules` (the module's state), `/sys/module/nvidia_peermem`
+    /// (`initstate`), `/sys/kernel/mm/memory_peers/*/version`, the kernel
+    /// log's peer-memory lines, `/proc/sys/kernel/osrelease` and GPU002's
+    /// flavour for DMA-BUF. Without `/proc/modules` and `/sys/module` the
+    /// module's presence is `unknown`, not absent; without the osrelease
+    /// file DMA-BUF's support is `unknown`.
+    ///
+    /// ## Source
+    /// NVIDIA/open-gpu-kernel-modules
+    /// `kernel-open/nvidia-peermem/nvidia-peermem.c` at
+    /// 0dd4d36d15d05151a2834c66e47b16a8bed177a8 (`nv_mem_client_init()`
+    /// returns `-EINVAL` when a registration fails; `DRV_NAME "nv_mem"`);
+    /// Linux `kernel/module/main.c` `do_init_module()` (v6.8: a failed init
+    /// frees the module); Mellanox/nic-kernel
+    /// `drivers/infiniband/core/peer_mem.c` at
+    /// 258b12833a7a1d12e07b41fac8bf84a7f58ab097 (`memory_peers/<client>`)
+    /// and `drivers/infiniband/core/Makefile` at
+    /// 69f9fe4aa070b46580373bb151eb94912f1ed59a (`peer_mem.o` is part of
+    /// `ib_uverbs`).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpu_operator_lsmod_peermem_is_registered
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::an_expected_gpudirect_path_is_judged_without_rdma_devices
     ///
     /// ## Example
     ///
@@ -483,86 +546,145 @@ fn gpudirect_path(ctx: &Context<'_>) -> Vec<Outcome> {
     )
     .evidence("/proc/modules", "<missing>")
     .evidence("/sys/module", "<missing>")));
-    let peermem = peermem_state(modules);
+    let peermem = peermem_state(ctx, modules);
     let legacy = modules.present("nv_peer_mem");
     let peermem_fix = || {
         Remediation::new(
             "load nvidia_peermem after the rdma modules (gpu operator: driver.rdma.enabled: true)",
         )
         .command("modprobe -r nv_peer_mem 2>/dev/null; modprobe nvidia_peermem")
-        .command("grep -w nvidia_peermem /proc/modules && grep '^ib_core ' /proc/modules")
+        .command("grep -w nvidia_peermem /proc/modules; ls /sys/kernel/mm/memory_peers")
     };
     let no_dma_buf = match &dma_buf {
         DmaBuf::Impossible(why) => format!(" and dma-buf is not possible ({why})"),
         DmaBuf::Unknown(why) => format!(" and dma-buf cannot be confirmed ({why})"),
         DmaBuf::Possible(_) => String::new(),
     };
-    let outcome = match peermem {
-        Peermem::Registered if legacy => {
-            Outcome::warn("nvidia_peermem registered, but the legacy nv_peer_mem is loaded too")
-                .fix(peermem_fix())
-        }
-        Peermem::Registered => Outcome::pass("nvidia_peermem loaded and registered with ib_core"),
-        Peermem::Unregistered => Outcome::fail(
-            "nvidia_peermem loaded but not among ib_core's users: it did not register",
-        )
+    let outcome = match &peermem {
+        Peermem::Registered(how) if legacy => Outcome::warn(format!(
+            "nvidia_peermem registered ({how}), but the legacy nv_peer_mem is loaded too"
+        ))
         .fix(peermem_fix()),
+        Peermem::Registered(how) => {
+            Outcome::pass(format!("nvidia_peermem loaded and registered ({how})"))
+        }
+        Peermem::Settling(state) => Outcome::unknown(format!(
+            "nvidia_peermem is {state}: its module_init, which registers it, has not finished"
+        )),
+        Peermem::NotListed => Outcome::unknown(format!(
+            "nvidia_peermem is not in /sys/module, and /proc/modules is not in the root: a capture's /sys/module may hold only some modules, so its absence is not shown{no_dma_buf}"
+        )),
         Peermem::Unknown => Outcome::unknown(
-            "nvidia_peermem present, but /proc/modules is absent: cannot tell whether it registered",
+            "nvidia_peermem is in /sys/module, but neither /proc/modules nor its initstate gives its state, and /sys/kernel/mm/memory_peers lists no nv_mem client: cannot tell whether it registered",
         ),
-        Peermem::Missing if legacy => Outcome::fail(format!(
+        Peermem::Missing(failures) if !failures.is_empty() => Outcome::fail(format!(
+            "no gpudirect rdma path: the kernel log shows the peer-memory module failing to load or register, and nvidia_peermem is not loaded{no_dma_buf}"
+        ))
+        .fix(peermem_fix()),
+        Peermem::Missing(_) if legacy => Outcome::fail(format!(
             "only the legacy nv_peer_mem is loaded{no_dma_buf}: it does not work with drivers 470 and later"
         ))
         .fix(peermem_fix()),
-        Peermem::Missing => Outcome::fail(format!(
+        Peermem::Missing(_) => Outcome::fail(format!(
             "no gpudirect rdma path: nvidia_peermem not loaded{no_dma_buf}"
         ))
         .fix(peermem_fix()),
     };
-    let ib_core_users = match modules.get("ib_core") {
-        None => "<no ib_core>".to_owned(),
-        Some(ib) if ib.used_by.is_empty() => "<none>".to_owned(),
-        Some(ib) => ib.used_by.join(","),
-    };
-    vec![
-        outcome
-            .evidence("/proc/modules", format!("ib_core used by: {ib_core_users}"))
-            .evidence(
-                "/sys/module/nvidia_peermem",
-                if modules.present("nvidia_peermem") {
-                    "<present>"
-                } else {
-                    "<missing>"
-                },
-            )
-            .evidence(OSRELEASE, release),
-    ]
-}
-
-/// `nvidia_peermem` as `/proc/modules` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Peermem {
-    Missing,
-    Registered,
-    Unregistered,
-    /// In `/sys/module` but `/proc/modules` is absent: users unknown.
-    Unknown,
-}
-
-fn peermem_state(modules: &Modules) -> Peermem {
-    let Some(peermem) = modules.get("nvidia_peermem") else {
-        return Peermem::Missing;
-    };
-    if !peermem.loadable {
-        return Peermem::Unknown;
+    let state = modules
+        .get("nvidia_peermem")
+        .map_or("<missing>".to_owned(), |m| {
+            m.state
+                .clone()
+                .unwrap_or_else(|| "<present, state not given>".to_owned())
+        });
+    let mut outcome = outcome
+        .evidence("/proc/modules", format!("nvidia_peermem: {state}"))
+        .evidence(OSRELEASE, release);
+    match &ctx.facts.rdma.peer_memory {
+        Ok(Some(clients)) => {
+            for client in clients {
+                outcome = outcome.evidence(
+                    format!("{PEER_MEMORY_DIR}/{}/version", client.name),
+                    client
+                        .version
+                        .clone()
+                        .unwrap_or_else(|| "<unreadable>".to_owned()),
+                );
+            }
+        }
+        Ok(None) => outcome = outcome.evidence(PEER_MEMORY_DIR, "<missing>"),
+        Err(gap) => outcome = outcome.evidence(&gap.path, gap_value(gap.kind)),
     }
-    let registered = modules
-        .get("ib_core")
-        .is_some_and(|ib| ib.used_by.iter().any(|u| u == "nvidia_peermem"));
-    if registered {
-        Peermem::Registered
-    } else {
-        Peermem::Unregistered
+    if let (Peermem::Missing(failures), Ok(log)) = (&peermem, &ctx.facts.kernel_log) {
+        for record in failures {
+            outcome = outcome.evidence(log.locate(record), record.shown());
+        }
+    }
+    vec![outcome]
+}
+
+/// `nvidia_peermem` as the loader and the peer-memory API show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Peermem<'a> {
+    /// Not loaded, with the kernel log's records of its load or
+    /// registration failing (empty when the log shows none or was not read).
+    Missing(Vec<&'a Record>),
+    /// Registered, and what shows it: the module is live (its
+    /// `module_init`, which registers it, succeeded) or its client is in
+    /// `/sys/kernel/mm/memory_peers`.
+    Registered(String),
+    /// Loading or unloading: `Loading`/`coming` or `Unloading`/`going`.
+    Settling(String),
+    /// In `/sys/module` without a state, and no client registered.
+    Unknown,
+    /// Not in `/sys/module`, without `/proc/modules` to show its absence
+    /// and without a failure in the kernel log.
+    NotListed,
+}
+
+/// The client names `nvidia-peermem` and the legacy `nv_peer_mem`
+/// register (`DRV_NAME "nv_mem"`, and `"nv_mem_nc"` for the persistent
+/// pages client, in `nvidia-peermem.c`).
+const PEERMEM_CLIENT: &str = "nv_mem";
+
+fn peermem_state<'a>(ctx: &Context<'a>, modules: &Modules) -> Peermem<'a> {
+    let client = match &ctx.facts.rdma.peer_memory {
+        Ok(Some(clients)) => clients.iter().find(|c| c.name.starts_with(PEERMEM_CLIENT)),
+        _ => None,
+    };
+    let Some(module) = modules.get("nvidia_peermem") else {
+        let failures = match &ctx.facts.kernel_log {
+            Ok(log) => log
+                .records
+                .iter()
+                .filter(|record| {
+                    signatures::peermem(record.message())
+                        .is_some_and(|event| event.kind == signatures::Peermem::Registration)
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        if failures.is_empty() && !modules.lists_loaded() {
+            return Peermem::NotListed;
+        }
+        return Peermem::Missing(failures);
+    };
+    match (module.is_live(), client) {
+        (Some(true), Some(client)) => Peermem::Registered(format!(
+            "module live, client {} registered in {PEER_MEMORY_DIR}",
+            client.name
+        )),
+        (Some(true), None) => Peermem::Registered(
+            "module live: its module_init fails unless the registration succeeds".to_owned(),
+        ),
+        (Some(false), _) => {
+            Peermem::Settling(module.state.clone().unwrap_or_default().to_lowercase())
+        }
+        (None, Some(client)) => Peermem::Registered(format!(
+            "client {} registered in {PEER_MEMORY_DIR}",
+            client.name
+        )),
+        (None, None) => Peermem::Unknown,
     }
 }
 
@@ -586,6 +708,22 @@ declare_check! {
     /// GPU Operator: `gds.enabled: true` and `gdrcopy.enabled: true` in the
     /// `ClusterPolicy`; on a host, install `nvidia-fs` / `gdrcopy` (DKMS) and
     /// `modprobe nvidia_fs gdrdrv`.
+    ///
+    /// ## Evidence
+    /// `/proc/modules` and `/sys/module/<m>` (`version`) for `nvidia_fs` and
+    /// `gdrdrv`, and the profile's `gds`/`gdrcopy`. Without either module list
+    /// an expected module is `unknown`, not absent.
+    ///
+    /// ## Source
+    /// The module names: NVIDIA/gds-nvidia-fs `src/nvfs-core.h` at
+    /// e39115953c571f2506be9759fa37119ebe003b60 (`DEVICE_NAME "nvidia-fs"`,
+    /// which the kernel lists as `nvidia_fs`) and
+    /// NVIDIA/gdrcopy `src/gdrdrv/Makefile` (`gdrdrv.ko`, at
+    /// c7a454cc077f9643fb5c60945c1571808ecb7ef4); cuFile's
+    /// compatibility mode without `nvidia-fs`: NVIDIA GPUDirect Storage
+    /// Configuration and Benchmarking Guide (GDS 1.x, "Compatibility Mode").
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_gpu_bound_to_nvidia_proves_the_driver_without_proc_modules
     ///
     /// ## Example
     ///
@@ -643,6 +781,9 @@ fn gds_modules(ctx: &Context<'_>) -> Vec<Outcome> {
                 (Some(true), Some(_)) => {
                     Outcome::pass(format!("{module}{version} loaded for {feature}"))
                 }
+                (Some(true), None) if !modules.lists_loaded() => Outcome::unknown(format!(
+                    "{feature} expected; {module} is not in /sys/module, and /proc/modules is not in the root to show whether it is loaded"
+                )),
                 (Some(true), None) => {
                     Outcome::fail(format!("{feature} expected, but {module} is not loaded")).fix(
                         Remediation::new(format!("install and load {module}"))
@@ -695,7 +836,10 @@ declare_check! {
     /// `NCCL_NET_GDR_LEVEL` of `PXB` (`ncclTopoCheckGdr` in NCCL's
     /// `src/graph/paths.cc`), so NCCL turns GPUDirect RDMA off for that GPU.
     /// `SYS` (across sockets) warns too, and an undecidable class (different
-    /// host bridges, `numa_node` -1 on a multi-node host) is `unknown`.
+    /// host bridges, `numa_node` -1 on a multi-node host) is `unknown`. GPUs
+    /// the driver lists in `/proc/driver/nvidia/gpus` whose PCI functions
+    /// carry no vendor ID (a capture without their `vendor` files) cannot
+    /// be placed: `unknown` beside RDMA devices, not applicable without.
     ///
     /// ## Why it matters
     /// Where GPUDirect RDMA is off, NCCL stages every network transfer
@@ -713,6 +857,23 @@ declare_check! {
     /// complex, which some CPUs forward more slowly than host memory copies,
     /// so compare `all_reduce_perf` bus bandwidth with and without it. Pin
     /// each GPU's traffic to its NIC with `NCCL_IB_HCA` from `zerohop topo`.
+    ///
+    /// ## Evidence
+    /// The PCI tree of `/sys/devices` (each function's real path and
+    /// bridges), `numa_node` of the GPU and NIC functions, and the RDMA devices
+    /// of `/sys/class/infiniband` with their port state and rate. GPUs the
+    /// driver lists (`/proc/driver/nvidia/gpus`) whose functions carry no
+    /// vendor ID cannot be placed: `unknown`, or not applicable without an
+    /// RDMA device.
+    ///
+    /// ## Source
+    /// NCCL `src/graph/paths.cc` (`ncclTopoCheckGdr`) and `src/graph/topo.h`
+    /// (the `PATH_*` classes) at NVIDIA/nccl tag v2.21.5-1, with
+    /// `NCCL_NET_GDR_LEVEL` defaulting to `PXB`; the classes are those of
+    /// `nvidia-smi topo -m`.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::every_gpu_nic_pair_at_node_warns_that_nccl_stages_through_host_memory
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpus_the_driver_lists_are_not_called_absent
     ///
     /// ## Example
     ///
@@ -741,17 +902,58 @@ declare_check! {
     };
 }
 
+/// Why no GPU was paired: no GPU at all, no RDMA device to pair with, or
+/// GPUs the driver lists whose PCI functions the tree does not identify
+/// as NVIDIA's (a capture without their `vendor` files), which places
+/// nothing.
+fn no_pairing(ctx: &Context<'_>) -> Outcome {
+    let listed: Vec<&str> = match &ctx.facts.nvidia.gpus {
+        Ok(Some(list)) => list.iter().map(|g| g.address.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    if listed.is_empty() {
+        return match ctx.facts.pci.unidentified() {
+            Some(gap) => unknown_from(gap),
+            None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
+        };
+    }
+    let gpus = format!(
+        "the nvidia driver lists {} gpu(s) ({})",
+        listed.len(),
+        listed.join(" ")
+    );
+    match &ctx.facts.rdma.devices {
+        Err(gap) => unknown_from(gap),
+        Ok(devices) if devices.as_ref().is_none_or(Vec::is_empty) => {
+            Outcome::not_applicable(format!("{gpus}, but no rdma device to pair them with"))
+                .evidence(GPUS_DIR, listed.join(" "))
+        }
+        Ok(_) => {
+            let first = listed[0];
+            let vendor = format!("/sys/bus/pci/devices/{first}/vendor");
+            let shown = match ctx.facts.pci.get(first) {
+                Some(function) => function
+                    .vendor
+                    .map_or_else(|| "<missing>".to_owned(), |v| format!("0x{v:04x}")),
+                None => "<function missing>".to_owned(),
+            };
+            Outcome::unknown(format!(
+                "{gpus}, but their pci functions are not identified as nvidia gpus (no vendor id): their distance to the rdma nics cannot be placed"
+            ))
+            .evidence(GPUS_DIR, listed.join(" "))
+            .evidence(vendor, shown)
+        }
+    }
+}
+
 fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
     let topology = Topology::of(ctx.facts);
     if topology.pairings.is_empty() {
-        return vec![match ctx.facts.pci.unidentified() {
-            Some(gap) => Outcome::gap(gap),
-            None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
-        }];
+        return vec![no_pairing(ctx)];
     }
     if topology.nics.is_empty() {
         return vec![match &ctx.facts.rdma.devices {
-            Err(gap) => Outcome::gap(gap),
+            Err(gap) => unknown_from(gap),
             Ok(_) => Outcome::not_applicable("no rdma device backed by a pci physical function"),
         }];
     }

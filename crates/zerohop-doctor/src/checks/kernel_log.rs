@@ -1,7 +1,7 @@
 //! Faults only the kernel log shows: `nvidia-peermem` errors, RDMA link
-//! flaps, NFS servers that stop answering, `nvidia-fs` errors and PCIe AER
-//! errors, each judged over the window of the log and shown with the
-//! lines that say so.
+//! flaps, NFS servers that stop answering, `nvidia-fs` errors, PCIe AER
+//! errors and GPU faults (`Xid`), each judged over the window of the log
+//! and shown with the lines that say so.
 //!
 //! The log is the live kernel's `/dev/kmsg`, or under `--root DIR` the
 //! capture `DIR/var/log/zerohop/kmsg` (see
@@ -16,7 +16,9 @@ use zerohop_host::parse::kmsg::Record;
 use zerohop_known::kernel_log::{
     self as signatures, AerSeverity, LINK_FLAPS_FAIL, NvidiaFs, Peermem, ServerState,
 };
+use zerohop_known::xid::{self, XidAction};
 
+use crate::checks::gaps::unknown_from;
 use crate::checks::need;
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -31,7 +33,7 @@ fn log<'a>(ctx: &'a Context<'_>) -> Result<&'a KernelLog, Box<Outcome>> {
     ctx.facts
         .kernel_log
         .as_ref()
-        .map_err(|gap| Box::new(Outcome::gap(gap)))
+        .map_err(|gap| Box::new(unknown_from(gap)))
 }
 
 /// Adds `records` as evidence, at most [`MAX_LINES`] of them (the first
@@ -99,39 +101,61 @@ declare_check! {
     /// Every record of the window written by `nvidia-peermem`'s `peer_err()`
     /// (`nvidia-peermem <function>:<line> [ERROR ]…`, always at error level
     /// in `kernel-open/nvidia-peermem/nvidia-peermem.c`), and the module
-    /// loader's refusals of `nvidia_peermem` (`Unknown symbol`, `disagrees
-    /// about version of symbol`). A failure to register with `ib_core`
-    /// (`error while registering … client`, a bad module parameter, a
-    /// symbol refused) fails as such; other errors, such as `detected
-    /// invalid context, skipping further processing` from
-    /// `nv_get_p2p_free_callback`, fail with their count. The lines are the
-    /// evidence.
+    /// loader's refusals of `nvidia_peermem` or of the legacy
+    /// `nv_peer_mem` (`Unknown symbol`, `disagrees about version of
+    /// symbol`). A failure to load or to register with the peer-memory API
+    /// of the MLNX_OFED/DOCA RDMA stack (`error while registering … client`,
+    /// a bad module parameter, a symbol refused) fails as such, naming the
+    /// module; other errors, such as `detected invalid context, skipping
+    /// further processing` from `nv_get_p2p_free_callback`, fail with their
+    /// count. The lines are the evidence.
     ///
     /// The log is `/dev/kmsg` on the live host, and under `--root DIR` the
     /// capture `DIR/var/log/zerohop/kmsg` (any of `cat /dev/kmsg`, `dmesg`,
     /// `journalctl -k` or a syslog file), or the running kernel's log when
     /// `DIR` is this host's root mounted elsewhere (`/host`). The window is
     /// `--log-window` (24h by default) before now, or before a capture's
-    /// last record. Without a readable log the check is `unknown`.
+    /// last record. Without a readable log the check is `unknown`, and says
+    /// which gap it is: no capture, not captured in a snapshot, or
+    /// unreadable.
     ///
     /// ## Why it matters
     /// `nvidia-peermem` is what lets the NIC read and write GPU memory when
-    /// DMA-BUF is not used. A module that loaded but did not register
-    /// leaves `lsmod` looking right while every GPUDirect RDMA transfer
-    /// falls back to host memory. Errors in its free callback mean GPU
-    /// memory was released while the NIC still had it registered; node
-    /// health monitors such as Lepton AI's GPUd treat repeated `invalid
-    /// context` errors as a GPU-to-NIC communication fault.
+    /// DMA-BUF is not used. Its `module_init` fails when the registration
+    /// fails, so the kernel unloads it: a load that failed leaves only
+    /// these lines behind, and every GPUDirect RDMA transfer falls back to
+    /// host memory. Errors in its free callback mean GPU memory was
+    /// released while the NIC still had it registered; node health
+    /// monitors such as Lepton AI's GPUd treat repeated `invalid context`
+    /// errors as a GPU-to-NIC communication fault.
     ///
     /// ## How to fix
-    /// A registration failure: `nvidia-peermem` was built against another
-    /// `ib_core` than the one loaded. After a MLNX_OFED/DOCA or kernel
-    /// update, reinstall the NVIDIA driver (or restart the GPU Operator's
-    /// driver pod) so that it is rebuilt, then `modprobe nvidia-peermem`.
-    /// Runtime errors: restart the jobs that use GPUDirect RDMA; if they
-    /// come back, update the NVIDIA driver or move to DMA-BUF (the open
-    /// kernel module on Linux 5.12 or later), which does not use
+    /// A load or registration failure: the module was built against
+    /// another RDMA stack than the one loaded. After a MLNX_OFED/DOCA or
+    /// kernel update, reinstall the NVIDIA driver (or restart the GPU
+    /// Operator's driver pod) so that it is rebuilt, then `modprobe
+    /// nvidia-peermem`; replace the legacy `nv_peer_mem` with it (drivers
+    /// 470 and later). Runtime errors: restart the jobs that use GPUDirect
+    /// RDMA; if they come back, update the NVIDIA driver or move to DMA-BUF
+    /// (the open kernel module on Linux 5.12 or later), which does not use
     /// `nvidia-peermem`.
+    ///
+    /// ## Evidence
+    /// The kernel log's records in the window, matched by
+    /// `zerohop_known::kernel_log::peermem`. No record is a pass only
+    /// when the log was read; no capture, a snapshot without the log, or
+    /// an unreadable `/dev/kmsg` is `unknown`.
+    ///
+    /// ## Source
+    /// NVIDIA/open-gpu-kernel-modules
+    /// `kernel-open/nvidia-peermem/nvidia-peermem.c` at
+    /// 0dd4d36d15d05151a2834c66e47b16a8bed177a8 (`peer_err()`,
+    /// `nv_mem_client_init()` returning the registration's error); Linux
+    /// `kernel/module/main.c` (v6.8) for the loader's `Unknown symbol` and
+    /// `disagrees about version of symbol` lines.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/kernel_log.rs::dmesg_iso_capture_of_peermem_errors
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::legacy_nv_peer_mem_load_failure_is_read
     ///
     /// ## Example
     ///
@@ -161,30 +185,39 @@ declare_check! {
 
 fn peermem_errors(ctx: &Context<'_>) -> Vec<Outcome> {
     let log = need!(log(ctx));
-    let matches: Vec<(&Record, Peermem)> = log
+    let matches: Vec<(&Record, signatures::PeermemEvent<'_>)> = log
         .records
         .iter()
-        .filter_map(|record| signatures::peermem(record.message()).map(|kind| (record, kind)))
+        .filter_map(|record| signatures::peermem(record.message()).map(|event| (record, event)))
         .collect();
     if matches.is_empty() {
         return vec![clean(log, "nvidia-peermem errors")];
     }
     let records: Vec<&Record> = matches.iter().map(|(record, _)| *record).collect();
+    let failed: BTreeSet<&str> = matches
+        .iter()
+        .filter(|(_, event)| event.kind == Peermem::Registration)
+        .map(|(_, event)| event.module)
+        .collect();
     let registration = matches
         .iter()
-        .filter(|(_, kind)| *kind == Peermem::Registration)
+        .filter(|(_, event)| event.kind == Peermem::Registration)
         .count();
-    let outcome = if registration > 0 {
+    let outcome = if let Some(module) = failed.iter().next() {
+        let modules: Vec<&str> = failed.iter().copied().collect();
         Outcome::fail(format!(
-            "nvidia-peermem did not register with ib_core {} ({}): gpudirect rdma through it is off",
+            "{} failed to load or to register with the rdma stack's peer-memory api {} ({}): gpudirect rdma through it is off",
+            modules.join(" and "),
             log.span(),
             count(registration, "failure"),
         ))
         .fix(
             Remediation::new(
-                "rebuild nvidia-peermem against the loaded ib_core (reinstall the nvidia driver, or restart the gpu operator's driver pod, after a mlnx_ofed/doca or kernel update), then load it",
+                "rebuild the peer-memory module against the loaded mlnx_ofed/doca rdma stack (reinstall the nvidia driver, or restart the gpu operator's driver pod, after a mlnx_ofed/doca or kernel update; the legacy nv_peer_mem is replaced by nvidia_peermem from driver 470), then load it",
             )
-            .command("modprobe -r nvidia_peermem; modprobe nvidia_peermem && grep nvidia_peermem /proc/modules"),
+            .command(format!(
+                "modprobe -r {module}; modprobe nvidia_peermem && grep nvidia_peermem /proc/modules && ls /sys/kernel/mm/memory_peers"
+            )),
         )
     } else {
         Outcome::fail(format!(
@@ -231,6 +264,19 @@ declare_check! {
     /// port's counters (`mlxlink -d <pci> -c -e`, `link_downed` under
     /// `/sys/class/infiniband/<dev>/ports/<p>/counters/`). Drain the node
     /// while it flaps.
+    ///
+    /// ## Evidence
+    /// The kernel log's link changes in the window (see KLOG001 for where
+    /// the log is read), and the netdevs of `/sys/class/infiniband`. No log is
+    /// `unknown`, with the kind of gap.
+    ///
+    /// ## Source
+    /// `drivers/net/ethernet/mellanox/mlx5/core/en_main.c`
+    /// (`mlx5e_update_carrier()`), Linux v6.8; systemd `src/network/networkd-link.c`
+    /// (v255); Azure/azurehpc-health-checks
+    /// `customTests/azure_ib_link_flapping.nhc` (threshold 5 in 24 hours).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/kernel_log.rs::syslog_capture_of_an_ib_link_flapping
     ///
     /// ## Example
     ///
@@ -376,6 +422,15 @@ declare_check! {
     /// KLOG002), and `nfsstat -m` for the mount's options. Prefer hard
     /// mounts for training data, so that a stall is a pause, not an error.
     ///
+    /// ## Evidence
+    /// The kernel log's `nfs:`/`lockd:` server messages in the window. No
+    /// log is `unknown`, with the kind of gap.
+    ///
+    /// ## Source
+    /// `net/sunrpc/clnt.c` (`call_timeout()`, `call_decode()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::nfs_server_that_answered_again_warns
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KLOG003/fail-soft-mount-timed-out/`:
@@ -486,6 +541,18 @@ declare_check! {
     /// application's I/O; pinning and DMA mapping errors at the driver.
     /// Install the `nvidia-fs` that matches the CUDA release's GDS, reload
     /// it, and compare `/proc/driver/nvidia-fs/stats` and `gdscheck -p`.
+    ///
+    /// ## Evidence
+    /// The kernel log's `nvidia-fs:` and `nvidia_fs:` records in the window,
+    /// with their level when the log gives one. No log is `unknown`, with the
+    /// kind of gap.
+    ///
+    /// ## Source
+    /// NVIDIA/gds-nvidia-fs `src/nvfs-core.h` (`nvfs_msg()`, `nvfs_err`,
+    /// `nvfs_warn`, `nvfs_info`) at e39115953c571f2506be9759fa37119ebe003b60,
+    /// and `src/nvfs-core.c` (`nvfs_init()`).
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::nvidia_fs_lines_are_judged_by_level
     ///
     /// ## Example
     ///
@@ -610,6 +677,17 @@ declare_check! {
     /// (PCI001), and update its firmware. Replace hardware that keeps
     /// reporting uncorrected errors.
     ///
+    /// ## Evidence
+    /// The kernel log's `PCIe Bus Error: severity=` records in the window,
+    /// and the PCI functions they name. No log is `unknown`, with the kind of
+    /// gap.
+    ///
+    /// ## Source
+    /// `drivers/pci/pcie/aer.c` (`aer_print_error()`,
+    /// `aer_error_severity_string[]`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::corrected_aer_errors_warn_per_port
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KLOG005/fail-uncorrected-fatal/`:
@@ -703,4 +781,202 @@ fn pcie_aer_errors(ctx: &Context<'_>) -> Vec<Outcome> {
             with_lines(outcome.subject(device.unwrap_or("")), log, &reports.records)
         })
         .collect()
+}
+
+declare_check! {
+    /// No GPU reported a fault that takes it out of service.
+    ///
+    /// ## What it checks
+    /// The NVIDIA driver's fault reports in the window, `NVRM: Xid
+    /// (PCI:0000:cb:00): 109, pid=…, name=…, <details>`, per GPU, judged by
+    /// NVIDIA's Xid catalog (its *immediate resolution* column, kept in
+    /// `zerohop_known::xid`). A GPU that needs a reset (`RESET_GPU`: Xid 48
+    /// double-bit ECC, 64 row-remap failure, 74 NVLink, 95 uncontained
+    /// memory error, 109 context-switch timeout, 119/120 GSP timeout and
+    /// error, 140, 143, fatal NVLink5 144–150 …), a reboot of the node (79:
+    /// fallen off the bus; 151) or a look at its power (54) fails: drain
+    /// it. Faults the application restarts from (`RESTART_APP`: 13, 31, 43,
+    /// 94 …) warn. Information (`IGNORE`: 63 row remapped, 92, non-fatal
+    /// NVLink5 errors …) passes as information. A number the catalog does
+    /// not have in use warns. The address the driver writes (domain, bus,
+    /// device) is tied to the GPU's PCI function; Xid 154 is judged by the
+    /// recovery action it names.
+    ///
+    /// The log and its window are those of `peermem-errors` (KLOG001).
+    ///
+    /// ## Why it matters
+    /// The data path ends in GPU memory: a GPU that fell off the bus, lost
+    /// its GSP firmware or holds uncorrectable memory errors fails every
+    /// job placed on it, and every GPUDirect RDMA or Storage transfer to it,
+    /// until it is reset or the node rebooted, while the node still
+    /// advertises it. GPUd, NVSentinel and DCGM all classify these lines;
+    /// the node's condition must say the same.
+    ///
+    /// ## How to fix
+    /// Drain the GPU's jobs (cordon the node), then reset the GPU
+    /// (`nvidia-smi -r -i <pci>`) or reboot the node as the finding says;
+    /// Xid 79 needs a reboot, and when it returns a reseat, the slot's
+    /// power and the board's firmware. Faults that return after a reset
+    /// go to NVIDIA support with `nvidia-bug-report.sh`. Application
+    /// faults (warnings) point at the job: restart it and read the
+    /// details in the line.
+    ///
+    /// ## Evidence
+    /// The kernel log's `NVRM: Xid` records in the window and the PCI
+    /// functions of `/sys/bus/pci/devices` that tie each to its GPU (an
+    /// address no function matches is shown as logged). No record is a
+    /// pass only when the log was read; no log is `unknown`, with the kind
+    /// of gap.
+    ///
+    /// ## Source
+    /// NVIDIA's Xid catalog
+    /// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, r590),
+    /// as transcribed by leptonai/gpud
+    /// `components/accelerator/nvidia/xid/catalog_generated.go` at
+    /// 73e270e3e0fd490ec5c33e144ad894de7d6c4d21; the line's format from
+    /// NVIDIA/open-gpu-kernel-modules `krcReportXid_IMPL()` in
+    /// `src/nvidia/src/kernel/gpu/rc/kernel_rc.c`.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::gpud_xid_capture_needs_a_gpu_reset
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-doctor/tests/fixtures/KLOG006/fail-ctx-switch-timeout/`:
+    ///
+    /// ```text
+    /// kernel-log
+    ///   fail           KLOG006  gpu-xid-errors  0000:cb:00: 0000:cb:00 reported xid 13 x3 (graphics engine exception: restart the application), xid 109 (context switch timeout error: reset the gpu) in the last 24h of the capture (to 2024-08-30T11:43:14): the gpu is out of service until someone acts (reset the gpu); drain it
+    ///                  /var/log/zerohop/kmsg:2 = [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter
+    ///                  /var/log/zerohop/kmsg:3 = [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Global Exception on (GPC 7, TPC 7, SM 0): Multiple Warp Errors
+    ///                  /var/log/zerohop/kmsg:4 = [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception: ESR 0x57c730=0xc04000b 0x57c734=0x24 0x57c728=0x1f81fb60 0x57c72c=0x1174
+    ///                  /var/log/zerohop/kmsg:5 = [Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005
+    ///
+    /// what to fix first
+    ///   1. KLOG006 gpu-xid-errors (0000:cb:00): 0000:cb:00 reported xid 13 x3 (graphics engine exception: restart the application), xid 109 (context switch timeout error: reset the gpu) in the last 24h of the capture (to 2024-08-30T11:43:14): the gpu is out of service until someone acts (reset the gpu); drain it
+    ///      fix: drain the gpu's jobs, then reset it (or reboot the node); contact nvidia support if the fault returns after the reset
+    ///        nvidia-smi -r -i 0000:cb:00.0
+    ///        nvidia-smi -q -i 0000:cb:00.0 | grep -i -A3 -e 'remapped rows' -e retired -e xid
+    /// ```
+    pub static GPU_XID_ERRORS = {
+        id: "KLOG006",
+        name: "gpu-xid-errors",
+        group: KernelLog,
+        severity: Error,
+        requires: [],
+        run: gpu_xid_errors,
+    };
+}
+
+/// One GPU's Xid reports.
+struct Faults<'a> {
+    /// The GPU's PCI function, when one on the bus matches the address.
+    function: Option<&'a str>,
+    /// What each Xid number asks for (`None`: not in the catalog), with
+    /// how often it was reported.
+    codes: BTreeMap<u32, (Option<XidAction>, usize)>,
+    records: Vec<&'a Record>,
+}
+
+fn gpu_xid_errors(ctx: &Context<'_>) -> Vec<Outcome> {
+    let log = need!(log(ctx));
+    let functions = ctx.facts.pci.list();
+    let mut gpus: BTreeMap<&str, Faults<'_>> = BTreeMap::new();
+    for record in &log.records {
+        let Some(event) = xid::parse(record.message()) else {
+            continue;
+        };
+        let faults = gpus.entry(event.gpu).or_insert_with(|| Faults {
+            function: functions
+                .iter()
+                .find(|f| event.names(&f.address))
+                .map(|f| f.address.as_str()),
+            codes: BTreeMap::new(),
+            records: Vec::new(),
+        });
+        let code = faults
+            .codes
+            .entry(event.code)
+            .or_insert((xid::action_of(&event), 0));
+        // Xid 154 names a new recovery action each time: the worst counts.
+        code.0 = code.0.max(xid::action_of(&event));
+        code.1 += 1;
+        faults.records.push(record);
+    }
+    if gpus.is_empty() {
+        return vec![clean(log, "gpu xid errors")];
+    }
+    gpus.into_iter()
+        .map(|(logged, faults)| {
+            let subject = faults.function.unwrap_or(logged);
+            let what = match faults.function.and_then(|f| ctx.facts.pci.get(f)) {
+                Some(pci) => format!("{subject} ({})", pci.label()),
+                None => subject.to_owned(),
+            };
+            let listed: Vec<String> = faults
+                .codes
+                .iter()
+                .map(|(code, (action, times))| {
+                    let name = xid::lookup(*code).map_or("not in nvidia's xid catalog", |e| e.name);
+                    let action = action.map_or("unknown action", XidAction::says);
+                    let times = if *times > 1 { format!(" x{times}") } else { String::new() };
+                    format!("xid {code}{times} ({name}: {})", action)
+                })
+                .collect();
+            let worst = faults.codes.values().filter_map(|(action, _)| *action).max();
+            let unlisted = faults.codes.values().any(|(action, _)| action.is_none());
+            let reported = format!("{what} reported {} {}", listed.join(", "), log.span());
+            // nvidia-smi takes a PCI function: a GPU is function 0.
+            let target = faults
+                .function
+                .map_or_else(|| format!("{logged}.0"), str::to_owned);
+            let target = target.as_str();
+            let outcome = match worst {
+                Some(action) if action.needs_drain() => Outcome::fail(format!(
+                    "{reported}: the gpu is out of service until someone acts ({}); drain it",
+                    action.says()
+                ))
+                .fix(drain_fix(action, target)),
+                _ if unlisted => Outcome::warn(format!(
+                    "{reported}: an xid nvidia's catalog does not list in use; read its details"
+                ))
+                .fix(app_fix(target)),
+                Some(XidAction::RestartApp) => Outcome::warn(format!(
+                    "{reported}: the application's work on the gpu was torn down; the gpu itself recovers"
+                ))
+                .fix(app_fix(target)),
+                _ => Outcome::info(format!("{reported}: information only")),
+            };
+            with_lines(outcome.subject(subject), log, &faults.records)
+        })
+        .collect()
+}
+
+fn drain_fix(action: XidAction, gpu: &str) -> Remediation {
+    let query = format!(
+        "nvidia-smi -q -i {} | grep -i -A3 -e 'remapped rows' -e retired -e xid",
+        quote(gpu)
+    );
+    match action {
+        XidAction::RebootNode => Remediation::new(
+            "drain the node and reboot it; if the gpu falls off the bus again, reseat it, check the slot's power and the board's firmware, and contact nvidia support",
+        )
+        .command("nvidia-bug-report.sh   # before the reboot, for support")
+        .command("systemctl reboot"),
+        XidAction::InspectHardware => Remediation::new(
+            "drain the node and check the board's auxiliary power cables and seating",
+        )
+        .command(query),
+        _ => Remediation::new(
+            "drain the gpu's jobs, then reset it (or reboot the node); contact nvidia support if the fault returns after the reset",
+        )
+        .command(format!("nvidia-smi -r -i {}", quote(gpu)))
+        .command(query),
+    }
+}
+
+fn app_fix(gpu: &str) -> Remediation {
+    Remediation::new(
+        "restart the application; if the fault returns, debug it with the xid's details (nvidia's xid catalog) or run dcgm diagnostics on the gpu",
+    )
+    .command(format!("nvidia-smi -q -i {}", quote(gpu)))
 }

@@ -1,6 +1,7 @@
 //! Every check, one module per group, and the registry slice.
 
 pub mod conformance;
+pub(crate) mod gaps;
 pub mod gds;
 pub mod gpu;
 pub mod io_uring;
@@ -93,6 +94,7 @@ pub static CHECKS: &[&Check] = &[
     &kernel_log::NFS_NOT_RESPONDING,
     &kernel_log::NVIDIA_FS_ERRORS,
     &kernel_log::PCIE_AER_ERRORS,
+    &kernel_log::GPU_XID_ERRORS,
 ];
 
 /// The value of a fact, or the outcome that ends the check: `unknown` with

@@ -4,6 +4,7 @@ use zerohop_core::{Remediation, Status};
 use zerohop_host::facts::pci::{class, vendor};
 use zerohop_host::facts::{PciDevice, PciLink};
 
+use crate::checks::gaps::unknown_from;
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -106,6 +107,19 @@ declare_check! {
     /// generation to Auto/Gen5 in the BIOS, and update the NIC firmware.
     /// `lspci -vvv -s <address>` shows `LnkCap` versus `LnkSta`.
     ///
+    /// ## Evidence
+    /// `current_link_speed`/`current_link_width` and `max_link_speed`/
+    /// `max_link_width` of each data-path function and of its upstream port
+    /// (the bridge above it in its sysfs path); a missing or unparsable file
+    /// is `unknown`, naming it.
+    ///
+    /// ## Source
+    /// `drivers/pci/pci-sysfs.c` (`current_link_speed_show()`,
+    /// `max_link_width_show()`, …), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::hgx_h100_management_lom_at_the_width_of_its_root_port_passes
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_missing_max_link_file_is_named_as_missing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/PCI001/fail-nic-gen3-of-gen5/`:
@@ -168,7 +182,7 @@ fn judge_link(ctx: &Context<'_>, device: &PciDevice) -> Outcome {
     let dir = device.sysfs();
     let label = device.label();
     let link = match &device.link {
-        Err(gap) => return Outcome::gap(gap),
+        Err(gap) => return unknown_from(gap),
         Ok(None) => {
             return Outcome::unknown(format!("{label} exposes no link speed or width files"))
                 .evidence(format!("{dir}/current_link_speed"), "<missing>")
@@ -309,6 +323,16 @@ declare_check! {
     /// update the BIOS; in VMs, give the guest a virtual NUMA topology with
     /// PCI locality.
     ///
+    /// ## Evidence
+    /// `numa_node` of each data-path function and
+    /// `/sys/devices/system/node/node*/cpulist`.
+    ///
+    /// ## Source
+    /// `drivers/pci/pci-sysfs.c` (`numa_node_show()`: `-1` when the firmware
+    /// gave no proximity) and `drivers/base/node.c`, Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::management_nics_without_locality_are_information
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/PCI002/warn-numa-minus-one/`:
@@ -351,7 +375,7 @@ fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|(device, on_path)| {
             let path = format!("{}/numa_node", device.sysfs());
             let outcome = match &device.numa_node {
-                Err(gap) => Outcome::gap(gap),
+                Err(gap) => unknown_from(gap),
                 Ok(None) => Outcome::unknown(format!("{} has no numa_node file", device.label()))
                     .evidence(&path, "<missing>"),
                 Ok(Some(-1)) => Outcome::warn(format!(
@@ -389,6 +413,15 @@ declare_check! {
     /// Blacklist it and rebuild the initramfs:
     /// `echo -e "blacklist nouveau\noptions nouveau modeset=0" > /etc/modprobe.d/blacklist-nouveau.conf`,
     /// `dracut --force` (RHEL) or `update-initramfs -u` (Ubuntu), then reboot.
+    ///
+    /// ## Evidence
+    /// The `driver` link (or `DRIVER=` in `uevent`) of each NVIDIA GPU.
+    ///
+    /// ## Source
+    /// `drivers/base/dd.c` (`driver_sysfs_add()`) and
+    /// `drivers/base/core.c` (`DRIVER=` in `dev_uevent()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_pci_gpu.rs::a_gpu_bound_to_nvidia_proves_the_driver_without_proc_modules
     ///
     /// ## Example
     ///
@@ -464,6 +497,17 @@ declare_check! {
     /// Enable ACS on the switch ports above the NIC in the BIOS (and do not
     /// use `pcie_acs_override`), or put the NIC in a slot whose root port
     /// supports ACS.
+    ///
+    /// ## Evidence
+    /// Each VF's `physfn` and `iommu_group` links, and
+    /// `/sys/kernel/iommu_groups/*/devices`; no groups is the IOMMU off.
+    ///
+    /// ## Source
+    /// `drivers/iommu/iommu.c` (`iommu_group` links and
+    /// `/sys/kernel/iommu_groups`) and `drivers/pci/iov.c` (`physfn`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -563,6 +607,16 @@ declare_check! {
     /// Nothing, when GPUDirect peer-to-peer is the goal and the host is not
     /// shared. For isolation, enable ACS on the switch (and accept that P2P
     /// traffic is then redirected through the root complex, or use ATS).
+    ///
+    /// ## Evidence
+    /// `/sys/kernel/iommu_groups/*/devices` with the class and vendor of
+    /// each member.
+    ///
+    /// ## Source
+    /// `drivers/iommu/iommu.c` (`iommu_group_add_device()`, the
+    /// `devices` directory of each group), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///

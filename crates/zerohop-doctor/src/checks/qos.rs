@@ -7,6 +7,7 @@ use zerohop_host::facts::rdma::CONFIGFS_DIR;
 use zerohop_host::facts::{NetDevice, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::GidType;
 
+use crate::checks::gaps::unknown_from;
 use crate::checks::rdma::{MODULE_CHAIN, no_devices, port_name, ports};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -84,6 +85,18 @@ declare_check! {
     /// netplan/NetworkManager) or in the SR-IOV network / NAD for VFs, and
     /// the same or larger MTU on every switch port of the fabric.
     ///
+    /// ## Evidence
+    /// `/sys/class/net/<if>/mtu` of the netdevs behind Ethernet RDMA ports;
+    /// a netdev named by the port but absent from `/sys/class/net`, and a
+    /// missing or unreadable `mtu`, are `unknown`.
+    ///
+    /// ## Source
+    /// `include/rdma/ib_addr.h` (`iboe_get_mtu()`) and
+    /// `drivers/infiniband/core/cma.c`, Linux v6.8 (the path MTU a netdev MTU
+    /// allows); the floor is `zerohop_known::roce::MIN_MTU`.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/QOS001/fail-mtu-1500/`:
@@ -124,7 +137,7 @@ fn mtu_too_small(ctx: &Context<'_>) -> Vec<Outcome> {
             };
             let path = format!("{}/mtu", net.sysfs());
             let mtu = match &net.mtu {
-                Err(gap) => return Outcome::gap(gap).subject(subject),
+                Err(gap) => return unknown_from(gap).subject(subject),
                 Ok(None) => {
                     return Outcome::unknown("netdev has no mtu file")
                         .subject(subject)
@@ -176,6 +189,16 @@ declare_check! {
     /// Set the same MTU on every interface of the role
     /// (`ip link set <if> mtu 9000`) and persist it in the host's network
     /// configuration or the SR-IOV network.
+    ///
+    /// ## Evidence
+    /// `hca_type`, the function's `physfn` link and
+    /// `/sys/class/net/<if>/mtu` of the RoCE netdevs.
+    ///
+    /// ## Source
+    /// `net/core/net-sysfs.c` (`mtu`) and `drivers/pci/iov.c` (`physfn`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -292,6 +315,20 @@ declare_check! {
     /// NIC Configuration Operator or a boot script; match the switch's ECN
     /// marking on the same priority.
     ///
+    /// ## Evidence
+    /// `/sys/class/net/<if>/ecn/roce_np/enable/<prio>` and
+    /// `…/roce_rp/enable/<prio>` of the RoCE netdevs of physical functions;
+    /// an absent `ecn` directory (upstream `mlx5`) is `unknown`.
+    ///
+    /// ## Source
+    /// The `ecn` sysfs of MLNX_OFED's and vendor kernels' `mlx5`, e.g.
+    /// oracle/linux-uek `drivers/net/ethernet/mellanox/mlx5/core/en_ecn.c` at
+    /// f57c63071cbaba7e41da299408810531d3b54e49; upstream Linux v6.8 has no such
+    /// file.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/QOS003/fail-np-off/`:
@@ -334,7 +371,7 @@ fn dcqcn(ctx: &Context<'_>) -> Vec<Outcome> {
             let np_path = format!("{dir}/roce_np/enable/{prio}");
             let rp_path = format!("{dir}/roce_rp/enable/{prio}");
             let (np, rp) = match (&net.ecn.np, &net.ecn.rp) {
-                (Err(gap), _) | (_, Err(gap)) => return Outcome::gap(gap).subject(roce.name),
+                (Err(gap), _) | (_, Err(gap)) => return unknown_from(gap).subject(roce.name),
                 (Ok(None), _) | (_, Ok(None)) => {
                     let pci = roce.device.pci.as_deref().unwrap_or("<pci>");
                     return Outcome::unknown(format!(
@@ -389,6 +426,17 @@ declare_check! {
     /// `mkdir /sys/kernel/config/rdma_cm/<dev>` and
     /// `echo "RoCE v2" > /sys/kernel/config/rdma_cm/<dev>/ports/<p>/default_roce_mode`.
     ///
+    /// ## Evidence
+    /// `/sys/kernel/config/rdma_cm/<dev>/ports/<p>/default_roce_mode`; an
+    /// absent entry is `unknown` (the kernel's default applies).
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/cma_configfs.c` (`default_roce_mode`) and
+    /// `drivers/infiniband/core/cma.c` (`cma_get_default_gid_type()`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/QOS004/fail-roce-v1/`:
@@ -432,7 +480,7 @@ fn roce_mode(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|(device, port)| {
             let path = format!("{CONFIGFS_DIR}/{}/ports/{}/default_roce_mode", device.name, port.number);
             let outcome = match &port.roce_mode {
-                Err(gap) => Outcome::gap(gap),
+                Err(gap) => unknown_from(gap),
                 Ok(None) => Outcome::unknown(format!(
                     "no configfs entry for {}: the kernel default roce mode applies, v2 on current kernels",
                     device.name

@@ -11,10 +11,12 @@ use zerohop_host::facts::{Modules, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::{GidType, PhysState, PortState};
 use zerohop_known::nic;
 
+use crate::checks::gaps::unknown_from;
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, quote};
+use crate::profile::GpuDirect;
 
 /// Whether RDMA is part of the data path: as the profile says, else when
 /// the host shows it in use or in place ([`rdma_evidence`]).
@@ -163,10 +165,16 @@ declare_check! {
     /// in `/proc/self/mountstats`), an NVMe-oF controller over RDMA, or a
     /// loaded RDMA module (`mlx5_ib`, `mlx4_ib`, `irdma`, `bnxt_re`,
     /// `rpcrdma`, `xprtrdma`, `nvme_rdma`, `ib_uverbs`, `rdma_ucm` in
-    /// `/proc/modules`). The reason RDMA is wanted is shown. A missing module
-    /// whose own dependencies are loaded is the root cause and fails; the
-    /// modules that cannot load because of it are named in the same finding.
-    /// `/sys/module/<m>/version` tells DOCA/MLNX_OFED builds from inbox ones.
+    /// `/proc/modules`). The reason RDMA is wanted is shown. `ib_uverbs` and
+    /// `rdma_ucm`, which only user space opens, are required only where user
+    /// space wants RDMA: the profile expects RDMA, a GPUDirect RDMA path or
+    /// GPUs, or the host has an NVIDIA GPU; the kernel's own consumers (NFS
+    /// and NVMe over RDMA) need `ib_core`, `rdma_cm` and the HCA driver
+    /// only. A missing module whose own dependencies are loaded is the root
+    /// cause and fails; the modules that cannot load because of it are named
+    /// in the same finding. Without `/proc/modules`, a module absent from a
+    /// capture's `/sys/module` is `unknown`. `/sys/module/<m>/version` tells
+    /// DOCA/MLNX_OFED builds from inbox ones.
     ///
     /// ## Why it matters
     /// The chain is `mlx5_core` → `mlx5_ib` → `ib_core` → `rdma_cm` (→
@@ -182,6 +190,24 @@ declare_check! {
     /// (`doca-ofed` package) or deploy the Network Operator's `NicClusterPolicy`
     /// with `ofedDriver`; check `dmesg` for symbol version errors after a
     /// kernel update (rebuild with DKMS).
+    ///
+    /// ## Evidence
+    /// `/proc/modules` and `/sys/module/*`, and what shows RDMA in use
+    /// (`/sys/class/infiniband`, the PCI functions, `/proc/self/mountinfo` and
+    /// `mountstats`, NVMe-oF controllers). The user-space modules (`ib_uverbs`,
+    /// `rdma_ucm`) are required only where user space wants RDMA: the profile
+    /// expects RDMA, a GPUDirect RDMA path or GPUs, or the host has an NVIDIA
+    /// GPU. Without either module list the chain is `unknown`.
+    ///
+    /// ## Source
+    /// `net/sunrpc/Kconfig` (`SUNRPC_XPRT_RDMA` depends on `SUNRPC &&
+    /// INFINIBAND && INFINIBAND_ADDR_TRANS`), `drivers/nvme/host/Kconfig`
+    /// (`NVME_RDMA`) and `drivers/infiniband/core/Makefile` (`ib_uverbs`,
+    /// `rdma_ucm`), Linux v6.8; the real client's `lsmod` shows `rpcrdma` among the
+    /// users of `rdma_cm`, `ib_core` and `sunrpc` only.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::nfs_over_rdma_needs_no_user_space_verbs
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::nfs_over_rdma_client_wants_rdma
     ///
     /// ## Example
     ///
@@ -228,10 +254,12 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
         "{reason}, but /proc/modules and /sys/module are absent: cannot tell which modules are loaded"
     ))));
     let mlx5 = needs_mlx5(ctx);
+    let userspace = userspace_rdma(ctx);
     let required: Vec<(&str, &[&str])> = STACK
         .iter()
         .copied()
         .filter(|(name, _)| mlx5 || !name.starts_with("mlx5"))
+        .filter(|(name, _)| userspace.is_some() || !USERSPACE.contains(name))
         .collect();
     let missing: Vec<&str> = required
         .iter()
@@ -239,11 +267,32 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
         .filter(|n| !modules.present(n))
         .collect();
     if missing.is_empty() {
-        let loaded: Vec<String> = required.iter().map(|(n, _)| describe(modules, n)).collect();
+        // The user-space modules are listed when loaded, wanted or not.
+        let loaded: Vec<String> = STACK
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| required.iter().any(|(r, _)| r == n) || modules.present(n))
+            .map(|n| describe(modules, n))
+            .collect();
+        let user = match &userspace {
+            Some(why) => format!("; user-space rdma wanted: {why}"),
+            None if USERSPACE.iter().all(|m| modules.present(m)) => String::new(),
+            None => format!(
+                "; {} not required: kernel rdma consumers (nfs, nvme over rdma) do not use them, and no gpu or profile asks for user-space rdma",
+                USERSPACE.join(", ")
+            ),
+        };
         return vec![
-            Outcome::pass(format!("{} loaded ({reason})", loaded.join(", ")))
+            Outcome::pass(format!("{} loaded ({reason}){user}", loaded.join(", ")))
                 .evidence("/proc/modules", loaded.join(" ")),
         ];
+    }
+    if !modules.lists_loaded() {
+        return vec![Outcome::unknown(format!(
+            "{} not in /sys/module, and /proc/modules is not in the root: a capture's /sys/module may hold only some modules ({reason})",
+            missing.join(", ")
+        ))
+        .evidence("/proc/modules", "<missing>")];
     }
     let roots: Vec<&str> = required
         .iter()
@@ -269,6 +318,45 @@ fn module_chain(ctx: &Context<'_>) -> Vec<Outcome> {
                     .command("dmesg | grep -i -e mlx5 -e ib_core | tail   # symbol errors after a kernel update: rebuild with dkms"))
         })
         .collect()
+}
+
+/// The modules only user space needs: the verbs (`ib_uverbs`, which
+/// `libibverbs` opens) and RDMA-CM's user interface (`rdma_ucm`, for
+/// `librdmacm`). The kernel's own RDMA consumers do without them: NFS
+/// over RDMA (`SUNRPC_XPRT_RDMA`) depends on `INFINIBAND` and
+/// `INFINIBAND_ADDR_TRANS` (`ib_core`, `rdma_cm`) only (Linux
+/// `net/sunrpc/Kconfig`, v6.8), as NVMe over RDMA does (`NVME_RDMA`,
+/// `drivers/nvme/host/Kconfig`).
+const USERSPACE: [&str; 2] = ["ib_uverbs", "rdma_ucm"];
+
+/// Why user-space RDMA is wanted, if it is: the profile expects RDMA or a
+/// GPUDirect RDMA path, the profile expects GPUs, or the host has an
+/// NVIDIA GPU (NCCL, UCX and GPUDirect RDMA open the verbs from user
+/// space), unless the profile says GPUDirect RDMA is not used.
+fn userspace_rdma(ctx: &Context<'_>) -> Option<String> {
+    let profile = ctx.profile;
+    if profile.rdma == Some(true) {
+        return Some("the profile expects rdma".to_owned());
+    }
+    match profile.gpudirect {
+        Some(GpuDirect::None) => return None,
+        Some(GpuDirect::DmaBuf | GpuDirect::Peermem) => {
+            return Some("the profile expects gpudirect rdma".to_owned());
+        }
+        None => {}
+    }
+    if profile.gpus.as_ref().is_some_and(|gpus| gpus.count > 0) {
+        return Some("the profile expects gpus, whose rdma runs from user space".to_owned());
+    }
+    let facts = ctx.facts;
+    if let Some(gpu) = facts.pci.nvidia_gpus().next() {
+        return Some(format!(
+            "nvidia gpu {} (gpudirect rdma runs from user space)",
+            gpu.address
+        ));
+    }
+    matches!(&facts.nvidia.gpus, Ok(Some(list)) if !list.is_empty())
+        .then(|| "the nvidia driver lists gpus (gpudirect rdma runs from user space)".to_owned())
 }
 
 /// Whether `module` needs `root`, directly or through another module.
@@ -307,6 +395,19 @@ declare_check! {
     /// user space) matches the kernel modules: install both from the same
     /// release.
     ///
+    /// ## Evidence
+    /// `/sys/class/infiniband_verbs/abi_version` and
+    /// `/sys/class/infiniband_mad/abi_version`; a file absent while no module
+    /// list shows whether `ib_uverbs`/`ib_umad` is loaded (a partial capture) is
+    /// `unknown`, not missing.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/uverbs_main.c` (`abi_version`,
+    /// `IB_USER_VERBS_ABI_VERSION`) and `drivers/infiniband/core/user_mad.c`
+    /// (`IB_USER_MAD_ABI_VERSION`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA002/fail-verbs-abi-missing/`:
@@ -341,7 +442,7 @@ fn abi(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     let modules_known = matches!(ctx.facts.modules, Ok(Some(_)));
     let verbs = match &rdma.verbs_abi {
-        Err(gap) => Outcome::gap(gap),
+        Err(gap) => unknown_from(gap),
         Ok(Some(0)) => Outcome::fail("verbs abi version is 0: user space cannot use the devices")
             .evidence(VERBS_ABI, "0")
             .fix(abi_fix()),
@@ -356,7 +457,7 @@ fn abi(ctx: &Context<'_>) -> Vec<Outcome> {
             .fix(abi_fix()),
     };
     let mad = match &rdma.mad_abi {
-        Err(gap) => Outcome::gap(gap),
+        Err(gap) => unknown_from(gap),
         Ok(Some(version)) if *version > 0 => Outcome::pass(format!("mad abi version {version}"))
             .evidence(MAD_ABI, version.to_string()),
         Ok(Some(_)) => Outcome::warn("mad abi version is 0: ibstat and subnet manager tools fail")
@@ -402,6 +503,17 @@ declare_check! {
     /// plugin or the SR-IOV device plugin (they mount the nodes), or mount
     /// `/dev/infiniband` into privileged pods.
     ///
+    /// ## Evidence
+    /// The names in `/dev/infiniband` against the RDMA devices; a root
+    /// without a populated `/dev` (no `/dev/null`) is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/uverbs_main.c` (`uverbs%d` character
+    /// devices, `ib_uverbs_add_one()`) and `drivers/infiniband/core/ucma.c`
+    /// (the `rdma_cm` misc device), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA003/fail-no-dev-infiniband/`:
@@ -442,7 +554,7 @@ fn device_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
             .command("modprobe -a ib_uverbs rdma_ucm && ls -l /dev/infiniband")
     };
     let nodes = match &rdma.device_nodes {
-        Err(gap) => return vec![Outcome::gap(gap)],
+        Err(gap) => return vec![unknown_from(gap)],
         Ok(None) => {
             return vec![
                 Outcome::fail("/dev/infiniband is absent: user space cannot open any rdma device")
@@ -498,6 +610,17 @@ declare_check! {
     /// `INIT` on InfiniBand: start a subnet manager (`opensm`) or fix the
     /// fabric's. `ibstat` and `rdma link` show the same states.
     ///
+    /// ## Evidence
+    /// `ports/<p>/state` and `phys_state` of each device under
+    /// `/sys/class/infiniband`; a port without `state` is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`state_show()`,
+    /// `phys_state_show()`, `ib_port_phys_state_str()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::saturated_link_downed_fails_the_port
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA004/fail-no-device-expected/`:
@@ -531,7 +654,7 @@ fn port_down(ctx: &Context<'_>) -> Vec<Outcome> {
     for device in devices {
         let dir = device.sysfs();
         match &device.ports {
-            Err(gap) => outcomes.push(Outcome::gap(gap).subject(&device.name)),
+            Err(gap) => outcomes.push(unknown_from(gap).subject(&device.name)),
             Ok(None) => outcomes.push(
                 Outcome::unknown("device has no ports directory")
                     .subject(&device.name)
@@ -547,7 +670,7 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
     let dir = device.port_dir(port.number);
     let name = port_name(device, port);
     let state = match &port.state {
-        Err(gap) => return Outcome::gap(gap).subject(name),
+        Err(gap) => return unknown_from(gap).subject(name),
         Ok(None) => {
             return Outcome::unknown("port directory has no state file")
                 .subject(name)
@@ -557,7 +680,7 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
     };
     let phys = match &port.phys_state {
         Err(gap) => {
-            return Outcome::gap(gap)
+            return unknown_from(gap)
                 .subject(name)
                 .evidence(format!("{dir}/state"), state.as_str());
         }
@@ -626,6 +749,16 @@ declare_check! {
     /// the switch port speed, and the NIC firmware; `mlxlink -d <pci>` shows
     /// the negotiated speed and lanes and why.
     ///
+    /// ## Evidence
+    /// `ports/<p>/rate`, `hca_type` and `link_layer`; a rate that does not
+    /// parse is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`rate_show()`: `%d%s Gb/sec (%s)`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/RDMA005/fail-below-expected/`:
@@ -670,7 +803,7 @@ fn port_rate(ctx: &Context<'_>) -> Vec<Outcome> {
             let path = format!("{}/rate", device.port_dir(port.number));
             let name = port_name(device, port);
             let rate = match &port.rate {
-                Err(gap) => return Outcome::gap(gap).subject(name),
+                Err(gap) => return unknown_from(gap).subject(name),
                 Ok(None) => {
                     return Outcome::unknown("active port has no rate file")
                         .subject(name)
@@ -737,6 +870,17 @@ declare_check! {
     /// ## How to fix
     /// `ip link set <if> up`; when it stays down, check the cable, the switch
     /// port and `ethtool <if>`.
+    ///
+    /// ## Evidence
+    /// The port's netdev (`gid_attrs/ndevs`, else the function's
+    /// `device/net`), then `/sys/class/net/<if>/carrier` and `operstate`. A
+    /// RoCE port without a netdev, and an unreadable `carrier`, are `unknown`.
+    ///
+    /// ## Source
+    /// `net/core/net-sysfs.c` (`carrier_show()`, `operstate_show()`) and
+    /// `drivers/infiniband/core/sysfs.c` (`gid_attrs/ndevs`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
     ///
     /// ## Example
     ///
@@ -815,7 +959,7 @@ fn netdev_carrier(ctx: &Context<'_>) -> Vec<Outcome> {
             _ if operstate == "down" => Outcome::fail(format!("{netdev} is down"))
                 .evidence(&carrier_path, "<unreadable>")
                 .fix(fix()),
-            Err(gap) => Outcome::gap(gap),
+            Err(gap) => unknown_from(gap),
             Ok(None) => Outcome::unknown(format!("{netdev} has no carrier file"))
                 .evidence(&carrier_path, "<missing>"),
         };
@@ -849,6 +993,18 @@ declare_check! {
     /// Give the netdev its IP address (`ip addr add`, or the CNI for a VF in a
     /// pod), keep RDMA-CM on RoCE v2 (QOS004), and set `NCCL_IB_GID_INDEX`
     /// to the RoCE v2 IPv4 entry `show_gids` prints.
+    ///
+    /// ## Evidence
+    /// `ports/<p>/gids/<i>` with `gid_attrs/types/<i>` and
+    /// `gid_attrs/ndevs/<i>` of Ethernet ports; no `gids` directory, or a table
+    /// of zeros, is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`show_port_gid_attr_gid_type()`)
+    /// and `drivers/infiniband/core/cache.c` (`gid_type_str`: `IB/RoCE v1`,
+    /// `RoCE v2`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::h100_infiniband_class_tree
     ///
     /// ## Example
     ///
@@ -886,7 +1042,7 @@ fn roce_v2_gid(ctx: &Context<'_>) -> Vec<Outcome> {
             let dir = device.port_dir(port.number);
             let name = port_name(device, port);
             let table = match &port.gids {
-                Err(gap) => return Outcome::gap(gap).subject(name),
+                Err(gap) => return unknown_from(gap).subject(name),
                 Ok(None) => {
                     return Outcome::unknown("roce port has no gids directory").subject(name).evidence(format!("{dir}/gids"), "<missing>");
                 }

@@ -8,6 +8,15 @@ use zerohop_known::rdma_counters::{
     ROCE_RECEIVER_SHORT,
 };
 
+/// The port errors that point at the subnet's configuration rather than
+/// the link.
+const SUBNET_ERRORS: [Counter; 3] = [
+    known::PORT_RCV_CONSTRAINT_ERRORS,
+    known::PORT_XMIT_CONSTRAINT_ERRORS,
+    known::VL15_DROPPED,
+];
+
+use crate::checks::gaps::unknown_from;
 use crate::checks::qos::DEFAULT_ROCE_PRIORITY;
 use crate::checks::rdma::{MODULE_CHAIN, no_devices, port_name, ports};
 use crate::context::{Context, Outcome};
@@ -27,10 +36,17 @@ declare_check! {
     ///   maximum, 255, fails: the link flapped at least 255 times and no
     ///   further event is counted.
     /// - `local_link_integrity_errors` (4 bits), `excessive_buffer_overrun_errors`
-    ///   (4 bits) and `port_rcv_errors` (16 bits): physical errors past the
-    ///   port's limit, receive-buffer overruns that dropped packets, and
-    ///   corrupt packets. Any count warns; a saturated one is shown as "at
-    ///   least".
+    ///   (4 bits), `port_rcv_errors` and `port_rcv_remote_physical_errors`
+    ///   (16 bits), `port_xmit_discards` (16 bits), the constraint errors
+    ///   (8 bits) and `VL15_dropped` (16 bits): physical errors past the
+    ///   port's limit, receive-buffer overruns that dropped packets, corrupt
+    ///   packets, discarded outbound packets, packets a partition refused
+    ///   and dropped subnet management packets: the error counters
+    ///   `ibqueryerrors` judges by default. Any count warns; a saturated one
+    ///   is shown as "at least". `port_rcv_switch_relay_errors` is not
+    ///   judged (`ibqueryerrors --suppress-common` suppresses it as common),
+    ///   nor `port_xmit_wait` (time spent waiting to send: congestion, which
+    ///   the RoCE counters judge).
     /// - `symbol_error` (16 bits): on EDR, HDR and NDR links the errors left
     ///   after forward error correction. It warns when its count over the
     ///   bits the link carried since boot (`/proc/uptime` × the port's
@@ -48,7 +64,9 @@ declare_check! {
     ///   `out_of_buffer` and `rnr_nak_retry_err` count receivers that had no
     ///   buffer posted (warn).
     ///
-    /// A port with neither `counters/` nor `hw_counters/` is `unknown`.
+    /// A port with neither `counters/` nor `hw_counters/`, or where no judged
+    /// counter held a number (`N/A (no PMA)` from a driver without a
+    /// performance management agent), is `unknown`, never a pass.
     /// The widths are the kernel's (`PORT_PMA_ATTR` in
     /// `drivers/infiniband/core/sysfs.c`); the meanings are NVIDIA's
     /// ("Understanding mlx5 Linux Counters and Status Parameters").
@@ -71,6 +89,24 @@ declare_check! {
     /// DCQCN (QOS003). Ignored CNPs: turn DCQCN's reaction point on
     /// (`/sys/class/net/<if>/ecn/roce_rp/enable/<prio>`). Receivers out of
     /// buffers: the application posts too few receive buffers.
+    ///
+    /// ## Evidence
+    /// The port's `counters/` (the PortCounters of the InfiniBand
+    /// specification) and `hw_counters/`, `/proc/uptime` and `rate` for the
+    /// bit error rate. A counter that reads `N/A (no PMA)` or not a number is
+    /// named as unreadable; a port where no judged counter held a number is
+    /// `unknown`, never a pass.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/sysfs.c` (`PORT_PMA_ATTR`: widths and
+    /// offsets), Linux v6.8; linux-rdma/rdma-core `infiniband-diags/ibqueryerrors.c`
+    /// at 0c6807aa5847be3f17a935fd941f3db0d03aa7df (`print_results()`: every
+    /// error counter against a zero threshold; `--suppress-common` suppresses
+    /// `PortRcvSwitchRelayErrors`, not judged here); NVIDIA "Understanding
+    /// mlx5 Linux Counters and Status Parameters" for `hw_counters`.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::saturated_link_downed_fails_the_port
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::counters_without_a_pma_are_unknown
     ///
     /// ## Example
     ///
@@ -100,14 +136,14 @@ declare_check! {
 
 fn port_errors(ctx: &Context<'_>) -> Vec<Outcome> {
     let devices = match &ctx.facts.rdma.devices {
-        Err(gap) => return vec![Outcome::gap(gap)],
+        Err(gap) => return vec![unknown_from(gap)],
         Ok(Some(devices)) if !devices.is_empty() => devices,
         Ok(_) => return vec![no_devices(ctx)],
     };
     let mut outcomes = Vec::new();
     for device in devices {
         if let Err(gap) = &device.ports {
-            outcomes.push(Outcome::gap(gap).subject(&device.name));
+            outcomes.push(unknown_from(gap).subject(&device.name));
         }
     }
     outcomes.extend(ports(ctx).map(|(device, port)| judge_port(ctx, device, port)));
@@ -128,6 +164,9 @@ enum Kind {
     Congestion,
     /// Receivers without posted buffers: the application.
     Receiver,
+    /// Packets refused by a partition or raw-packet constraint, or subnet
+    /// management packets dropped: the subnet's configuration.
+    Subnet,
 }
 
 /// One problem a port's counters show.
@@ -141,7 +180,7 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
     let dir = device.port_dir(port.number);
     let name = port_name(device, port);
     let counters = match &port.counters {
-        Err(gap) => return Outcome::gap(gap).subject(name),
+        Err(gap) => return unknown_from(gap).subject(name),
         Ok(None) => {
             return Outcome::unknown(
                 "port has neither counters/ nor hw_counters/: not captured, or the driver exposes none",
@@ -164,7 +203,11 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
         let flapping = FLAP_COUNTERS.contains(&counter) && counter.is_saturated(value);
         problems.push(Problem {
             status: if flapping { Status::Fail } else { Status::Warn },
-            kind: Kind::Link,
+            kind: if SUBNET_ERRORS.contains(&counter) {
+                Kind::Subnet
+            } else {
+                Kind::Link
+            },
             text: if flapping {
                 format!(
                     "{} saturated at {value}: the link flapped at least {value} times since the counters were cleared, and further events are not counted",
@@ -231,6 +274,20 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
         _ => 0,
     });
     let mut outcome = match worst {
+        // Nothing read is nothing judged: a driver without a performance
+        // management agent answers `N/A (no PMA)` for every counter.
+        None if counters.values.is_empty() => {
+            if counters.unreadable.is_empty() {
+                Outcome::unknown(
+                    "no counter could be judged: the port's counter directories hold none of the counters judged",
+                )
+                .evidence(format!("{dir}/counters"), "<none of the judged counters>")
+            } else {
+                Outcome::unknown(
+                    "no counter could be judged: no counter held a number (a driver without a performance management agent reads N/A (no PMA))",
+                )
+            }
+        }
         None => {
             let read = counters.values.len();
             Outcome::pass(format!(
@@ -374,6 +431,15 @@ fn fix(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort, kinds: &[Kind]) 
                 &format!("/sys/class/net/{netdev}/ecn/{point}/enable/{prio}"),
             ));
         }
+    }
+    if kinds.contains(&Kind::Subnet) {
+        summaries.push(
+            "check the port's partition keys and the subnet manager's log (constraint errors and dropped vl15 packets are configuration, not cabling)",
+        );
+        commands.push(format!(
+            "{}   # partition keys of this port",
+            join(["cat", &format!("{}/pkeys/0", device.port_dir(port.number))])
+        ));
     }
     if kinds.contains(&Kind::Receiver) {
         summaries

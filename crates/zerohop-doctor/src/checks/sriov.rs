@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use zerohop_core::Remediation;
 use zerohop_host::facts::PciDevice;
 
+use crate::checks::gaps::unknown_from;
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
@@ -95,6 +96,17 @@ declare_check! {
     /// `mlxconfig -d <pci> set SRIOV_EN=1 NUM_OF_VFS=<n>`; turn SR-IOV on in
     /// the BIOS too. The NIC Configuration Operator can do it fleet-wide.
     ///
+    /// ## Evidence
+    /// `sriov_totalvfs` of the RDMA NICs' physical functions under
+    /// `/sys/bus/pci/devices`, and the profile; an unreadable file is
+    /// `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`sriov_totalvfs_show()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::node_exporter_sys
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/SRIOV001/fail-sriov-disabled-in-firmware/`:
@@ -146,7 +158,7 @@ fn not_capable(ctx: &Context<'_>) -> Vec<Outcome> {
                     ]))
             };
             match &pf.sriov {
-                Err(gap) => Outcome::gap(gap),
+                Err(gap) => unknown_from(gap),
                 Ok(None) => Outcome::fail(format!(
                     "{} has no sr-iov capability: sr-iov off in firmware or bios",
                     pf.label()
@@ -184,6 +196,17 @@ declare_check! {
     /// `echo <n> > /sys/bus/pci/devices/<pci>/sriov_numvfs` (write 0 first
     /// to change a non-zero count), persisted by the SR-IOV Network Operator
     /// (`SriovNetworkNodePolicy.numVfs`) or a udev rule / systemd unit.
+    ///
+    /// ## Evidence
+    /// `sriov_numvfs` and `sriov_totalvfs` of the RDMA NICs' physical
+    /// functions, and the profile's `vfs-per-pf`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`sriov_numvfs_show()`, `sriov_numvfs_store()`),
+    /// Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/corpus_rdma.rs::node_exporter_sys
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -261,7 +284,11 @@ declare_check! {
     /// For every VF of an RDMA NIC, its `driver` link and whether an RDMA
     /// device in `/sys/class/infiniband` points at it. When RDMA is on the
     /// data path (as RDMA001 decides), `vfio-pci` or no driver fails (the VF is handed to a VM or
-    /// to nothing); a VF on `mlx5_core` without an RDMA device fails.
+    /// to nothing); a VF on `mlx5_core` without an RDMA device fails, except
+    /// in exclusive netns mode (`ib_core` `netns_mode=0`), where the RDMA
+    /// device of a VF given to a pod lives in the pod's network namespace
+    /// and `/sys/class/infiniband` of the host's does not show it
+    /// (information).
     /// Findings are grouped per physical function and reason.
     ///
     /// ## Why it matters
@@ -275,6 +302,20 @@ declare_check! {
     /// `isRdma: true` in the `SriovNetworkNodePolicy`), make sure `mlx5_ib` is
     /// loaded, and that RoCE is enabled on the VFs (`devlink dev param set
     /// pci/<vf> name enable_roce value true cmode driverinit`).
+    ///
+    /// ## Evidence
+    /// Each VF's `driver` link (the `virtfn*` links of its physical
+    /// function), the `device` links of `/sys/class/infiniband`, and
+    /// `/sys/module/ib_core/parameters/netns_mode`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`virtfn%u`, `physfn` links) and
+    /// `drivers/infiniband/core/device.c` (`ib_class` is namespaced by
+    /// network namespace, `.ns_type = &net_ns_type_operations`, so a device
+    /// moved into a pod's namespace leaves the host's
+    /// `/sys/class/infiniband`; `netns_mode`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -316,6 +357,13 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
         .iter()
         .filter_map(|d| d.pci.as_deref())
         .collect();
+    // In exclusive mode an RDMA device given to a pod moves into the pod's
+    // network namespace, and `/sys/class/infiniband` (a class namespaced
+    // by network namespace) no longer shows it here.
+    let exclusive = matches!(&ctx.facts.modules, Ok(Some(modules)) if modules
+        .get("ib_core")
+        .and_then(|m| m.parameters.get("netns_mode"))
+        .is_some_and(|mode| matches!(mode.as_str(), "N" | "n" | "0")));
     let mut outcomes = Vec::new();
     for (pf, vfs) in by_pf {
         // Reason → VFs, so thousands of VFs make a handful of findings.
@@ -326,6 +374,10 @@ fn vf_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
                 "mlx5_core" if with_rdma.contains(vf.address.as_str()) => {
                     (0, "bound to mlx5_core with an rdma device".to_owned())
                 }
+                "mlx5_core" if exclusive => (
+                    1,
+                    "on mlx5_core without an rdma device in this network namespace: in exclusive netns mode a vf's rdma device moves into its pod's".to_owned(),
+                ),
                 "mlx5_core" if rdma_wanted => (3, "on mlx5_core without an rdma device".to_owned()),
                 "mlx5_core" => (0, "bound to mlx5_core".to_owned()),
                 "vfio-pci" if rdma_wanted => (
@@ -401,6 +453,15 @@ declare_check! {
     /// Raise `numVfs` in the `SriovNetworkNodePolicy` (or `sriov_numvfs`), up
     /// to `sriov_totalvfs`; raise `NUM_OF_VFS` with `mlxconfig` when the
     /// firmware limit is too low.
+    ///
+    /// ## Evidence
+    /// `sriov_numvfs` of the RDMA NICs and the NVIDIA GPUs of
+    /// `/sys/bus/pci/devices`.
+    ///
+    /// ## Source
+    /// `drivers/pci/iov.c` (`sriov_numvfs_show()`), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///
@@ -482,6 +543,16 @@ declare_check! {
     /// and reload, or `rdma system set netns exclusive` at boot before any
     /// pod starts (the SR-IOV Network Operator does it when a policy has
     /// `isRdma: true`).
+    ///
+    /// ## Evidence
+    /// `/sys/module/ib_core/parameters/netns_mode` when a VF has an RDMA
+    /// device; the file absent is `unknown`.
+    ///
+    /// ## Source
+    /// `drivers/infiniband/core/device.c` (`module_param_named(netns_mode,
+    /// ib_devices_shared_netns, bool, 0444)`, shared by default), Linux v6.8.
+    ///
+    /// Real capture: crates/zerohop-doctor/tests/real_gpu_rdma.rs::a_real_sys_without_roce_vfs_or_dev_fails_nothing
     ///
     /// ## Example
     ///

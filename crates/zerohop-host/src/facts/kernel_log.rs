@@ -46,6 +46,10 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(DEFAULT_WINDOW_SECS);
 /// The running kernel's time since boot, the end of a live window.
 const UPTIME: &str = "/proc/uptime";
 
+/// The boot's identity, which tells a root of the running kernel from
+/// another's.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
 /// The records of the kernel log inside a window.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct KernelLog {
@@ -81,11 +85,7 @@ impl KernelLog {
             Ok(Some(tail)) => Ok(capture(tail.bytes, tail.skipped, window)),
             Ok(None) => match root.shows_running_kernel() {
                 Ok(true) => live(root, window),
-                Ok(false) => Err(Gap::new(
-                    CAPTURE,
-                    GapKind::Missing,
-                    "no kernel log: the root holds no capture there, and it is not the running kernel's (its boot id differs), so /dev/kmsg would describe another host",
-                )),
+                Ok(false) => Err(not_this_kernel(root)),
                 Err(err) => Err(Gap::from(err)),
             },
             Err(err) => Err(Gap::from(err)),
@@ -115,6 +115,33 @@ impl KernelLog {
             ),
             _ => format!("{}:{}", self.source, record.line),
         }
+    }
+}
+
+/// Why a root without a capture has no log: it has no boot id to
+/// compare, or another boot's.
+/// Each says which, so that a report never claims a boot id it did not
+/// read.
+fn not_this_kernel(root: &HostRoot) -> Gap {
+    // A snapshot answers as the root it recorded did, boot id included.
+    match root.read_value(BOOT_ID) {
+        Ok(Some(id)) if !id.is_empty() => Gap::new(
+            CAPTURE,
+            GapKind::Missing,
+            "no kernel log: the root holds no capture there, and it is not the running kernel's (its boot id differs), so /dev/kmsg would describe another host",
+        ),
+        Ok(_) => Gap::new(
+            CAPTURE,
+            GapKind::Missing,
+            "no kernel log: the root holds no capture there, and no boot id (/proc/sys/kernel/random/boot_id) that would show it is the running kernel's",
+        ),
+        Err(err) => Gap::new(
+            CAPTURE,
+            GapKind::of(&err),
+            format!(
+                "no kernel log: the root holds no capture there, and its boot id, which would show whether it is the running kernel's, is unreadable ({err})"
+            ),
+        ),
     }
 }
 
@@ -302,12 +329,29 @@ mod tests {
     }
 
     #[test]
-    fn another_hosts_root_without_a_capture_has_no_log() {
+    fn a_root_without_a_capture_or_a_boot_id_says_so() {
         let (_dir, root) = root_with(None);
         let gap = KernelLog::collect(&root, DEFAULT_WINDOW).unwrap_err();
         assert_eq!(gap.path, CAPTURE);
         assert_eq!(gap.kind, GapKind::Missing);
-        assert!(gap.reason.contains("boot id"), "{}", gap.reason);
+        // No boot id was read: none is claimed to differ.
+        assert!(gap.reason.contains("no boot id"), "{}", gap.reason);
+        assert!(!gap.reason.contains("differs"), "{}", gap.reason);
+    }
+
+    #[test]
+    fn another_boots_root_without_a_capture_has_no_log() {
+        let (dir, root) = root_with(None);
+        let path = dir.path().join("proc/sys/kernel/random");
+        fs::create_dir_all(&path).unwrap();
+        fs::write(
+            path.join("boot_id"),
+            "00000000-0000-0000-0000-000000000000\n",
+        )
+        .unwrap();
+        let gap = KernelLog::collect(&root, DEFAULT_WINDOW).unwrap_err();
+        assert_eq!(gap.kind, GapKind::Missing);
+        assert!(gap.reason.contains("boot id differs"), "{}", gap.reason);
     }
 
     #[test]

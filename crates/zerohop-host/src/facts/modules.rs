@@ -20,6 +20,14 @@ pub struct Module {
     pub used_by: Vec<String>,
     /// Reference count, from `/proc/modules`.
     pub refcount: u32,
+    /// The loader's state of a loadable module: `Live`, `Loading` or
+    /// `Unloading` from `/proc/modules`, else `live`, `coming` or `going`
+    /// from `/sys/module/<m>/initstate`; `None` for built-in code and when
+    /// neither file says. `Live` means the module's `module_init` returned
+    /// success: the kernel frees a module whose init fails
+    /// (`do_init_module()` in `kernel/module/main.c`), so no failed module
+    /// stays listed.
+    pub state: Option<String>,
     /// `/sys/module/<m>/version`, when the module declares one.
     pub version: Option<String>,
     /// `/sys/module/<m>/taint`: `P` proprietary, `O` out of tree, `E` unsigned…
@@ -49,6 +57,7 @@ impl Modules {
                     loadable: true,
                     used_by: line.used_by,
                     refcount: line.refcount,
+                    state: Some(line.state),
                     ..Module::default()
                 },
             );
@@ -62,6 +71,13 @@ impl Modules {
             // Unreadable attributes are left out: they are optional in the
             // kernel's ABI and no check depends on a single one of them.
             module.version = root.read_value(&format!("{dir}/version")).ok().flatten();
+            if module.state.is_none() {
+                module.state = root
+                    .read_value(&format!("{dir}/initstate"))
+                    .ok()
+                    .flatten()
+                    .filter(|state| !state.is_empty());
+            }
             module.taint = root
                 .read_value(&format!("{dir}/taint"))
                 .ok()
@@ -88,5 +104,23 @@ impl Modules {
     /// Whether `name` is loaded or built in.
     pub fn present(&self, name: &str) -> bool {
         self.get(name).is_some()
+    }
+
+    /// Whether `/proc/modules` listed the loaded modules: only then is a
+    /// loadable module's absence a fact. A capture's `/sys/module` may
+    /// hold only the modules someone copied.
+    pub fn lists_loaded(&self) -> bool {
+        self.0.values().any(|module| module.loadable)
+    }
+}
+
+impl Module {
+    /// Whether the loader says the module finished its `module_init`
+    /// successfully (`Live` in `/proc/modules`, `live` in `initstate`):
+    /// `None` when neither file gives its state.
+    pub fn is_live(&self) -> Option<bool> {
+        self.state
+            .as_deref()
+            .map(|state| state.eq_ignore_ascii_case("live"))
     }
 }

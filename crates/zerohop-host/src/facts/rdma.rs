@@ -19,6 +19,17 @@ pub const VERBS_ABI: &str = "/sys/class/infiniband_verbs/abi_version";
 pub const MAD_ABI: &str = "/sys/class/infiniband_mad/abi_version";
 /// The device nodes user space opens.
 pub const DEV_DIR: &str = "/dev/infiniband";
+/// The peer-memory clients registered with the RDMA stack of MLNX_OFED
+/// and DOCA-OFED: `ib_register_peer_memory_client()` adds one directory
+/// per client, named as the client names itself (`nv_mem` and
+/// `nv_mem_nc` for `nvidia-peermem`), with a `version` file, and removes
+/// it when the client unregisters (Mellanox/nic-kernel
+/// `drivers/infiniband/core/peer_mem.c` at
+/// 258b12833a7a1d12e07b41fac8bf84a7f58ab097). The inbox kernel has no
+/// peer-memory API and no such directory.
+pub const PEER_MEMORY_DIR: &str = "/sys/kernel/mm/memory_peers";
+/// The most peer-memory clients listed; real hosts have two to four.
+const MAX_PEER_CLIENTS: usize = 64;
 /// RDMA-CM's per-device defaults, when configfs is mounted and the
 /// device's directory was created.
 pub const CONFIGFS_DIR: &str = "/sys/kernel/config/rdma_cm";
@@ -191,6 +202,18 @@ pub struct RdmaFacts {
     pub has_dev: bool,
     /// Whether RDMA-CM's configfs directory exists.
     pub configfs: bool,
+    /// The registered peer-memory clients ([`PEER_MEMORY_DIR`]);
+    /// `Ok(None)` when the directory is absent.
+    pub peer_memory: Fact<Vec<PeerMemoryClient>>,
+}
+
+/// One client registered with the peer-memory API.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PeerMemoryClient {
+    /// The name it registered (`nv_mem`, `nv_mem_nc`).
+    pub name: String,
+    /// `<dir>/<name>/version`, when readable.
+    pub version: Option<String>,
 }
 
 impl RdmaFacts {
@@ -206,6 +229,7 @@ impl RdmaFacts {
             // check says unknown either way.
             has_dev: root.exists("/dev/null").unwrap_or(false),
             configfs: configfs_devices.is_some(),
+            peer_memory: peer_memory(root),
         }
     }
 
@@ -223,6 +247,26 @@ impl RdmaFacts {
             .iter()
             .filter(move |d| d.pci.as_deref() == Some(address))
     }
+}
+
+fn peer_memory(root: &HostRoot) -> Fact<Vec<PeerMemoryClient>> {
+    let Some(names) = root.list(PEER_MEMORY_DIR)? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        names
+            .into_iter()
+            .take(MAX_PEER_CLIENTS)
+            .map(|name| PeerMemoryClient {
+                version: root
+                    .read_value(&format!("{PEER_MEMORY_DIR}/{name}/version"))
+                    .ok()
+                    .flatten()
+                    .filter(|v| !v.is_empty()),
+                name,
+            })
+            .collect(),
+    ))
 }
 
 fn devices(root: &HostRoot, configfs: &[String]) -> Fact<Vec<RdmaDevice>> {
