@@ -48,7 +48,8 @@ pub const MAX_SUBJECTS: usize = 5;
 ///
 /// Findings alike but for their subject (same check, status and message,
 /// the same values read) share one line naming their subjects, at the place
-/// of the first; in the plan, findings with the same fix share one step.
+/// of the first; in the plan, findings alike with the same fix share one
+/// step, which shows the first one's commands.
 /// The JSON report keeps every finding.
 pub fn write(report: &Report, options: HumanOptions, out: &mut dyn Write) -> io::Result<()> {
     let shown = alike(
@@ -86,9 +87,7 @@ pub fn write(report: &Report, options: HumanOptions, out: &mut dyn Write) -> io:
     }
 
     let plan = alike(report.fix_first(), |f| {
-        f.remediation
-            .as_ref()
-            .map(|fix| (fix.summary.as_str(), fix.commands.as_slice()))
+        f.remediation.as_ref().map(|fix| fix.summary.as_str())
     });
     if !plan.is_empty() {
         let heading = style::HEADING;
@@ -107,6 +106,9 @@ pub fn write(report: &Report, options: HumanOptions, out: &mut dyn Write) -> io:
 struct Alike<'a> {
     first: &'a Finding,
     subjects: Vec<&'a str>,
+    /// Whether the others' fixes run other commands than the first's (the
+    /// same commands on their own device, say).
+    commands_differ: bool,
 }
 
 impl Alike<'_> {
@@ -146,6 +148,7 @@ fn alike<'a, K: Eq + Hash>(
             shown.push(Alike {
                 first: finding,
                 subjects: Vec::new(),
+                commands_differ: false,
             });
             continue;
         }
@@ -156,17 +159,30 @@ fn alike<'a, K: Eq + Hash>(
             more(finding),
         );
         match index.get(&key) {
-            Some(&at) => shown[at].subjects.push(&finding.subject),
+            Some(&at) => {
+                let alike = &mut shown[at];
+                alike.subjects.push(&finding.subject);
+                alike.commands_differ |= commands(finding) != commands(alike.first);
+            }
             None => {
                 index.insert(key, shown.len());
                 shown.push(Alike {
                     first: finding,
                     subjects: vec![&finding.subject],
+                    commands_differ: false,
                 });
             }
         }
     }
     shown
+}
+
+/// The commands of a finding's fix, none without one.
+fn commands(finding: &Finding) -> &[String] {
+    finding
+        .remediation
+        .as_ref()
+        .map_or(&[], |fix| fix.commands.as_slice())
 }
 
 fn write_line(
@@ -238,6 +254,14 @@ fn write_plan_step(step: usize, alike: &Alike<'_>, out: &mut dyn Write) -> io::R
                 writeln!(out, "       {}", printable(line))?;
             }
         }
+        if alike.commands_differ {
+            let others = alike.subjects.len() - 1;
+            let first = printable(&finding.subject);
+            writeln!(
+                out,
+                "     (the commands for {first}; the other {others} have their own: --format json lists each)"
+            )?;
+        }
     }
     Ok(())
 }
@@ -278,9 +302,10 @@ mod tests {
                 format!("/sys/class/infiniband/{subject}/ports/1/counters"),
                 "<missing>",
             )],
-            remediation: status
-                .is_problem()
-                .then(|| Remediation::new("find the failing link part")),
+            remediation: status.is_problem().then(|| {
+                Remediation::new("find the failing link part")
+                    .command(format!("mlxlink -d {}", subject.split('/').next().unwrap()))
+            }),
             blocked_by: None,
             location: None,
             object: None,
@@ -382,6 +407,15 @@ mod tests {
         assert_eq!(
             plan.matches("fix: find the failing link part").count(),
             4,
+            "{plan}"
+        );
+        // The first one's commands, and a word for the others' own.
+        assert_eq!(plan.matches("mlxlink -d mlx5_0").count(), 1, "{plan}");
+        assert!(!plan.contains("mlxlink -d mlx5_1\n"), "{plan}");
+        assert!(
+            plan.contains(
+                "(the commands for mlx5_0/1; the other 8 have their own: --format json lists each)"
+            ),
             "{plan}"
         );
     }
