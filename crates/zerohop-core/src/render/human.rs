@@ -38,7 +38,7 @@ pub fn as_documented(command: &str, findings: Vec<Finding>) -> String {
 }
 
 /// The most subjects a line of alike findings names; the rest are counted
-/// (`and 2,059 more`), so that a host with thousands of ports gives a line
+/// (`and 2059 more`), so that a host with thousands of ports gives a line
 /// per verdict, not per port.
 pub const MAX_SUBJECTS: usize = 5;
 
