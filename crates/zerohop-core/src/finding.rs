@@ -56,6 +56,24 @@ impl Status {
     pub fn is_problem(self) -> bool {
         matches!(self, Status::Warn | Status::Fail)
     }
+
+    /// The severity a finding with this status carries: `error` for
+    /// `fail`, `warning` for `warn`, and `info` for every status that asks
+    /// nothing of anyone (`info`, `pass`, `not-applicable`, `unknown`, and
+    /// `blocked`, whose problem is its prerequisite's finding). The inverse
+    /// of [`Severity::status`] on the statuses that one gives, so that a
+    /// consumer filtering on either routes a finding the same way.
+    pub fn severity(self) -> Severity {
+        match self {
+            Status::Fail => Severity::Error,
+            Status::Warn => Severity::Warning,
+            Status::Info
+            | Status::Pass
+            | Status::NotApplicable
+            | Status::Unknown
+            | Status::Blocked => Severity::Info,
+        }
+    }
 }
 
 impl fmt::Display for Status {
@@ -215,7 +233,12 @@ pub struct Finding {
     pub group: String,
     /// The outcome.
     pub status: Status,
-    /// The severity the check was run with (its default unless overridden).
+    /// How serious this finding is. A check builds it with the severity it
+    /// was run with (its default unless overridden); a [`Report`] grades it
+    /// by the status ([`Status::severity`]), so that information is never
+    /// routed as an error.
+    ///
+    /// [`Report`]: crate::Report
     pub severity: Severity,
     /// What the finding is about: a PCI address, a device and port, a mount
     /// point. Empty for host-wide findings.
@@ -283,6 +306,24 @@ mod tests {
         let mut passed = finding(Status::Pass, Severity::Error);
         passed.override_severity(Severity::Info);
         assert_eq!(passed.status, Status::Pass);
+    }
+
+    #[test]
+    fn severity_follows_status_and_inverts_severity_status() {
+        for severity in [Severity::Info, Severity::Warning, Severity::Error] {
+            assert_eq!(severity.status().severity(), severity);
+        }
+        assert_eq!(Status::Fail.severity(), Severity::Error);
+        assert_eq!(Status::Warn.severity(), Severity::Warning);
+        for status in [
+            Status::Info,
+            Status::Pass,
+            Status::NotApplicable,
+            Status::Unknown,
+            Status::Blocked,
+        ] {
+            assert_eq!(status.severity(), Severity::Info, "{status}");
+        }
     }
 
     #[test]

@@ -47,8 +47,14 @@ pub struct Pass {
 }
 
 impl Report {
-    /// A report of `command` about `target`, with its summary computed.
-    pub fn new(command: &str, target: impl Into<String>, findings: Vec<Finding>) -> Report {
+    /// A report of `command` about `target`, with its summary computed and
+    /// each finding's severity graded by its status ([`Status::severity`]):
+    /// a check whose problem is an error reports its information, passes
+    /// and unknowns at `info`, and its degraded cases at `warning`.
+    pub fn new(command: &str, target: impl Into<String>, mut findings: Vec<Finding>) -> Report {
+        for finding in &mut findings {
+            finding.severity = finding.status.severity();
+        }
         Report {
             schema_version: SCHEMA_VERSION,
             command: command.to_owned(),
@@ -192,6 +198,47 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         // `date -u -d @1767225599` = 2025-12-31 23:59:59.
         assert_eq!(rfc3339(1_767_225_599), "2025-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn a_findings_severity_follows_its_status() {
+        use crate::finding::Severity;
+        let finding = |status: Status| Finding {
+            id: "RDMA008".into(),
+            name: "rdma-port-errors".into(),
+            group: "rdma".into(),
+            status,
+            // As the check was declared: its problem breaks the data path.
+            severity: Severity::Error,
+            subject: "mlx5_0/1".into(),
+            message: "m".into(),
+            evidence: vec![],
+            remediation: None,
+            blocked_by: None,
+            location: None,
+            object: None,
+        };
+        let report = Report::new(
+            "doctor",
+            "/",
+            [
+                Status::Fail,
+                Status::Warn,
+                Status::Info,
+                Status::Unknown,
+                Status::Pass,
+            ]
+            .map(finding)
+            .into(),
+        );
+        let value = serde_json::to_value(&report).unwrap();
+        let severities: Vec<&str> = value["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["severity"].as_str().unwrap())
+            .collect();
+        assert_eq!(severities, ["error", "warning", "info", "info", "info"]);
     }
 
     #[test]

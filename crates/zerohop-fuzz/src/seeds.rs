@@ -21,14 +21,24 @@ impl Sources {
     /// The sources of this checkout: the workspace this crate belongs to and
     /// `../shared` beside it (or `ZEROHOP_SHARED`).
     pub fn of_this_checkout() -> Sources {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let shared = std::env::var_os("ZEROHOP_SHARED")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo.join("../shared"));
+        let shared = Sources::shared_of_this_checkout();
         Sources {
             shared: shared.join("corpus").is_dir().then_some(shared),
-            repo,
+            repo: Sources::repo_of_this_checkout(),
         }
+    }
+
+    /// Where this checkout looks for `../shared`, whether or not it is
+    /// there: `ZEROHOP_SHARED` when set, else the directory beside the
+    /// repository (as every test's support module looks for it).
+    pub fn shared_of_this_checkout() -> PathBuf {
+        std::env::var_os("ZEROHOP_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Sources::repo_of_this_checkout().join("../shared"))
+    }
+
+    fn repo_of_this_checkout() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
     }
 
     /// A directory of the repository.

@@ -37,7 +37,9 @@ fn main() {
             process::exit(code);
         }
     };
-    let code = match commands::run(cli.command) {
+    // Before any command runs, so that a signal at any point exits with
+    // 128 + its number (see `interrupt`).
+    let code = match interrupt::install().and_then(|()| commands::run(cli.command)) {
         Ok(code) => code,
         Err(err) => {
             let (code, message) = err.exit();

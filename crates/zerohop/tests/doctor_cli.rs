@@ -42,6 +42,34 @@ fn unknown_group_is_a_usage_error() {
 }
 
 #[test]
+fn an_empty_or_relative_mount_is_a_usage_error() {
+    let root = fixture("KRN001/pass-intel-on-pt");
+    for (value, says) in [
+        ("", "an empty path names no mount"),
+        ("data", "a mount is an absolute path"),
+        ("/data\u{1b}[2J", "control characters"),
+    ] {
+        let out = zerohop(&["doctor", "--root", &root, "--mount", value]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--mount {value:?}: {stderr}");
+        assert!(stderr.contains(says), "--mount {value:?}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "--mount {value:?}: nothing is checked"
+        );
+    }
+    let out = zerohop(&[
+        "doctor", "--root", &root, "--mount", "/data", "--only", "KRN001",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn exit_code_follows_failures() {
     let pass = zerohop(&[
         "doctor",

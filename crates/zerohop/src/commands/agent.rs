@@ -127,6 +127,9 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let node_name = args
         .node_name
         .or_else(|| std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty()));
+    // The agent waits for SIGTERM and SIGINT itself, to remove its
+    // features file; it runs until one of them.
+    crate::interrupt::handled_by_the_command();
     agent::run(Options {
         root: args.root,
         listen: args.listen,
@@ -142,5 +145,5 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         vf_counters: args.vf_counters,
     })
     .map_err(|err| CliError::usage(err.to_string()))?;
-    Ok(ExitCode::OK)
+    Ok(crate::interrupt::unless_signalled(ExitCode::OK))
 }

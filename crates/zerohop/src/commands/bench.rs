@@ -368,7 +368,7 @@ fn read(args: ReadArgs) -> Result<i32, CliError> {
     Ok(if report.verify_failed() {
         ExitCode::FAILED
     } else if report.status == RunStatus::Interrupted {
-        ExitCode::INTERRUPTED
+        crate::interrupt::exit_code()
     } else {
         ExitCode::OK
     })
@@ -415,7 +415,7 @@ fn prepare(args: PrepareArgs) -> Result<i32, CliError> {
     Ok(if report.complete {
         ExitCode::OK
     } else {
-        ExitCode::INTERRUPTED
+        crate::interrupt::exit_code()
     })
 }
 
@@ -437,7 +437,7 @@ fn compare(args: CompareArgs) -> Result<i32, CliError> {
     Ok(if report.verify_failed() {
         ExitCode::FAILED
     } else if control.stop.load(Ordering::Relaxed) {
-        ExitCode::INTERRUPTED
+        crate::interrupt::exit_code()
     } else {
         ExitCode::OK
     })

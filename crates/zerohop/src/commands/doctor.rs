@@ -68,7 +68,7 @@ pub(crate) struct Args {
     /// A data mount (or a path under one) that carries training data;
     /// repeatable; it must be mounted. Default for the NFS checks: the
     /// NFS mounts over RDMA.
-    #[arg(long = "mount", value_name = "PATH")]
+    #[arg(long = "mount", value_name = "PATH", value_parser = parse_mount)]
     mounts: Vec<String>,
     /// Expect NFS data mounts over RDMA (default: when declared with
     /// --mount or asked for in /etc/fstab).
@@ -99,6 +99,26 @@ fn parse_window(text: &str) -> Result<Duration, String> {
         Ok(window) => Ok(window),
         Err(err) => Err(err.to_string()),
     }
+}
+
+/// A data mount as `--mount` takes it: an absolute path, as mount points
+/// are in `/proc/self/mountinfo`. An empty or relative value would match
+/// no mount, so the checks would judge a path nobody meant; control
+/// characters would reach the report.
+fn parse_mount(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("an empty path names no mount: give one such as /data".to_owned());
+    }
+    if text.chars().any(char::is_control) {
+        return Err("a path with control characters names no mount".to_owned());
+    }
+    if !text.starts_with('/') {
+        return Err(
+            "a mount is an absolute path, as /proc/self/mountinfo lists it: give one such as /data"
+                .to_owned(),
+        );
+    }
+    Ok(text.to_owned())
 }
 
 /// The GPUDirect RDMA paths `--expect-gpudirect` accepts.

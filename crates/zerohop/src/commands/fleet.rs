@@ -66,5 +66,11 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    fleet::run(&options, &mut out).map_err(|err| CliError::usage(err.to_string()))
+    if options.watch {
+        // `--watch` runs until SIGINT or SIGTERM, which its runtime waits for.
+        crate::interrupt::handled_by_the_command();
+    }
+    fleet::run(&options, &mut out)
+        .map(crate::interrupt::unless_signalled)
+        .map_err(|err| CliError::usage(err.to_string()))
 }

@@ -8,7 +8,6 @@ use zerohop_core::render::printable::printable;
 use zerohop_plan::{Platform, WriteError};
 
 use crate::error::CliError;
-use zerohop_core::exit::ExitCode;
 
 /// Arguments of `zerohop plan`.
 #[derive(Debug, clap::Args)]
@@ -64,8 +63,9 @@ fn refused(message: impl std::fmt::Display) -> CliError {
 
 /// Runs `zerohop plan`. Exit codes: 0 written; 2 for anything wrong with
 /// the intent file, the output directory or the file system (each said in
-/// one sentence); 130 when interrupted (nothing written, or the whole
-/// output); 3 only for a bug.
+/// one sentence); 128 + the signal when interrupted by SIGINT (130) or
+/// SIGTERM (143), having written nothing or the whole output; 3 only for a
+/// bug.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let interrupted = interrupt_flag()?;
     let text = zerohop_plan::read_intent(&args.file).map_err(refused)?;
@@ -76,7 +76,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let set = zerohop_plan::render(&plan);
     if interrupted.load(Ordering::Relaxed) {
         eprintln!("interrupted; nothing was written");
-        return Ok(ExitCode::INTERRUPTED);
+        return Ok(crate::interrupt::exit_code());
     }
     let written = zerohop_plan::write_set(&set, &args.output).map_err(|err| match err {
         WriteError::UnsafePath { .. } => CliError::Internal(anyhow::Error::new(err)),
@@ -86,7 +86,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let dir = printable(&dir);
     if interrupted.load(Ordering::Relaxed) {
         eprintln!("interrupted after {dir}/ was written in full");
-        return Ok(ExitCode::INTERRUPTED);
+        return Ok(crate::interrupt::exit_code());
     }
     // The fabric tests are run by `zerohop validate run` once the rest is
     // deployed, not applied with it.

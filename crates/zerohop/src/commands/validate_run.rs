@@ -66,7 +66,7 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 
 /// Runs `zerohop validate run`: 0 nothing failed, 1 a finding failed, 2 a
 /// usage or cluster error (or what it created could not all be deleted),
-/// 130 interrupted.
+/// 128 + the signal when interrupted (130 SIGINT, 143 SIGTERM).
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     if args.nodes.len() == 1 || args.nodes.iter().any(String::is_empty) {
         return Err(CliError::usage(
@@ -101,6 +101,8 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             None => eprintln!("{line}"),
         }
     };
+    // The run waits for SIGINT and SIGTERM itself, to delete what it created.
+    crate::interrupt::handled_by_the_command();
     let outcome = run::run(workloads, &options, &progress);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
@@ -112,7 +114,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
                 eprintln!("error: {left}");
             }
             eprintln!("interrupted; the tests were deleted");
-            return Ok(ExitCode::INTERRUPTED);
+            return Ok(crate::interrupt::exit_code());
         }
         Outcome::Judged { report, leftover } => (report, leftover),
     };
