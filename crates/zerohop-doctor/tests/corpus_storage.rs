@@ -320,3 +320,52 @@ fn gdscheck_reports_only_keys_the_doctor_knows() {
     // And the guide's `nvfs` block is no cuFile key.
     assert!(cufile::lookup(&["nvfs"]).is_none());
 }
+
+/// The agent's mode (no `--mount`): an NFS-over-RDMA mount that
+/// `/etc/fstab` asks for but that is not in the real node_exporter mount
+/// table (the mount that did not come up after a driver reload) fails
+/// NFS007; the fstab entry the table does hold passes. The fstab lines
+/// use the options of the kernel's NFS/RDMA guide
+/// (`Documentation/admin-guide/nfs/nfs-rdma.rst`, v6.12: `rdma,port=20049`).
+#[test]
+fn fstab_rdma_mount_missing_from_node_exporter_table_fails_without_mount() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let dir = root_with(
+        &corpus,
+        &[("proc/self/mountinfo", "proc_10_mountinfo_node_exporter.txt")],
+    );
+    fs::create_dir_all(dir.path().join("etc")).unwrap();
+    fs::write(
+        dir.path().join("etc/fstab"),
+        "/dev/sda1 / ext4 errors=remount-ro 0 1\n\
+         192.168.1.1:/srv/test /mnt/nfs/test nfs4 proto=rdma,port=20049,_netdev 0 0\n\
+         192.168.1.1:/srv/ai /mnt/ai-data nfs4 rdma,port=20049,_netdev 0 0\n\
+         192.168.1.1:/srv/scratch /mnt/scratch nfs4 rdma,port=20049,noauto 0 0\n",
+    )
+    .unwrap();
+    let report = support::doctor_with(dir.path(), &Profile::default(), &only(&["NFS007"]));
+    let findings = support::findings(&report, "NFS007");
+    let verdicts: Vec<(&str, Status)> = findings
+        .iter()
+        .map(|f| (f.subject.as_str(), f.status))
+        .collect();
+    // The noauto entry is mounted on demand only and is not judged.
+    assert_eq!(
+        verdicts,
+        [
+            ("/mnt/nfs/test", Status::Pass),
+            ("/mnt/ai-data", Status::Fail)
+        ]
+    );
+    assert!(
+        findings[1]
+            .message
+            .contains("the path reads ext4 /dev/sda1 at / instead"),
+        "{}",
+        findings[1].message
+    );
+    let fix = findings[1].remediation.as_ref().unwrap();
+    assert!(fix.commands.iter().any(|c| c.starts_with("modprobe rpcrdma")));
+}

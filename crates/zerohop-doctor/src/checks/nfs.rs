@@ -235,11 +235,15 @@ fn remount_with(mount: &NfsMount, options: &str) -> String {
 const RDMA_OPTIONS: &str = "proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard";
 
 declare_check! {
-    /// Every declared data mount is mounted.
+    /// Every data mount is mounted: those declared, else those `/etc/fstab` asks for.
     ///
     /// ## What it checks
     /// Each path given with `--mount` (the profile's `mounts`), of any file
-    /// system, against the mount table (`/proc/self/mountinfo`, else
+    /// system; without `--mount` (the agent's mode), the mount point of
+    /// each NFS entry of `/etc/fstab` that asks for RDMA (`proto=rdma` or
+    /// `rdma`; every NFS entry with `--expect-nfs-rdma true`), unless it is
+    /// `noauto` without `x-systemd.automount`, since nothing mounts those at
+    /// boot. Each is looked up in the mount table (`/proc/self/mountinfo`, else
     /// `/proc/mounts`): it passes when the path is a mount point or lies
     /// below one other than `/`. It fails when `/etc/fstab` mounts the path
     /// (or a directory above it) and that mount is not in the table, and
@@ -291,12 +295,15 @@ declare_check! {
 }
 
 fn data_mount_missing(ctx: &Context<'_>) -> Vec<Outcome> {
-    if ctx.profile.mounts.is_empty() {
-        return vec![Outcome::not_applicable(
-            "no data mounts declared (--mount PATH)",
-        )];
-    }
     let facts = &ctx.facts.mounts;
+    let paths: Vec<String> = if ctx.profile.mounts.is_empty() {
+        match fstab_data_mounts(ctx) {
+            Ok(paths) => paths,
+            Err(outcome) => return vec![*outcome],
+        }
+    } else {
+        ctx.profile.mounts.clone()
+    };
     let source = match &facts.table {
         Err(gap) => return vec![Outcome::gap(gap)],
         Ok(None) => {
@@ -306,65 +313,103 @@ fn data_mount_missing(ctx: &Context<'_>) -> Vec<Outcome> {
         }
         Ok(Some(table)) => table.source,
     };
-    ctx.profile
-        .mounts
+    paths
         .iter()
-        .map(|path| {
-            let Some(placement) = facts.place(path) else {
-                return Outcome::unknown("mount table unknown").subject(path.clone());
-            };
-            let outcome = match placement {
-                Placement::MountPoint(entry) => {
-                    Outcome::pass(format!("{} {} mounted here", entry.fstype, entry.source))
-                        .evidence(source, entry.line.clone())
-                }
-                Placement::Under(entry) => Outcome::pass(format!(
-                    "on {} {} mounted at {}",
-                    entry.fstype, entry.source, entry.mount_point
-                ))
-                .evidence(source, entry.line.clone()),
-                Placement::FstabNotMounted { fstab, holder } => {
-                    let rdma = fstab.options.has("rdma") || fstab.options.get("proto") == Some("rdma");
-                    let mut fix = Remediation::new(format!(
-                        "mount {} as /etc/fstab says; the boot log tells why it failed",
-                        fstab.mount_point
-                    ));
-                    if rdma {
-                        fix = fix.command("modprobe rpcrdma   # nfs over rdma needs it before mounting");
-                    }
-                    fix = fix
-                        .command(join(["mount", &fstab.mount_point]))
-                        .command(format!(
-                            "journalctl -b | grep -i -- {}",
-                            quote(&fstab.mount_point)
-                        ));
-                    Outcome::fail(format!(
-                        "/etc/fstab mounts {} {} at {}, but it is not mounted: the path reads {} {} at {} instead",
-                        fstab.fstype, fstab.source, fstab.mount_point, holder.fstype, holder.source, holder.mount_point
-                    ))
-                    .evidence(FSTAB, fstab.line.clone())
-                    .evidence(source, holder.line.clone())
-                    .fix(fix)
-                }
-                Placement::OnRoot(root) => Outcome::fail(format!(
-                    "not a mount point: the path reads the root file system ({} {}), not a data mount",
-                    root.fstype, root.source
-                ))
-                .evidence(source, root.line.clone())
-                .evidence(FSTAB, format!("<no entry for {path}>"))
-                .fix(
-                    Remediation::new(
-                        "mount the data file system at this path and add it to /etc/fstab, or declare / if the data is meant to live on the root file system",
-                    )
-                    .command(join(["findmnt", "--target", path])),
-                ),
-                Placement::Unmounted => Outcome::unknown(format!(
-                    "no mount in {source} holds the path, not even /: a partial mount table"
-                )),
-            };
-            outcome.subject(path.clone())
-        })
+        .map(|path| placement_outcome(ctx, source, path).subject(path.clone()))
         .collect()
+}
+
+/// Without `--mount`, the data mounts `/etc/fstab` asks for: its NFS
+/// entries over RDMA (every NFS entry when the profile expects NFS over
+/// RDMA), each by its mount point. `noauto` entries that systemd does not
+/// automount are left out: nothing mounts them at boot.
+fn fstab_data_mounts(ctx: &Context<'_>) -> Result<Vec<String>, Box<Outcome>> {
+    let entries = match &ctx.facts.mounts.fstab {
+        Err(gap) => return Err(Box::new(Outcome::gap(gap))),
+        Ok(None) => {
+            return Err(Box::new(
+                Outcome::not_applicable(
+                    "no data mounts declared (--mount PATH), and no /etc/fstab to ask for one",
+                )
+                .evidence(FSTAB, "<missing>"),
+            ));
+        }
+        Ok(Some(entries)) => entries,
+    };
+    let all_nfs = ctx.profile.nfs_rdma == Some(true);
+    let mut paths: Vec<String> = Vec::new();
+    for entry in entries {
+        let (nfs, rdma) = (entry.is_nfs(), entry.asks_for_rdma());
+        let at_boot = !entry.options.has("noauto") || entry.options.has("x-systemd.automount");
+        let point = normalize(&entry.mount_point);
+        if nfs && (rdma || all_nfs) && at_boot && !paths.contains(&point) {
+            paths.push(point);
+        }
+    }
+    if paths.is_empty() {
+        return Err(Box::new(Outcome::not_applicable(if all_nfs {
+            "no data mounts declared (--mount PATH), and /etc/fstab mounts no nfs at boot"
+        } else {
+            "no data mounts declared (--mount PATH), and /etc/fstab mounts no nfs over rdma at boot"
+        })));
+    }
+    Ok(paths)
+}
+
+/// Whether `path` is on a mount of its own, as a data mount must be.
+fn placement_outcome(ctx: &Context<'_>, source: &'static str, path: &str) -> Outcome {
+    let Some(placement) = ctx.facts.mounts.place(path) else {
+        return Outcome::unknown("mount table unknown");
+    };
+    match placement {
+        Placement::MountPoint(entry) => {
+            Outcome::pass(format!("{} {} mounted here", entry.fstype, entry.source))
+                .evidence(source, entry.line.clone())
+        }
+        Placement::Under(entry) => Outcome::pass(format!(
+            "on {} {} mounted at {}",
+            entry.fstype, entry.source, entry.mount_point
+        ))
+        .evidence(source, entry.line.clone()),
+        Placement::FstabNotMounted { fstab, holder } => {
+            let rdma = fstab.asks_for_rdma();
+            let mut fix = Remediation::new(format!(
+                "mount {} as /etc/fstab says; the boot log tells why it failed",
+                fstab.mount_point
+            ));
+            if rdma {
+                fix = fix.command("modprobe rpcrdma   # nfs over rdma needs it before mounting");
+            }
+            fix = fix
+                .command(join(["mount", &fstab.mount_point]))
+                .command(format!(
+                    "journalctl -b | grep -i -- {}",
+                    quote(&fstab.mount_point)
+                ));
+            Outcome::fail(format!(
+                "/etc/fstab mounts {} {} at {}, but it is not mounted: the path reads {} {} at {} instead",
+                fstab.fstype, fstab.source, fstab.mount_point, holder.fstype, holder.source, holder.mount_point
+            ))
+            .evidence(FSTAB, fstab.line.clone())
+            .evidence(source, holder.line.clone())
+            .fix(fix)
+        }
+        Placement::OnRoot(root) => Outcome::fail(format!(
+            "not a mount point: the path reads the root file system ({} {}), not a data mount",
+            root.fstype, root.source
+        ))
+        .evidence(source, root.line.clone())
+        .evidence(FSTAB, format!("<no entry for {path}>"))
+        .fix(
+            Remediation::new(
+                "mount the data file system at this path and add it to /etc/fstab, or declare / if the data is meant to live on the root file system",
+            )
+            .command(join(["findmnt", "--target", path])),
+        ),
+        Placement::Unmounted => Outcome::unknown(format!(
+            "no mount in {source} holds the path, not even /: a partial mount table"
+        )),
+    }
 }
 
 declare_check! {
