@@ -135,7 +135,7 @@ declare_check! {
 fn gpu_count(ctx: &Context<'_>) -> Vec<Outcome> {
     let Some(expected) = &ctx.profile.gpus else {
         return vec![Outcome::not_applicable(
-            "no gpu count expected (give --intent)",
+            "no gpu count expected (neither the intent nor a profile names one)",
         )];
     };
     need!(require(&ctx.facts.pci.devices, || Outcome::unknown(
@@ -230,7 +230,7 @@ declare_check! {
 fn nics(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.nics.is_empty() {
         return vec![Outcome::not_applicable(
-            "no nic ports expected (give --intent)",
+            "no nic ports expected (neither the intent nor a profile names any)",
         )];
     }
     ctx.profile
@@ -264,6 +264,20 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
             .flatten()
             .and_then(|name| netdev_of(name))
     });
+    // Every kernel lists its interfaces (`lo` at least) in /sys/class/net
+    // (net/core/net-sysfs.c, netdev_kobject_init): without the directory
+    // the capture did not hold it, and a missing name means nothing.
+    if let (Some(pf), None, Ok(None) | Err(_)) = (&nic.pf, netdev, &facts.net.devices) {
+        let why = match &facts.net.devices {
+            Err(gap) => gap.reason.clone(),
+            _ => "the directory is absent".to_owned(),
+        };
+        return Outcome::unknown(format!(
+            "nic {}{place}: cannot tell whether netdev {pf} exists: /sys/class/net: {why}",
+            nic.name()
+        ))
+        .evidence("/sys/class/net", "<missing>");
+    }
     let mut missing = Vec::new();
     if let Some(pf) = &nic.pf
         && netdev.is_none()
@@ -467,7 +481,7 @@ declare_check! {
 fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
     let Some(expected) = &ctx.profile.hugepages else {
         return vec![Outcome::not_applicable(
-            "no hugepage pool expected (give --intent)",
+            "no hugepage pool expected (neither the intent nor a profile names one)",
         )];
     };
     let facts = ctx.facts;
@@ -504,7 +518,13 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
         "/sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
         expected.size_kib
     );
+    let mut unknown: Vec<String> = Vec::new();
     match facts.memory.pool(expected.size_kib).map(|p| &p.total) {
+        // Without the directory the capture did not hold it: every kernel
+        // with hugetlbfs creates it at boot (mm/hugetlb.c, hugetlb_sysfs_init).
+        _ if matches!(facts.memory.hugepages, Ok(None)) => unknown.push(
+            "/sys/kernel/mm/hugepages is absent: the pool's size is unknown".to_owned(),
+        ),
         Some(Ok(Some(total))) => {
             outcome_evidence.push((pool_path, total.to_string()));
             if *total < expected.pages {
@@ -548,6 +568,10 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
                     }
                 }
                 Some(Err(gap)) => return vec![Outcome::gap(gap)],
+                _ if share > 0 && matches!(node.hugepages, Ok(None)) => unknown.push(format!(
+                    "/sys/devices/system/node/node{}/hugepages is absent: its share is unknown",
+                    node.id
+                )),
                 Some(Ok(None)) | None if share > 0 => {
                     drift.push(format!(
                         "node {} has no {size} pages, below its share of {share}",
@@ -558,7 +582,12 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
             }
         }
     }
-    let mut outcome = if drift.is_empty() {
+    let mut outcome = if drift.is_empty() && !unknown.is_empty() {
+        Outcome::unknown(format!(
+            "hugepages of the intent{place}: cannot tell: {}",
+            unknown.join("; ")
+        ))
+    } else if drift.is_empty() {
         Outcome::pass(format!(
             "{} hugepages of {size} reserved and spread over the numa nodes",
             expected.pages
@@ -651,7 +680,7 @@ fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
         .filter(|c| c.isolated.is_some() || c.reserved.is_some())
     else {
         return vec![Outcome::not_applicable(
-            "no cpu isolation expected (give --intent)",
+            "no cpu isolation expected (neither the intent nor a profile names one)",
         )];
     };
     let cmdline = need!(require(&ctx.facts.kernel.cmdline, || Outcome::unknown(
@@ -818,7 +847,7 @@ declare_check! {
 fn nfs_mounts(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.nfs_mounts.is_empty() {
         return vec![Outcome::not_applicable(
-            "no nfs mount expected (give --intent)",
+            "no nfs mount expected (neither the intent nor a profile names one)",
         )];
     }
     let table = need!(require(&ctx.facts.mounts.table, || Outcome::unknown(
@@ -935,7 +964,7 @@ declare_check! {
 fn nvme_targets(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.nvme_targets.is_empty() {
         return vec![Outcome::not_applicable(
-            "no nvme-of target expected (give --intent)",
+            "no nvme-of target expected (neither the intent nor a profile names one)",
         )];
     }
     if let Err(gap) = &ctx.facts.nvme.subsystems {

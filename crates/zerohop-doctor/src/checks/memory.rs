@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use zerohop_core::Remediation;
 use zerohop_host::facts::Memlock;
 
-use crate::checks::{bytes, need, require};
+use crate::checks::{absent, bytes, need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::write_to;
@@ -221,7 +221,11 @@ declare_check! {
 
 fn hugepages_exhausted(ctx: &Context<'_>) -> Vec<Outcome> {
     let pools = need!(require(&ctx.facts.memory.hugepages, || {
-        Outcome::not_applicable("the kernel has no hugepage pools")
+        absent(
+            ctx,
+            "/sys/kernel/mm/hugepages",
+            "the kernel has no hugepage pools",
+        )
     }));
     let outcomes: Vec<Outcome> = pools
         .iter()
@@ -291,7 +295,7 @@ declare_check! {
 fn thp_policy(ctx: &Context<'_>) -> Vec<Outcome> {
     const PATH: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
     let enabled = need!(require(&ctx.facts.memory.thp_enabled, || {
-        Outcome::not_applicable("the kernel has no transparent hugepages")
+        absent(ctx, PATH, "the kernel has no transparent hugepages")
     }));
     let defrag = ctx
         .facts

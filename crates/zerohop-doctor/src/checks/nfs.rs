@@ -2,7 +2,7 @@
 //! hard mounts.
 
 use zerohop_core::Remediation;
-use zerohop_host::facts::mounts::{FSTAB, MOUNTSTATS, normalize};
+use zerohop_host::facts::mounts::{FSTAB, MOUNTINFO, MOUNTSTATS, normalize};
 use zerohop_host::facts::{NfsMount, Placement};
 
 use crate::checks::{bytes, need, require};
@@ -121,6 +121,15 @@ fn under(path: &str, mount_point: &str) -> bool {
 }
 
 fn none_message(ctx: &Context<'_>) -> Outcome {
+    let facts = &ctx.facts.mounts;
+    // The kernel always has a mount table (`/` at least): without one, and
+    // without mountstats, the capture did not hold them.
+    if matches!(facts.table, Ok(None)) && !matches!(facts.stats, Ok(Some(_))) {
+        return Outcome::unknown(format!(
+            "cannot tell whether any nfs is mounted: no mount table ({MOUNTINFO}, /proc/mounts) and no {MOUNTSTATS} in the capture"
+        ))
+        .evidence(MOUNTINFO, "<missing>");
+    }
     if ctx.profile.mounts.is_empty() {
         Outcome::not_applicable("no nfs mounts")
     } else {

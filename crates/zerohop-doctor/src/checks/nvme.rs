@@ -3,6 +3,7 @@
 
 use zerohop_core::Remediation;
 use zerohop_host::Facts;
+use zerohop_host::facts::nvme::PROC_DEVICES;
 use zerohop_host::facts::{DmDevice, NvmeController, NvmePath, NvmeSubsystem};
 
 use crate::checks::{need, require};
@@ -734,7 +735,22 @@ fn dm_under_gds(ctx: &Context<'_>) -> Vec<Outcome> {
                     || entry.source.strip_prefix("/dev/mapper/").is_some_and(|name| dm.dm_name.as_deref() == Some(name))
                     || entry.source.strip_prefix("/dev/").is_some_and(|name| name == dm.name)
             });
+            let is_dm = facts.nvme.is_device_mapper(entry.device_number.as_deref(), &entry.source);
             let outcome = match top {
+                // A device-mapper device whose /sys/block/dm-* was not read:
+                // every target makes cuFile fall back, whichever it is.
+                None if is_dm == Some(true) => Outcome::warn(format!(
+                    "{} is on device-mapper ({}, device {}), whose target (multipath, lvm, crypt) is unknown without /sys/block/dm-*/dm: cufile falls back to compat mode",
+                    entry.mount_point, entry.source, entry.device_number.as_deref().unwrap_or("<unknown>")
+                ))
+                .evidence("/sys/block/dm-*/dm", "<missing>")
+                .fix(Remediation::new("move gds data to a file system on the nvme namespace, with native nvme multipath")
+                    .command(join(["dmsetup", "info", "-c", &entry.source]))),
+                None if entry.source.starts_with("/dev/") && is_dm.is_none() => Outcome::unknown(format!(
+                    "cannot tell whether {} ({}, device {}) is device-mapper: neither /sys/block nor {PROC_DEVICES} was read",
+                    entry.source, entry.mount_point, entry.device_number.as_deref().unwrap_or("<unknown>")
+                ))
+                .evidence(PROC_DEVICES, "<missing>"),
                 None if entry.source.starts_with("/dev/") => Outcome::pass(format!("{} on {}, not device-mapper", entry.mount_point, entry.source)),
                 None => Outcome::pass(format!("{} is {} from {}: no local block device", entry.mount_point, entry.fstype, entry.source)),
                 Some(top) => {
