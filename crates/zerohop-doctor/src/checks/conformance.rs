@@ -497,11 +497,7 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
                 .map(|r| r.pages);
             outcome_evidence.push((
                 CMDLINE.to_owned(),
-                ["hugepagesz", "hugepages"]
-                    .iter()
-                    .flat_map(|key| cmdline.values(key).map(move |v| format!("{key}={v}")))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                cmdline.show_in_order(&["default_hugepagesz", "hugepagesz", "hugepages"]),
             ));
             if requested != Some(expected.pages) {
                 drift.push(format!(

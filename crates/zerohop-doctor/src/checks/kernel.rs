@@ -462,11 +462,9 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
         .find(|r| r.size_kib == GIB_KIB);
     let pool = facts.memory.pool(GIB_KIB);
     let pool_path = "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
-    let shown = ["default_hugepagesz", "hugepagesz", "hugepages"]
-        .iter()
-        .flat_map(|key| cmdline.values(key).map(move |v| format!("{key}={v}")))
-        .collect::<Vec<_>>()
-        .join(" ");
+    // In the command line's order: the kernel gives each `hugepages=` to
+    // the `hugepagesz=` before it (mm/hugetlb.c, hugepages_setup).
+    let shown = cmdline.show_in_order(&["default_hugepagesz", "hugepagesz", "hugepages"]);
     let boot_fix = |pages: u64| {
         Remediation::new("reserve 1 GiB hugepages at boot").command(format!(
             "{}   # then reboot",
