@@ -457,7 +457,7 @@ declare_check! {
     /// ```text
     /// conformance
     ///   fail           CONF003  hugepages-differ  hugepages differ from the intent (cluster.yaml:16): node 1 holds 0 pages, below its share of 32
-    ///                  /proc/cmdline = hugepagesz=1G hugepages=64
+    ///                  /proc/cmdline = default_hugepagesz=1G hugepagesz=1G hugepages=64
     ///                  /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages = 64
     ///                  /sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages = 64
     ///                  /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages = 0
