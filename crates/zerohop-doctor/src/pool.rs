@@ -34,7 +34,10 @@ impl NicPool {
         }
         let mut pool = NicPool::default();
         for device in facts.pci.list().iter().filter(|d| d.is_network()) {
-            let pf = device.physfn.clone().unwrap_or_else(|| device.address.clone());
+            let pf = device
+                .physfn
+                .clone()
+                .unwrap_or_else(|| device.address.clone());
             pool.names.insert(device.address.clone(), pf);
         }
         for net in facts.net.list() {
@@ -51,7 +54,10 @@ impl NicPool {
         }
         for nic in &profile.nics {
             let by_pf = nic.pf.as_ref().and_then(|name| pool.names.get(name));
-            let by_rdma = nic.rdma_device.as_ref().and_then(|name| pool.names.get(name));
+            let by_rdma = nic
+                .rdma_device
+                .as_ref()
+                .and_then(|name| pool.names.get(name));
             let pf = by_pf.or(by_rdma)?.clone();
             pool.members.insert(pf);
         }

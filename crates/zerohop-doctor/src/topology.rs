@@ -265,7 +265,9 @@ fn unidentified_display(facts: &Facts) -> Option<Unreadable> {
         .pci
         .list()
         .iter()
-        .find(|d| d.vendor.is_none() && matches!(d.class, Some(class::DISPLAY_3D | class::DISPLAY_VGA)))
+        .find(|d| {
+            d.vendor.is_none() && matches!(d.class, Some(class::DISPLAY_3D | class::DISPLAY_VGA))
+        })
         .map(|d| Unreadable {
             path: format!("{}/vendor", d.sysfs()),
             reason: format!(

@@ -132,7 +132,11 @@ fn gpud_lvm_root_is_device_mapper_without_sys_block() {
     let report = support::doctor_with(dir.path(), &profile, &only(&["NVME006"]));
     let root = one(&report, "NVME006");
     assert_eq!(root.status, Status::Warn, "{}", root.message);
-    assert!(root.message.contains("/dev/mapper/vgroot-lvroot"), "{}", root.message);
+    assert!(
+        root.message.contains("/dev/mapper/vgroot-lvroot"),
+        "{}",
+        root.message
+    );
     assert!(root.message.contains("253:0"), "{}", root.message);
     assert!(root.remediation.is_some());
 }
@@ -149,7 +153,11 @@ fn linux_4_14_predates_io_uring() {
     let report = support::doctor_with(&root, &Profile::default(), &only(&["URING001"]));
     let uring = one(&report, "URING001");
     assert_eq!(uring.status, Status::Info);
-    assert!(uring.message.contains("predates io_uring (5.1)"), "{}", uring.message);
+    assert!(
+        uring.message.contains("predates io_uring (5.1)"),
+        "{}",
+        uring.message
+    );
     assert!(!uring.message.contains("allowed"), "{}", uring.message);
 }
 

@@ -47,7 +47,9 @@ fn csit_hugepage_parameters_are_quoted_in_their_order() {
             let finding = support::findings(&report, id)[0];
             assert_eq!(
                 evidence(finding, "/proc/cmdline"),
-                Some("default_hugepagesz=2M hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=32768"),
+                Some(
+                    "default_hugepagesz=2M hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=32768"
+                ),
                 "{capture} {id}: {finding:#?}"
             );
         }

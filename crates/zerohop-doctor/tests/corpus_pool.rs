@@ -27,9 +27,8 @@ fn sriov_of(lspci: &str) -> BTreeMap<String, (u32, u32)> {
             current = format!("0000:{address}");
         }
         if let Some((_, rest)) = line.split_once("Total VFs: ") {
-            let number = |text: &str| -> u32 {
-                text.split(',').next().unwrap().trim().parse().unwrap()
-            };
+            let number =
+                |text: &str| -> u32 { text.split(',').next().unwrap().trim().parse().unwrap() };
             let total = number(rest);
             let (_, enabled) = rest.split_once("Number of VFs: ").unwrap();
             found.insert(current.clone(), (total, number(enabled)));
@@ -121,7 +120,11 @@ fn front_end_nics_outside_the_pool_are_information() {
         let findings = support::findings(&report, id);
         let count = |status: Status| findings.iter().filter(|f| f.status == status).count();
         assert_eq!(
-            (count(Status::Pass), count(Status::Info), count(Status::Fail)),
+            (
+                count(Status::Pass),
+                count(Status::Info),
+                count(Status::Fail)
+            ),
             (8, 4, 0),
             "{id}: {findings:#?}"
         );

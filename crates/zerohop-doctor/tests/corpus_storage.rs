@@ -367,5 +367,9 @@ fn fstab_rdma_mount_missing_from_node_exporter_table_fails_without_mount() {
         findings[1].message
     );
     let fix = findings[1].remediation.as_ref().unwrap();
-    assert!(fix.commands.iter().any(|c| c.starts_with("modprobe rpcrdma")));
+    assert!(
+        fix.commands
+            .iter()
+            .any(|c| c.starts_with("modprobe rpcrdma"))
+    );
 }

@@ -72,7 +72,11 @@ fn nics_paired_without_an_active_port_are_marked_down() {
     // nearest NICs, and each says it has no ACTIVE port, so the output
     // can say so.
     assert!(!topology.nccl_ib_hca.is_empty());
-    assert!(topology.nics.iter().all(|nic| !nic.active), "{:#?}", topology.nics);
+    assert!(
+        topology.nics.iter().all(|nic| !nic.active),
+        "{:#?}",
+        topology.nics
+    );
     let json = serde_json::to_value(topology.document("/")).unwrap();
     assert_eq!(json["nics"][0]["active"], false);
 }
@@ -84,7 +88,13 @@ fn display_functions_without_a_vendor_make_the_gpus_unknown() {
     // No function is known to be an NVIDIA GPU, but two display functions
     // have no vendor: "no nvidia gpu" would be a guess.
     assert!(topology.pairings.is_empty());
-    let gap = topology.pci_unreadable.expect("the display functions are unknown");
+    let gap = topology
+        .pci_unreadable
+        .expect("the display functions are unknown");
     assert!(gap.path.ends_with("/vendor"), "{}", gap.path);
-    assert!(gap.reason.contains("may be an nvidia gpu"), "{}", gap.reason);
+    assert!(
+        gap.reason.contains("may be an nvidia gpu"),
+        "{}",
+        gap.reason
+    );
 }

@@ -117,7 +117,10 @@ fn a_matrix_that_compares_no_pair_exits_1() {
     let run = topo(&matrix, &["--format", "json"]);
     let document: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(document["comparison"]["compared"], 0);
-    assert_eq!(document["comparison"]["disagreements"], serde_json::json!([]));
+    assert_eq!(
+        document["comparison"]["disagreements"],
+        serde_json::json!([])
+    );
     assert_eq!(run.status.code(), Some(1));
 }
 

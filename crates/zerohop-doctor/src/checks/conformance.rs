@@ -518,9 +518,8 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
     match facts.memory.pool(expected.size_kib).map(|p| &p.total) {
         // Without the directory the capture did not hold it: every kernel
         // with hugetlbfs creates it at boot (mm/hugetlb.c, hugetlb_sysfs_init).
-        _ if matches!(facts.memory.hugepages, Ok(None)) => unknown.push(
-            "/sys/kernel/mm/hugepages is absent: the pool's size is unknown".to_owned(),
-        ),
+        _ if matches!(facts.memory.hugepages, Ok(None)) => unknown
+            .push("/sys/kernel/mm/hugepages is absent: the pool's size is unknown".to_owned()),
         Some(Ok(Some(total))) => {
             outcome_evidence.push((pool_path, total.to_string()));
             if *total < expected.pages {

@@ -233,11 +233,7 @@ impl MountFacts {
         };
         let mut used = vec![false; stats.len()];
         let mut mounts = Vec::new();
-        for entry in self
-            .entries()
-            .iter()
-            .filter(|e| e.is_nfs())
-        {
+        for entry in self.entries().iter().filter(|e| e.is_nfs()) {
             let block = stats.iter().enumerate().position(|(index, block)| {
                 !used[index]
                     && block.mount_point == entry.mount_point

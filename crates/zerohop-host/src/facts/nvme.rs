@@ -257,7 +257,9 @@ impl NvmeFacts {
         let major = major_of(dev);
         // Every device-mapper device is in /sys/block: read, it decides.
         if let Ok(Some(dms)) = &self.device_mapper {
-            return Some(major.is_some() && dms.iter().any(|dm| major_of(dm.dev.as_deref()) == major));
+            return Some(
+                major.is_some() && dms.iter().any(|dm| major_of(dm.dev.as_deref()) == major),
+            );
         }
         match (&self.dm_major, major) {
             (Ok(Some(Some(dm))), Some(major)) => Some(*dm == major),

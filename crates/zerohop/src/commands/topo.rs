@@ -178,7 +178,13 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
     let down: Vec<String> = topology
         .nics
         .iter()
-        .filter(|nic| !nic.active && topology.pairings.iter().any(|p| p.nic.as_ref() == Some(&nic.name)))
+        .filter(|nic| {
+            !nic.active
+                && topology
+                    .pairings
+                    .iter()
+                    .any(|p| p.nic.as_ref() == Some(&nic.name))
+        })
         .map(|nic| format!("{}:{}", printable(&nic.name), nic.port))
         .collect();
     if !down.is_empty() {
