@@ -59,3 +59,44 @@ fn csit_hugepage_parameters_are_quoted_in_their_order() {
         assert_ne!(krn002.status, Status::Fail, "{capture}: {}", krn002.message);
     }
 }
+
+/// The CSIT Grace testbed isolates `1-71` with `isolcpus=1-71` alone: an
+/// intent that isolates the same CPUs, as the plan renders it, finds that
+/// `isolcpus=` lacks `managed_irq`; the lists themselves agree.
+#[test]
+fn csit_grace_isolation_against_the_intent() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("proc")).unwrap();
+    fs::copy(
+        corpus.join("proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt"),
+        dir.path().join("proc/cmdline"),
+    )
+    .unwrap();
+    let profile = Profile {
+        cpus: Some(zerohop_doctor::profile::CpuExpectation {
+            isolated: Some("1-71".to_owned()),
+            ..Default::default()
+        }),
+        ..Profile::default()
+    };
+    let report = support::doctor_with(
+        dir.path(),
+        &profile,
+        &Selection::parse(["CONF004"]).unwrap(),
+    );
+    let finding = support::findings(&report, "CONF004")[0];
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+    assert!(
+        finding.message.contains("managed_irq"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        !finding.message.contains("expected 1-71"),
+        "{}",
+        finding.message
+    );
+}

@@ -151,3 +151,33 @@ fn front_end_nics_outside_the_pool_are_information() {
         .collect();
     assert_eq!(failed, ["mlx5_2/1"]);
 }
+
+/// CONF001 and CONF002 on the HGX: eight H100s (`3D controller: NVIDIA
+/// Corporation Device 2330`) and the eight ConnectX-7 rails the pool names.
+#[test]
+fn hgx_gpus_and_rails_against_the_intent() {
+    let Some((host, rails)) = hgx() else { return };
+    let intent = |gpus: u32| Profile {
+        gpus: Some(zerohop_doctor::profile::GpuExpectation {
+            count: gpus,
+            from: Some("cluster.yaml:15".to_owned()),
+        }),
+        nics: rails
+            .iter()
+            .map(|name| NicExpectation {
+                rdma_device: Some(name.clone()),
+                vfs: Some(8),
+                ..NicExpectation::default()
+            })
+            .collect(),
+        ..Profile::default()
+    };
+    let selection = Selection::parse(["CONF001", "CONF002"]).unwrap();
+    let report = support::doctor_with(host.path(), &intent(8), &selection);
+    assert_eq!(support::statuses(&report, "CONF001"), vec![Status::Pass]);
+    assert_eq!(support::statuses(&report, "CONF002"), vec![Status::Pass; 8]);
+    let report = support::doctor_with(host.path(), &intent(9), &selection);
+    let gpus = &support::findings(&report, "CONF001")[0];
+    assert_eq!(gpus.status, Status::Fail);
+    assert!(gpus.message.contains("seen 8"), "{}", gpus.message);
+}

@@ -373,3 +373,60 @@ fn fstab_rdma_mount_missing_from_node_exporter_table_fails_without_mount() {
             .any(|c| c.starts_with("modprobe rpcrdma"))
     );
 }
+
+/// CONF005 on the real node_exporter mount table: the intent's NFS mount
+/// `/mnt/nfs/test` is there, `hard` as expected, but over TCP where the
+/// intent asks `proto=rdma`.
+#[test]
+fn node_exporter_nfs_mount_against_the_intent() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let dir = root_with(
+        &corpus,
+        &[("proc/self/mountinfo", "proc_10_mountinfo_node_exporter.txt")],
+    );
+    let expect = |options: &[&str]| Profile {
+        nfs_mounts: vec![zerohop_doctor::profile::NfsExpectation {
+            mount_point: "/mnt/nfs/test".to_owned(),
+            source: Some("192.168.1.1:/srv/test".to_owned()),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            from: Some("cluster.yaml:30".to_owned()),
+        }],
+        ..Profile::default()
+    };
+    let report = support::doctor_with(dir.path(), &expect(&["hard"]), &only(&["CONF005"]));
+    assert_eq!(support::statuses(&report, "CONF005"), vec![Status::Pass]);
+    let report = support::doctor_with(
+        dir.path(),
+        &expect(&["proto=rdma", "hard"]),
+        &only(&["CONF005"]),
+    );
+    let finding = &support::findings(&report, "CONF005")[0];
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+    assert!(finding.message.contains("proto"), "{}", finding.message);
+}
+
+/// CONF006 on procfs' NVMe-oF subsystems: the NetApp target 10.0.0.1 is
+/// live over TCP; 10.0.0.2 (RDMA, nvme4) is still `connecting`.
+#[test]
+fn procfs_nvme_targets_against_the_intent() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let tree = support::unttar(&corpus.join("procfs_fixtures.ttar"));
+    let root = tree.path().join("fixtures");
+    let target = |address: &str, transport: &str| Profile {
+        nvme_targets: vec![zerohop_doctor::profile::NvmeTargetExpectation {
+            address: address.to_owned(),
+            transport: Some(transport.to_owned()),
+            from: None,
+        }],
+        ..Profile::default()
+    };
+    let report = support::doctor_with(&root, &target("10.0.0.1", "tcp"), &only(&["CONF006"]));
+    assert_eq!(support::statuses(&report, "CONF006"), vec![Status::Pass]);
+    let report = support::doctor_with(&root, &target("10.0.0.2", "rdma"), &only(&["CONF006"]));
+    let finding = &support::findings(&report, "CONF006")[0];
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+}
