@@ -8,7 +8,10 @@ mod support;
 
 use std::fs;
 
+use zerohop_core::Status;
+use zerohop_doctor::profile::GpuExpectation;
 use zerohop_doctor::topology::Topology;
+use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
 use zerohop_known::pci::class;
 
@@ -96,5 +99,25 @@ fn display_functions_without_a_vendor_make_the_gpus_unknown() {
         gap.reason.contains("may be an nvidia gpu"),
         "{}",
         gap.reason
+    );
+    // The pool's two GPUs are not missing either: the count is unknown.
+    let profile = Profile {
+        gpus: Some(GpuExpectation {
+            count: 2,
+            from: None,
+        }),
+        ..Profile::default()
+    };
+    let report = support::doctor_with(
+        host.path(),
+        &profile,
+        &Selection::parse(["CONF001"]).unwrap(),
+    );
+    let count = support::findings(&report, "CONF001")[0];
+    assert_eq!(count.status, Status::Unknown, "{}", count.message);
+    assert!(
+        count.message.contains("0000:c1:00.0 0000:c2:00.0"),
+        "{}",
+        count.message
     );
 }

@@ -7,10 +7,12 @@
 use std::fmt::Display;
 
 use zerohop_core::Remediation;
+use zerohop_host::facts::nvme::SUBSYSTEMS;
 use zerohop_host::parse::cmdline::hugepage_requests;
 use zerohop_host::parse::rdma::LinkLayer;
 use zerohop_host::{Fact, Facts};
 use zerohop_known::cpuset::{CpuSet, Isolcpus};
+use zerohop_known::pci;
 
 use crate::checks::{bytes, need, require};
 use crate::context::{Context, Outcome};
@@ -107,6 +109,19 @@ declare_check! {
     /// replace it, or correct the pool's `gpus` if the node is of another
     /// kind (and give it labels that select the right pool).
     ///
+    /// ## Evidence
+    /// The functions of `/sys/bus/pci/devices` with vendor `10de` and a
+    /// display class that are not VFs. Fewer than expected beside display
+    /// functions without a vendor id (a capture without their `vendor`
+    /// file) is `unknown`: they may be the GPUs.
+    ///
+    /// ## Source
+    /// linux v6.12 `include/linux/pci_ids.h` (`PCI_VENDOR_ID_NVIDIA` 0x10de,
+    /// `PCI_CLASS_DISPLAY_VGA` 0x0300, `PCI_CLASS_DISPLAY_3D` 0x0302) and
+    /// `drivers/pci/pci-sysfs.c` (`vendor`, `class`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_pool.rs::hgx_gpus_and_rails_against_the_intent
+    /// Real capture: crates/zerohop-doctor/tests/corpus_topology.rs::display_functions_without_a_vendor_make_the_gpus_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF001/fail-gpu-missing/`:
@@ -153,8 +168,33 @@ fn gpu_count(ctx: &Context<'_>) -> Vec<Outcome> {
     } else {
         gpus.join(" ")
     };
+    // A display function whose vendor was not read may be one of the
+    // missing GPUs: then the count is unknown, not short.
+    let unidentified: Vec<&str> = ctx
+        .facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| {
+            d.vendor.is_none()
+                && !d.is_vf()
+                && matches!(
+                    d.class,
+                    Some(pci::class::DISPLAY_3D | pci::class::DISPLAY_VGA)
+                )
+        })
+        .map(|d| d.address.as_str())
+        .collect();
     let outcome = if seen == expected.count {
         Outcome::pass(format!("{seen} nvidia gpus, as expected"))
+    } else if seen < expected.count && !unidentified.is_empty() {
+        Outcome::unknown(format!(
+            "expected {} nvidia gpus{}, seen {seen}, and {} display function(s) without a vendor id that may be gpus: {}",
+            expected.count,
+            cite(expected.from.as_ref()),
+            unidentified.len(),
+            unidentified.join(" ")
+        ))
     } else {
         Outcome::fail(format!(
             "expected {} nvidia gpus{}, seen {seen}",
@@ -200,6 +240,19 @@ declare_check! {
     /// network and the PF (`ip link set <pf> mtu N`), and the link type in
     /// the NIC's firmware (`mlxconfig -d <dev> set LINK_TYPE_P1=2` for
     /// Ethernet, `1` for InfiniBand, then a reset).
+    ///
+    /// ## Evidence
+    /// `/sys/class/net/<pf>` (`mtu`, `device`), `/sys/class/infiniband/<dev>`
+    /// (`ports/1/link_layer`, `rate`, `device/net`) and `sriov_numvfs` of the
+    /// PCI function. Without `/sys/class/net` in a capture a netdev name is
+    /// `unknown`, never missing: every kernel lists its interfaces there.
+    ///
+    /// ## Source
+    /// linux v6.12 `net/core/net-sysfs.c` (`netdev_kobject_init`, `mtu`),
+    /// `drivers/infiniband/core/sysfs.c` (`link_layer`, `rate`),
+    /// `drivers/pci/iov.c` (`sriov_numvfs`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_pool.rs::hgx_gpus_and_rails_against_the_intent
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::gb10_capture_without_class_net_or_kernel_mm_is_unknown
     ///
     /// ## Example
     ///
@@ -450,6 +503,18 @@ declare_check! {
     /// kernel-arguments `MachineConfig`) and reboot; a node that stays
     /// short lacks free memory at boot (`dmesg | grep -i huge`).
     ///
+    /// ## Evidence
+    /// `/proc/cmdline` (the request, in its order), `/sys/kernel/mm/hugepages`
+    /// (the pool) and `/sys/devices/system/node/node*/hugepages` (each node's
+    /// share). A directory absent from a capture is `unknown`; what the command
+    /// line shows still decides.
+    ///
+    /// ## Source
+    /// linux v6.12 `mm/hugetlb.c` (`hugepagesz_setup`, `hugepages_setup`,
+    /// `hugetlb_sysfs_init`, `hugetlb_register_node`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_kernel.rs::csit_hugepage_parameters_are_quoted_in_their_order
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::csit_cmdline_without_hugepage_directories_is_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF003/fail-node-short/`:
@@ -638,6 +703,16 @@ declare_check! {
     /// pool's kernel-arguments `MachineConfig`) and reboot; keep the
     /// reserved CPUs out of them.
     ///
+    /// ## Evidence
+    /// `/proc/cmdline` (`isolcpus=`, `nohz_full=`, `rcu_nocbs=`) and
+    /// `/sys/devices/system/cpu/online` for the reserved CPUs. Without the
+    /// command line it is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `kernel/sched/isolation.c` (`housekeeping_isolcpus_setup`:
+    /// the `managed_irq` flag) and `Documentation/admin-guide/kernel-parameters.txt`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_kernel.rs::csit_grace_isolation_against_the_intent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF004/fail-lists-differ/`:
@@ -815,6 +890,15 @@ declare_check! {
     /// unit again. A value the server lowers (`rsize`, `wsize`) is the
     /// server's limit: raise it there.
     ///
+    /// ## Evidence
+    /// The NFS entries of `/proc/self/mountinfo` (else `/proc/mounts`) at the
+    /// expected mount point, and their options. No mount table is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options`) and
+    /// `fs/proc_namespace.c` (`show_mountinfo`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_mount_against_the_intent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF005/fail-no-nconnect/`:
@@ -933,6 +1017,17 @@ declare_check! {
     /// (`systemctl status nvmf-autoconnect`), then connect by hand:
     /// `nvme connect-all --transport=rdma --traddr=<address>`.
     ///
+    /// ## Evidence
+    /// `address`, `transport` and `state` of the controllers of
+    /// `/sys/class/nvme-subsystem`. Without the class directory in a capture
+    /// it is `unknown`; on the live host no directory means no controller.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/fabrics.c` (`nvmf_get_address`:
+    /// `traddr=…,trsvcid=…`) and `drivers/nvme/host/core.c` (`state`,
+    /// `transport`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_targets_against_the_intent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF006/fail-tcp-instead-of-rdma/`:
@@ -962,8 +1057,19 @@ fn nvme_targets(ctx: &Context<'_>) -> Vec<Outcome> {
             "no nvme-of target expected (neither the intent nor a profile names one)",
         )];
     }
-    if let Err(gap) = &ctx.facts.nvme.subsystems {
-        return vec![Outcome::gap(gap)];
+    match &ctx.facts.nvme.subsystems {
+        Err(gap) => return vec![Outcome::gap(gap)],
+        // On the live host no class directory means no NVMe-oF controller,
+        // which the targets then fail; a capture may just lack it.
+        Ok(None) if !ctx.facts.live => {
+            return vec![
+                Outcome::unknown(format!(
+                    "cannot tell: {SUBSYSTEMS} is not in the capture (not captured, or no nvme subsystem)"
+                ))
+                .evidence(SUBSYSTEMS, "<missing>"),
+            ];
+        }
+        Ok(_) => {}
     }
     ctx.profile
         .nvme_targets

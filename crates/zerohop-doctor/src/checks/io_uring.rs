@@ -41,6 +41,18 @@ declare_check! {
     /// profile also blocks io_uring: allow `io_uring_setup`,
     /// `io_uring_enter` and `io_uring_register`.
     ///
+    /// ## Evidence
+    /// `/proc/sys/kernel/io_uring_disabled` and `io_uring_group`; absent, the
+    /// release (`/proc/sys/kernel/osrelease`, else `/proc/version`) tells an
+    /// old kernel from a file that was not captured, else `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `io_uring/io_uring.c` (`io_uring_allowed`, the
+    /// `io_uring_disabled` sysctl of commit 76d3ccecfa18, v6.6); io_uring itself
+    /// from commit 2b188cc1bb85, v5.1.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::linux_4_14_predates_io_uring
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::absent_io_uring_sysctl_is_judged_by_the_release
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/URING001/fail-disabled/`:

@@ -276,6 +276,18 @@ declare_check! {
     /// `/etc/fstab`. Declare `/` if the data is meant to live on the root
     /// file system.
     ///
+    /// ## Evidence
+    /// The paths of `--mount`, else the NFS-over-RDMA entries of `/etc/fstab`,
+    /// against `/proc/self/mountinfo` (else `/proc/mounts`). No mount table is
+    /// `unknown`; no `/etc/fstab` without `--mount` leaves nothing to judge.
+    ///
+    /// ## Source
+    /// util-linux 2.39 `fstab(5)` and `mount(8)` (`noauto`), systemd 255
+    /// `systemd.mount(5)` (`x-systemd.automount`, `_netdev`), linux v6.12
+    /// `fs/proc_namespace.c` (`show_mountinfo`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::fstab_rdma_mount_missing_from_node_exporter_table_fails_without_mount
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::declared_data_mounts_must_be_mounted
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS007/fail-fstab-mount-missing/`:
@@ -454,6 +466,21 @@ declare_check! {
     /// and put the same options in `/etc/fstab` (with `_netdev`). On
     /// Kubernetes, the Network Operator's `ENABLE_NFSRDMA` loads the module.
     ///
+    /// ## Evidence
+    /// The NFS lines of `/proc/self/mountinfo` (else `/proc/mounts`), their
+    /// `/proc/self/mountstats` blocks (`xprt:` lines) and `/etc/fstab`. With
+    /// neither a mount table nor mountstats in a capture it is `unknown`, never
+    /// "no nfs mounts".
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options`: `proto=`;
+    /// `nfs_show_stats`: the mountstats block), `net/sunrpc/xprtrdma/transport.c`
+    /// (`xprt_rdma_print_stats`: `xprt: rdma`), nfs-utils 2.6 `nfs(5)` (`rdma`
+    /// as `proto=rdma`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::capture_without_mount_table_does_not_claim_no_nfs
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS001/fail-fstab-asks-rdma/`:
@@ -559,6 +586,15 @@ declare_check! {
     /// and on the server make sure `rdma=y` and `rdma-port=20049` are in
     /// the `[nfsd]` section of `/etc/nfs.conf`.
     ///
+    /// ## Evidence
+    /// `port=` of the data mount's options (mount table, else the
+    /// mountstats `opts:` line).
+    ///
+    /// ## Source
+    /// RFC 8267 §6.2 (port 20049 for NFS over RDMA); linux v6.12
+    /// `Documentation/admin-guide/nfs/nfs-rdma.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS002/warn-port-2049/`:
@@ -617,6 +653,16 @@ declare_check! {
     /// ## How to fix
     /// Mount with `nconnect=16` (the kernel's maximum), and check the
     /// RDMA ports the missing transports would use (`rdma link`).
+    ///
+    /// ## Evidence
+    /// `nconnect=` of the options and the count of `xprt: rdma` lines of the
+    /// mount's mountstats block; without the block, the options alone.
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/client.c` (`nfs_create_rpc_client`: `nconnect`
+    /// transports) and `net/sunrpc/clnt.c` (`rpc_clnt_add_xprt`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
     ///
     /// ## Example
     ///
@@ -693,6 +739,17 @@ declare_check! {
     /// Remount with `rsize=1048576,wsize=1048576`; if the values stay
     /// lower, the server caps them (Linux `nfsd`: `max_block_size`).
     ///
+    /// ## Evidence
+    /// `rsize=` and `wsize=` of the options in effect (what the server
+    /// negotiated, as the mount table shows it).
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options` prints the
+    /// negotiated `rsize`/`wsize`) and `fs/nfs/client.c`
+    /// (`nfs_server_set_fsinfo`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS004/warn-32kib/`:
@@ -764,6 +821,18 @@ declare_check! {
     /// DOCA-OFED, the module comes from the OFED packages (`mlnx-nfsrdma`);
     /// on Kubernetes, set `ENABLE_NFSRDMA=true` in the Network Operator's
     /// driver.
+    ///
+    /// ## Evidence
+    /// `/proc/modules` and `/sys/module` (`rpcrdma`, `xprtrdma`), when an NFS
+    /// mount uses or `/etc/fstab` asks for RDMA. Without a module list it is
+    /// `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `net/sunrpc/xprtrdma/module.c` (the `rpcrdma` module,
+    /// alias `xprtrdma`, registers the RDMA transport) and
+    /// `Documentation/admin-guide/nfs/nfs-rdma.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::nfs_over_rdma_client_has_rpcrdma
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
     ///
     /// ## Example
     ///
@@ -859,6 +928,15 @@ declare_check! {
     /// ## How to fix
     /// Remount with `hard` (the default when neither is given). Make jobs
     /// interruptible with `timeo=600,retrans=2` rather than `soft`.
+    ///
+    /// ## Evidence
+    /// `soft`, `softerr` or `hard` in the data mount's options.
+    ///
+    /// ## Source
+    /// nfs-utils 2.6 `nfs(5)` (`soft`: a major timeout returns an error to the
+    /// application); linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options`
+    /// prints `soft`/`softerr`/`hard`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
     ///
     /// ## Example
     ///
