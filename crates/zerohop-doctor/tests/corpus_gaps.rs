@@ -32,8 +32,9 @@ fn one<'a>(report: &'a zerohop_core::Report, id: &str) -> &'a Finding {
 }
 
 /// The DGX Spark (GB10) snapshot holds `/proc` and parts of `/sys`, but
-/// no `/sys/class/net` and no `/sys/kernel/mm`: a NIC the intent names
-/// and the transparent hugepage policy are unknown there, not absent.
+/// no `/sys/class/net`, no `/sys/class/infiniband` and no `/sys/kernel/mm`:
+/// the NICs the intent names (by netdev, by RDMA device) and the
+/// transparent hugepage policy are unknown there, not absent.
 #[test]
 fn gb10_capture_without_class_net_or_kernel_mm_is_unknown() {
     let Some(corpus) = support::corpus() else {
@@ -44,16 +45,25 @@ fn gb10_capture_without_class_net_or_kernel_mm_is_unknown() {
     assert!(!root.join("sys/class/net").exists());
     assert!(!root.join("sys/kernel/mm").exists());
     let profile = Profile {
-        nics: vec![NicExpectation {
-            pf: Some("enP2p1s0f0np0".to_owned()),
-            ..NicExpectation::default()
-        }],
+        nics: vec![
+            NicExpectation {
+                pf: Some("enP2p1s0f0np0".to_owned()),
+                ..NicExpectation::default()
+            },
+            NicExpectation {
+                rdma_device: Some("rocep1s0f0".to_owned()),
+                ..NicExpectation::default()
+            },
+        ],
         ..Profile::default()
     };
     let report = support::doctor_with(&root, &profile, &only(&["CONF002", "MEM002", "MEM003"]));
-    let nic = one(&report, "CONF002");
-    assert_eq!(nic.status, Status::Unknown, "{}", nic.message);
-    assert!(nic.message.contains("/sys/class/net"), "{}", nic.message);
+    let nics = support::findings(&report, "CONF002");
+    assert_eq!(nics.len(), 2);
+    for (nic, dir) in nics.iter().zip(["/sys/class/net", "/sys/class/infiniband"]) {
+        assert_eq!(nic.status, Status::Unknown, "{}", nic.message);
+        assert!(nic.message.contains(dir), "{}", nic.message);
+    }
     for id in ["MEM002", "MEM003"] {
         let finding = one(&report, id);
         assert_eq!(finding.status, Status::Unknown, "{id}: {}", finding.message);

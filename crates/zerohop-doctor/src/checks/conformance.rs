@@ -245,7 +245,9 @@ declare_check! {
     /// `/sys/class/net/<pf>` (`mtu`, `device`), `/sys/class/infiniband/<dev>`
     /// (`ports/1/link_layer`, `rate`, `device/net`) and `sriov_numvfs` of the
     /// PCI function. Without `/sys/class/net` in a capture a netdev name is
-    /// `unknown`, never missing: every kernel lists its interfaces there.
+    /// `unknown`, never missing: every kernel lists its interfaces there;
+    /// likewise an RDMA device name without `/sys/class/infiniband` in a
+    /// capture (on the live host, no directory means no RDMA device).
     ///
     /// ## Source
     /// linux v6.12 `net/core/net-sysfs.c` (`netdev_kobject_init`, `mtu`),
@@ -330,6 +332,21 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
             nic.name()
         ))
         .evidence("/sys/class/net", "<missing>");
+    }
+    // /sys/class/infiniband is there on the live host once ib_core has a
+    // device; a capture may just not hold it, and a missing name there
+    // means nothing either (a read error never does).
+    let rdma_unknown = match &facts.rdma.devices {
+        Err(gap) => Some(gap.reason.clone()),
+        Ok(None) if !facts.live => Some("not in the capture".to_owned()),
+        _ => None,
+    };
+    if let (Some(dev), None, Some(why)) = (&nic.rdma_device, rdma, rdma_unknown) {
+        return Outcome::unknown(format!(
+            "nic {}{place}: cannot tell whether rdma device {dev} exists: /sys/class/infiniband: {why}",
+            nic.name()
+        ))
+        .evidence("/sys/class/infiniband", "<missing>");
     }
     let mut missing = Vec::new();
     if let Some(pf) = &nic.pf

@@ -867,10 +867,7 @@ fn rpcrdma_missing(ctx: &Context<'_>) -> Vec<Outcome> {
     let nfs = facts.nfs_mounts();
     let active = nfs.iter().find(|m| m.is_rdma());
     let fstab_wants = match &facts.fstab {
-        Ok(Some(entries)) => entries.iter().find(|e| {
-            e.fstype.starts_with("nfs")
-                && (e.options.has("rdma") || e.options.get("proto") == Some("rdma"))
-        }),
+        Ok(Some(entries)) => entries.iter().find(|e| e.is_nfs() && e.asks_for_rdma()),
         _ => None,
     };
     let wanted = ctx.profile.nfs_rdma == Some(true) || active.is_some() || fstab_wants.is_some();
