@@ -703,7 +703,10 @@ declare_check! {
     /// mount (`/proc/self/mountinfo` major:minor or `/dev/mapper/…` source)
     /// and, when it is a device-mapper device, its chain through
     /// `/sys/block/dm-*/slaves` and `dm/uuid`. dm-multipath (`mpath-`),
-    /// LVM (`LVM-`) and dm-crypt (`CRYPT-`) warn.
+    /// LVM (`LVM-`) and dm-crypt (`CRYPT-`) warn. A `/dev/mapper/` or
+    /// `/dev/dm-` source, or a device of device-mapper's major, whose
+    /// `/sys/block/dm-*` was not read warns too, its target unknown: it is
+    /// never passed as "not device-mapper".
     ///
     /// ## Why it matters
     /// cuFile does GPU-direct I/O only on file systems over plain NVMe
