@@ -13,6 +13,7 @@ pub mod checks;
 pub mod context;
 mod fix;
 pub mod npd;
+mod pool;
 pub mod profile;
 pub mod registry;
 pub mod runner;

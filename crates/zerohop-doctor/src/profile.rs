@@ -71,7 +71,8 @@ pub struct Profile {
     #[serde(default)]
     pub gpus: Option<GpuExpectation>,
     /// The RDMA NIC ports (physical functions) the host must have, each
-    /// with what it must show.
+    /// with what it must show. When every one is found on the host, the
+    /// NIC checks judge these and report the host's other NICs as `info`.
     #[serde(default)]
     pub nics: Vec<NicExpectation>,
     /// The hugepage pool reserved at boot.

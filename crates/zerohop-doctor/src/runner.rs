@@ -7,6 +7,7 @@ use zerohop_host::Facts;
 
 use crate::checks::CHECKS;
 use crate::context::{Context, Outcome};
+use crate::pool::NicPool;
 use crate::profile::Profile;
 use crate::registry::{Check, Group};
 
@@ -52,8 +53,14 @@ impl Selection {
 ///
 /// A check whose prerequisite failed is not run: it reports `blocked` with
 /// a pointer to the prerequisite, so one root cause raises one alarm.
+///
+/// When the profile names the pool's NICs (`--intent`), a problem that a
+/// check (other than the conformance checks, which judge the pool itself)
+/// reports about another NIC of the host is information: the pool's data
+/// path does not use it.
 pub fn run(facts: &Facts, profile: &Profile, selection: &Selection) -> Report {
     let context = Context { facts, profile };
+    let pool = NicPool::of(facts, profile);
     let wanted = with_prerequisites(selection);
     let mut failed: HashMap<&'static str, bool> = HashMap::new();
     let mut findings = Vec::new();
@@ -75,7 +82,12 @@ pub fn run(facts: &Facts, profile: &Profile, selection: &Selection) -> Report {
                 if outcomes.is_empty() {
                     outcomes.push(Outcome::not_applicable("nothing to check on this host"));
                 }
-                outcomes
+                match &pool {
+                    Some(pool) if check.group != Group::Conformance => {
+                        outcomes.into_iter().map(|o| pool.scope(o)).collect()
+                    }
+                    _ => outcomes,
+                }
             }
         };
         let any_fail = outcomes.iter().any(|o| o.status == Status::Fail);

@@ -23,6 +23,7 @@ use zerohop_host::facts::{PciDevice, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::LinkLayer;
 use zerohop_host::{Facts, Gap};
 use zerohop_known::nccl;
+use zerohop_known::pci::class;
 
 /// How far apart two PCI functions are, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -94,6 +95,9 @@ pub struct Nic {
     pub pci: String,
     /// The port NCCL should use: the fastest `ACTIVE` one, else the first.
     pub port: u32,
+    /// Whether that port is `4: ACTIVE`; when it is not, no port of the
+    /// NIC is, and NCCL cannot use it until one comes up.
+    pub active: bool,
     /// Its NUMA node, when known.
     pub numa_node: Option<i32>,
 }
@@ -245,10 +249,32 @@ impl Topology {
             nics,
             pairings,
             nccl_ib_hca,
-            pci_unreadable: pci.unidentified().map(unreadable),
+            pci_unreadable: pci
+                .unidentified()
+                .map(unreadable)
+                .or_else(|| unidentified_display(facts)),
             rdma_unreadable: facts.rdma.devices.as_ref().err().map(unreadable),
         }
     }
+}
+
+/// A display or 3D controller whose vendor is unknown (a capture without
+/// its `vendor` file): it may be an NVIDIA GPU, so "no GPU" is unknown.
+fn unidentified_display(facts: &Facts) -> Option<Unreadable> {
+    facts
+        .pci
+        .list()
+        .iter()
+        .find(|d| {
+            d.vendor.is_none() && matches!(d.class, Some(class::DISPLAY_3D | class::DISPLAY_VGA))
+        })
+        .map(|d| Unreadable {
+            path: format!("{}/vendor", d.sysfs()),
+            reason: format!(
+                "display function {} has no vendor id: it may be an nvidia gpu",
+                d.address
+            ),
+        })
 }
 
 /// A NIC while the pairing is computed: what ranks it among NICs at the
@@ -278,6 +304,7 @@ impl<'a> Candidate<'a> {
                 name: device.name.clone(),
                 pci: function.address.clone(),
                 port: port.map_or(1, |p| p.number),
+                active: port.is_some_and(RdmaPort::is_active),
                 numa_node: known_node(function),
             },
             function,
@@ -470,12 +497,14 @@ mod tests {
                 name: "mlx5_0".into(),
                 pci: "a".into(),
                 port: 1,
+                active: true,
                 numa_node: None,
             },
             Nic {
                 name: "mlx5_1".into(),
                 pci: "b".into(),
                 port: 1,
+                active: true,
                 numa_node: None,
             },
         ];

@@ -320,3 +320,113 @@ fn gdscheck_reports_only_keys_the_doctor_knows() {
     // And the guide's `nvfs` block is no cuFile key.
     assert!(cufile::lookup(&["nvfs"]).is_none());
 }
+
+/// The agent's mode (no `--mount`): an NFS-over-RDMA mount that
+/// `/etc/fstab` asks for but that is not in the real node_exporter mount
+/// table (the mount that did not come up after a driver reload) fails
+/// NFS007; the fstab entry the table does hold passes. The fstab lines
+/// use the options of the kernel's NFS/RDMA guide
+/// (`Documentation/admin-guide/nfs/nfs-rdma.rst`, v6.12: `rdma,port=20049`).
+#[test]
+fn fstab_rdma_mount_missing_from_node_exporter_table_fails_without_mount() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let dir = root_with(
+        &corpus,
+        &[("proc/self/mountinfo", "proc_10_mountinfo_node_exporter.txt")],
+    );
+    fs::create_dir_all(dir.path().join("etc")).unwrap();
+    fs::write(
+        dir.path().join("etc/fstab"),
+        "/dev/sda1 / ext4 errors=remount-ro 0 1\n\
+         192.168.1.1:/srv/test /mnt/nfs/test nfs4 proto=rdma,port=20049,_netdev 0 0\n\
+         192.168.1.1:/srv/ai /mnt/ai-data nfs4 rdma,port=20049,_netdev 0 0\n\
+         192.168.1.1:/srv/scratch /mnt/scratch nfs4 rdma,port=20049,noauto 0 0\n",
+    )
+    .unwrap();
+    let report = support::doctor_with(dir.path(), &Profile::default(), &only(&["NFS007"]));
+    let findings = support::findings(&report, "NFS007");
+    let verdicts: Vec<(&str, Status)> = findings
+        .iter()
+        .map(|f| (f.subject.as_str(), f.status))
+        .collect();
+    // The noauto entry is mounted on demand only and is not judged.
+    assert_eq!(
+        verdicts,
+        [
+            ("/mnt/nfs/test", Status::Pass),
+            ("/mnt/ai-data", Status::Fail)
+        ]
+    );
+    assert!(
+        findings[1]
+            .message
+            .contains("the path reads ext4 /dev/sda1 at / instead"),
+        "{}",
+        findings[1].message
+    );
+    let fix = findings[1].remediation.as_ref().unwrap();
+    assert!(
+        fix.commands
+            .iter()
+            .any(|c| c.starts_with("modprobe rpcrdma"))
+    );
+}
+
+/// CONF005 on the real node_exporter mount table: the intent's NFS mount
+/// `/mnt/nfs/test` is there, `hard` as expected, but over TCP where the
+/// intent asks `proto=rdma`.
+#[test]
+fn node_exporter_nfs_mount_against_the_intent() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let dir = root_with(
+        &corpus,
+        &[("proc/self/mountinfo", "proc_10_mountinfo_node_exporter.txt")],
+    );
+    let expect = |options: &[&str]| Profile {
+        nfs_mounts: vec![zerohop_doctor::profile::NfsExpectation {
+            mount_point: "/mnt/nfs/test".to_owned(),
+            source: Some("192.168.1.1:/srv/test".to_owned()),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            from: Some("cluster.yaml:30".to_owned()),
+        }],
+        ..Profile::default()
+    };
+    let report = support::doctor_with(dir.path(), &expect(&["hard"]), &only(&["CONF005"]));
+    assert_eq!(support::statuses(&report, "CONF005"), vec![Status::Pass]);
+    let report = support::doctor_with(
+        dir.path(),
+        &expect(&["proto=rdma", "hard"]),
+        &only(&["CONF005"]),
+    );
+    let finding = &support::findings(&report, "CONF005")[0];
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+    assert!(finding.message.contains("proto"), "{}", finding.message);
+}
+
+/// CONF006 on procfs' NVMe-oF subsystems: the NetApp target 10.0.0.1 is
+/// live over TCP; 10.0.0.2 (RDMA, nvme4) is still `connecting`.
+#[test]
+fn procfs_nvme_targets_against_the_intent() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let tree = support::unttar(&corpus.join("procfs_fixtures.ttar"));
+    let root = tree.path().join("fixtures");
+    let target = |address: &str, transport: &str| Profile {
+        nvme_targets: vec![zerohop_doctor::profile::NvmeTargetExpectation {
+            address: address.to_owned(),
+            transport: Some(transport.to_owned()),
+            from: None,
+        }],
+        ..Profile::default()
+    };
+    let report = support::doctor_with(&root, &target("10.0.0.1", "tcp"), &only(&["CONF006"]));
+    assert_eq!(support::statuses(&report, "CONF006"), vec![Status::Pass]);
+    let report = support::doctor_with(&root, &target("10.0.0.2", "rdma"), &only(&["CONF006"]));
+    let finding = &support::findings(&report, "CONF006")[0];
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+}

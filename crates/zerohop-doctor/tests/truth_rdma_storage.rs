@@ -739,3 +739,56 @@ fn hugepage_suggestions_fit_the_memory() {
         remediation.commands
     );
 }
+
+/// The `cufile.json` the Puget host's GDS 1.14 read (its 33 settings, as
+/// `gdscheck -p` printed them): valid (GDS001), not forcing compat mode
+/// (GDS003), and with no RDMA devices configured (`rdma devices : Not
+/// configured`), so no address to judge (GDS004).
+#[test]
+fn puget_cufile_json_is_valid_and_not_forced_to_compat() {
+    let Some(corpus) = corpus() else { return };
+    let gdscheck =
+        fs::read_to_string(corpus.join("stelline_validated_hardware/puget-wrx90__gdscheck_p.txt"))
+            .unwrap();
+    let real = cufile_from_gdscheck(&gdscheck);
+    let root = support::scratch();
+    write(
+        root.path(),
+        "etc/cufile.json",
+        &serde_json::to_string_pretty(&real).unwrap(),
+    );
+    let report = doctor_with(
+        root.path(),
+        &Profile::default(),
+        &only(&["GDS001", "GDS003", "GDS004"]),
+    );
+    assert_eq!(statuses(&report, "GDS001"), vec![Status::Pass]);
+    assert_eq!(statuses(&report, "GDS003"), vec![Status::Pass]);
+    assert_eq!(statuses(&report, "GDS004"), vec![Status::NotApplicable]);
+}
+
+/// The NFS-over-RDMA client's own `lsmod` lists `rpcrdma` (used by 2):
+/// with its mount over 16 RDMA transports, NFS005 passes.
+#[test]
+fn nfs_over_rdma_client_has_rpcrdma() {
+    let Some(corpus) = corpus() else { return };
+    let root = support::scratch();
+    let lsmod =
+        fs::read_to_string(corpus.join("lsmod_rpcrdma_mlx5_nfs_rdma_client_mikekatana.txt"))
+            .unwrap();
+    write(
+        root.path(),
+        "proc/modules",
+        &proc_modules_from_lsmod(&lsmod),
+    );
+    place(
+        root.path(),
+        &corpus,
+        "proc_self_mountstats_nfs3_proto_rdma_nconnect16.txt",
+        "proc/self/mountstats",
+    );
+    let report = doctor_with(root.path(), &Profile::default(), &only(&["NFS005"]));
+    let finding = &findings(&report, "NFS005")[0];
+    assert_eq!(finding.status, Status::Pass, "{}", finding.message);
+    assert_eq!(finding.message, "rpcrdma loaded");
+}

@@ -177,6 +177,7 @@ mod tests {
             name: name.to_owned(),
             pci: String::new(),
             port: 1,
+            active: true,
             numa_node: Some(0),
         }
     }

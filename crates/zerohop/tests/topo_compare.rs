@@ -88,3 +88,68 @@ fn a_missing_capture_is_a_usage_error_before_the_host_is_read() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("/nonexistent/topo.txt"), "{stderr}");
 }
+
+/// `../shared/corpus`, or `None` (said) in a clone without any `../shared`.
+fn corpus() -> Option<PathBuf> {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let dir = shared.join("corpus");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        !shared.exists(),
+        "{} lacks the corpus: CI must not pass without it",
+        shared.display()
+    );
+    eprintln!("skipped: {} is absent", dir.display());
+    None
+}
+
+/// A real `nvidia-smi topo -m` of another host (eight H100s, GPUs only,
+/// from stas00/ml-engineering) against the one-GPU root: no pair can be
+/// compared, and a gate must not pass it.
+#[test]
+fn a_matrix_that_compares_no_pair_exits_1() {
+    let Some(corpus) = corpus() else { return };
+    let matrix =
+        fs::read_to_string(corpus.join("nvidia_smi_topo_m_8xH100_NV18_trimmed_ml-engineering.txt"))
+            .unwrap();
+    let run = topo(&matrix, &["--format", "json"]);
+    let document: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(document["comparison"]["compared"], 0);
+    assert_eq!(
+        document["comparison"]["disagreements"],
+        serde_json::json!([])
+    );
+    assert_eq!(run.status.code(), Some(1));
+}
+
+/// The fixture root with its one port `1: DOWN`: `NCCL_IB_HCA` still names
+/// the paired NIC, and the output says that it has no ACTIVE port.
+#[test]
+fn a_paired_nic_without_an_active_port_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(root())
+        .arg(dir.path().join("root"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let state = dir.path().join(
+        "root/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:04.0/0000:1c:00.0/infiniband/mlx5_0/ports/1",
+    );
+    fs::write(state.join("state"), "1: DOWN\n").unwrap();
+    fs::write(state.join("phys_state"), "3: Disabled\n").unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args(["topo", "--root"])
+        .arg(dir.path().join("root"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("NCCL_IB_HCA==mlx5_0:1"), "{stdout}");
+    assert!(
+        stdout.contains("warning: 1 of the paired nic(s) have no ACTIVE port (mlx5_0:1)"),
+        "{stdout}"
+    );
+}

@@ -7,10 +7,12 @@
 use std::fmt::Display;
 
 use zerohop_core::Remediation;
+use zerohop_host::facts::nvme::SUBSYSTEMS;
 use zerohop_host::parse::cmdline::hugepage_requests;
 use zerohop_host::parse::rdma::LinkLayer;
 use zerohop_host::{Fact, Facts};
 use zerohop_known::cpuset::{CpuSet, Isolcpus};
+use zerohop_known::pci;
 
 use crate::checks::{bytes, need, require};
 use crate::context::{Context, Outcome};
@@ -107,6 +109,19 @@ declare_check! {
     /// replace it, or correct the pool's `gpus` if the node is of another
     /// kind (and give it labels that select the right pool).
     ///
+    /// ## Evidence
+    /// The functions of `/sys/bus/pci/devices` with vendor `10de` and a
+    /// display class that are not VFs. Fewer than expected beside display
+    /// functions without a vendor id (a capture without their `vendor`
+    /// file) is `unknown`: they may be the GPUs.
+    ///
+    /// ## Source
+    /// linux v6.12 `include/linux/pci_ids.h` (`PCI_VENDOR_ID_NVIDIA` 0x10de,
+    /// `PCI_CLASS_DISPLAY_VGA` 0x0300, `PCI_CLASS_DISPLAY_3D` 0x0302) and
+    /// `drivers/pci/pci-sysfs.c` (`vendor`, `class`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_pool.rs::hgx_gpus_and_rails_against_the_intent
+    /// Real capture: crates/zerohop-doctor/tests/corpus_topology.rs::display_functions_without_a_vendor_make_the_gpus_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF001/fail-gpu-missing/`:
@@ -135,7 +150,7 @@ declare_check! {
 fn gpu_count(ctx: &Context<'_>) -> Vec<Outcome> {
     let Some(expected) = &ctx.profile.gpus else {
         return vec![Outcome::not_applicable(
-            "no gpu count expected (give --intent)",
+            "no gpu count expected (neither the intent nor a profile names one)",
         )];
     };
     need!(require(&ctx.facts.pci.devices, || Outcome::unknown(
@@ -153,8 +168,33 @@ fn gpu_count(ctx: &Context<'_>) -> Vec<Outcome> {
     } else {
         gpus.join(" ")
     };
+    // A display function whose vendor was not read may be one of the
+    // missing GPUs: then the count is unknown, not short.
+    let unidentified: Vec<&str> = ctx
+        .facts
+        .pci
+        .list()
+        .iter()
+        .filter(|d| {
+            d.vendor.is_none()
+                && !d.is_vf()
+                && matches!(
+                    d.class,
+                    Some(pci::class::DISPLAY_3D | pci::class::DISPLAY_VGA)
+                )
+        })
+        .map(|d| d.address.as_str())
+        .collect();
     let outcome = if seen == expected.count {
         Outcome::pass(format!("{seen} nvidia gpus, as expected"))
+    } else if seen < expected.count && !unidentified.is_empty() {
+        Outcome::unknown(format!(
+            "expected {} nvidia gpus{}, seen {seen}, and {} display function(s) without a vendor id that may be gpus: {}",
+            expected.count,
+            cite(expected.from.as_ref()),
+            unidentified.len(),
+            unidentified.join(" ")
+        ))
     } else {
         Outcome::fail(format!(
             "expected {} nvidia gpus{}, seen {seen}",
@@ -201,6 +241,21 @@ declare_check! {
     /// the NIC's firmware (`mlxconfig -d <dev> set LINK_TYPE_P1=2` for
     /// Ethernet, `1` for InfiniBand, then a reset).
     ///
+    /// ## Evidence
+    /// `/sys/class/net/<pf>` (`mtu`, `device`), `/sys/class/infiniband/<dev>`
+    /// (`ports/1/link_layer`, `rate`, `device/net`) and `sriov_numvfs` of the
+    /// PCI function. Without `/sys/class/net` in a capture a netdev name is
+    /// `unknown`, never missing: every kernel lists its interfaces there;
+    /// likewise an RDMA device name without `/sys/class/infiniband` in a
+    /// capture (on the live host, no directory means no RDMA device).
+    ///
+    /// ## Source
+    /// linux v6.12 `net/core/net-sysfs.c` (`netdev_kobject_init`, `mtu`),
+    /// `drivers/infiniband/core/sysfs.c` (`link_layer`, `rate`),
+    /// `drivers/pci/iov.c` (`sriov_numvfs`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_pool.rs::hgx_gpus_and_rails_against_the_intent
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::gb10_capture_without_class_net_or_kernel_mm_is_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF002/fail-link-type/`:
@@ -230,7 +285,7 @@ declare_check! {
 fn nics(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.nics.is_empty() {
         return vec![Outcome::not_applicable(
-            "no nic ports expected (give --intent)",
+            "no nic ports expected (neither the intent nor a profile names any)",
         )];
     }
     ctx.profile
@@ -264,6 +319,35 @@ fn nic_outcome(facts: &Facts, nic: &NicExpectation) -> Outcome {
             .flatten()
             .and_then(|name| netdev_of(name))
     });
+    // Every kernel lists its interfaces (`lo` at least) in /sys/class/net
+    // (net/core/net-sysfs.c, netdev_kobject_init): without the directory
+    // the capture did not hold it, and a missing name means nothing.
+    if let (Some(pf), None, Ok(None) | Err(_)) = (&nic.pf, netdev, &facts.net.devices) {
+        let why = match &facts.net.devices {
+            Err(gap) => gap.reason.clone(),
+            _ => "the directory is absent".to_owned(),
+        };
+        return Outcome::unknown(format!(
+            "nic {}{place}: cannot tell whether netdev {pf} exists: /sys/class/net: {why}",
+            nic.name()
+        ))
+        .evidence("/sys/class/net", "<missing>");
+    }
+    // /sys/class/infiniband is there on the live host once ib_core has a
+    // device; a capture may just not hold it, and a missing name there
+    // means nothing either (a read error never does).
+    let rdma_unknown = match &facts.rdma.devices {
+        Err(gap) => Some(gap.reason.clone()),
+        Ok(None) if !facts.live => Some("not in the capture".to_owned()),
+        _ => None,
+    };
+    if let (Some(dev), None, Some(why)) = (&nic.rdma_device, rdma, rdma_unknown) {
+        return Outcome::unknown(format!(
+            "nic {}{place}: cannot tell whether rdma device {dev} exists: /sys/class/infiniband: {why}",
+            nic.name()
+        ))
+        .evidence("/sys/class/infiniband", "<missing>");
+    }
     let mut missing = Vec::new();
     if let Some(pf) = &nic.pf
         && netdev.is_none()
@@ -436,6 +520,18 @@ declare_check! {
     /// kernel-arguments `MachineConfig`) and reboot; a node that stays
     /// short lacks free memory at boot (`dmesg | grep -i huge`).
     ///
+    /// ## Evidence
+    /// `/proc/cmdline` (the request, in its order), `/sys/kernel/mm/hugepages`
+    /// (the pool) and `/sys/devices/system/node/node*/hugepages` (each node's
+    /// share). A directory absent from a capture is `unknown`; what the command
+    /// line shows still decides.
+    ///
+    /// ## Source
+    /// linux v6.12 `mm/hugetlb.c` (`hugepagesz_setup`, `hugepages_setup`,
+    /// `hugetlb_sysfs_init`, `hugetlb_register_node`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_kernel.rs::csit_hugepage_parameters_are_quoted_in_their_order
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::csit_cmdline_without_hugepage_directories_is_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF003/fail-node-short/`:
@@ -443,7 +539,7 @@ declare_check! {
     /// ```text
     /// conformance
     ///   fail           CONF003  hugepages-differ  hugepages differ from the intent (cluster.yaml:16): node 1 holds 0 pages, below its share of 32
-    ///                  /proc/cmdline = hugepagesz=1G hugepages=64
+    ///                  /proc/cmdline = default_hugepagesz=1G hugepagesz=1G hugepages=64
     ///                  /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages = 64
     ///                  /sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages = 64
     ///                  /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages = 0
@@ -467,7 +563,7 @@ declare_check! {
 fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
     let Some(expected) = &ctx.profile.hugepages else {
         return vec![Outcome::not_applicable(
-            "no hugepage pool expected (give --intent)",
+            "no hugepage pool expected (neither the intent nor a profile names one)",
         )];
     };
     let facts = ctx.facts;
@@ -483,11 +579,7 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
                 .map(|r| r.pages);
             outcome_evidence.push((
                 CMDLINE.to_owned(),
-                ["hugepagesz", "hugepages"]
-                    .iter()
-                    .flat_map(|key| cmdline.values(key).map(move |v| format!("{key}={v}")))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                cmdline.show_in_order(&["default_hugepagesz", "hugepagesz", "hugepages"]),
             ));
             if requested != Some(expected.pages) {
                 drift.push(format!(
@@ -504,7 +596,12 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
         "/sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
         expected.size_kib
     );
+    let mut unknown: Vec<String> = Vec::new();
     match facts.memory.pool(expected.size_kib).map(|p| &p.total) {
+        // Without the directory the capture did not hold it: every kernel
+        // with hugetlbfs creates it at boot (mm/hugetlb.c, hugetlb_sysfs_init).
+        _ if matches!(facts.memory.hugepages, Ok(None)) => unknown
+            .push("/sys/kernel/mm/hugepages is absent: the pool's size is unknown".to_owned()),
         Some(Ok(Some(total))) => {
             outcome_evidence.push((pool_path, total.to_string()));
             if *total < expected.pages {
@@ -548,6 +645,10 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
                     }
                 }
                 Some(Err(gap)) => return vec![Outcome::gap(gap)],
+                _ if share > 0 && matches!(node.hugepages, Ok(None)) => unknown.push(format!(
+                    "/sys/devices/system/node/node{}/hugepages is absent: its share is unknown",
+                    node.id
+                )),
                 Some(Ok(None)) | None if share > 0 => {
                     drift.push(format!(
                         "node {} has no {size} pages, below its share of {share}",
@@ -558,7 +659,12 @@ fn hugepages(ctx: &Context<'_>) -> Vec<Outcome> {
             }
         }
     }
-    let mut outcome = if drift.is_empty() {
+    let mut outcome = if drift.is_empty() && !unknown.is_empty() {
+        Outcome::unknown(format!(
+            "hugepages of the intent{place}: cannot tell: {}",
+            unknown.join("; ")
+        ))
+    } else if drift.is_empty() {
         Outcome::pass(format!(
             "{} hugepages of {size} reserved and spread over the numa nodes",
             expected.pages
@@ -614,6 +720,16 @@ declare_check! {
     /// pool's kernel-arguments `MachineConfig`) and reboot; keep the
     /// reserved CPUs out of them.
     ///
+    /// ## Evidence
+    /// `/proc/cmdline` (`isolcpus=`, `nohz_full=`, `rcu_nocbs=`) and
+    /// `/sys/devices/system/cpu/online` for the reserved CPUs. Without the
+    /// command line it is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `kernel/sched/isolation.c` (`housekeeping_isolcpus_setup`:
+    /// the `managed_irq` flag) and `Documentation/admin-guide/kernel-parameters.txt`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_kernel.rs::csit_grace_isolation_against_the_intent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF004/fail-lists-differ/`:
@@ -651,7 +767,7 @@ fn cpu_isolation(ctx: &Context<'_>) -> Vec<Outcome> {
         .filter(|c| c.isolated.is_some() || c.reserved.is_some())
     else {
         return vec![Outcome::not_applicable(
-            "no cpu isolation expected (give --intent)",
+            "no cpu isolation expected (neither the intent nor a profile names one)",
         )];
     };
     let cmdline = need!(require(&ctx.facts.kernel.cmdline, || Outcome::unknown(
@@ -791,6 +907,15 @@ declare_check! {
     /// unit again. A value the server lowers (`rsize`, `wsize`) is the
     /// server's limit: raise it there.
     ///
+    /// ## Evidence
+    /// The NFS entries of `/proc/self/mountinfo` (else `/proc/mounts`) at the
+    /// expected mount point, and their options. No mount table is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options`) and
+    /// `fs/proc_namespace.c` (`show_mountinfo`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_mount_against_the_intent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF005/fail-no-nconnect/`:
@@ -818,7 +943,7 @@ declare_check! {
 fn nfs_mounts(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.nfs_mounts.is_empty() {
         return vec![Outcome::not_applicable(
-            "no nfs mount expected (give --intent)",
+            "no nfs mount expected (neither the intent nor a profile names one)",
         )];
     }
     let table = need!(require(&ctx.facts.mounts.table, || Outcome::unknown(
@@ -909,6 +1034,17 @@ declare_check! {
     /// (`systemctl status nvmf-autoconnect`), then connect by hand:
     /// `nvme connect-all --transport=rdma --traddr=<address>`.
     ///
+    /// ## Evidence
+    /// `address`, `transport` and `state` of the controllers of
+    /// `/sys/class/nvme-subsystem`. Without the class directory in a capture
+    /// it is `unknown`; on the live host no directory means no controller.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/fabrics.c` (`nvmf_get_address`:
+    /// `traddr=…,trsvcid=…`) and `drivers/nvme/host/core.c` (`state`,
+    /// `transport`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_targets_against_the_intent
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/CONF006/fail-tcp-instead-of-rdma/`:
@@ -935,11 +1071,22 @@ declare_check! {
 fn nvme_targets(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.nvme_targets.is_empty() {
         return vec![Outcome::not_applicable(
-            "no nvme-of target expected (give --intent)",
+            "no nvme-of target expected (neither the intent nor a profile names one)",
         )];
     }
-    if let Err(gap) = &ctx.facts.nvme.subsystems {
-        return vec![Outcome::gap(gap)];
+    match &ctx.facts.nvme.subsystems {
+        Err(gap) => return vec![Outcome::gap(gap)],
+        // On the live host no class directory means no NVMe-oF controller,
+        // which the targets then fail; a capture may just lack it.
+        Ok(None) if !ctx.facts.live => {
+            return vec![
+                Outcome::unknown(format!(
+                    "cannot tell: {SUBSYSTEMS} is not in the capture (not captured, or no nvme subsystem)"
+                ))
+                .evidence(SUBSYSTEMS, "<missing>"),
+            ];
+        }
+        Ok(_) => {}
     }
     ctx.profile
         .nvme_targets

@@ -66,6 +66,15 @@ declare_check! {
     /// Fix the syntax at the line and column shown, or start again from
     /// the copy shipped with CUDA: `cp /usr/local/cuda/gds/cufile.json /etc/cufile.json`.
     ///
+    /// ## Evidence
+    /// `/etc/cufile.json` (or `CUFILE_ENV_PATH_JSON`): read and parsed as
+    /// cuFile does (JSON with comments). Unreadable is `unknown`; absent, GDS is
+    /// not configured.
+    ///
+    /// ## Source
+    /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them.
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::puget_cufile_json_is_valid_and_not_forced_to_compat
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GDS001/fail-trailing-comma/`:
@@ -164,6 +173,15 @@ declare_check! {
     /// `properties.rdma_dev_addr_list`, or `fs.<fs>.mount_table`) with a
     /// value of its type, or delete it.
     ///
+    /// ## Evidence
+    /// The keys and value types of `cufile.json` against the keys GDS 1.14
+    /// documents (`zerohop-known`'s cuFile table).
+    ///
+    /// ## Source
+    /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them.
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::cufile_values_are_judged_by_type_and_range
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::gdscheck_reports_only_keys_the_doctor_knows
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GDS002/warn-misspelt-key/`:
@@ -239,6 +257,14 @@ declare_check! {
     /// ## How to fix
     /// Set `"force_compat_mode": false` in the `properties` section (and
     /// unset `CUFILE_FORCE_COMPAT_MODE` in the workload's environment).
+    ///
+    /// ## Evidence
+    /// `properties.force_compat_mode` (and `allow_compat_mode`) of
+    /// `cufile.json`.
+    ///
+    /// ## Source
+    /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them.
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::puget_cufile_json_is_valid_and_not_forced_to_compat
     ///
     /// ## Example
     ///
@@ -348,6 +374,15 @@ declare_check! {
     /// `ip -br addr show dev <if>`) and put those in the list; on a fleet,
     /// template the file per node or set `CUFILE_ENV_PATH_JSON`.
     ///
+    /// ## Evidence
+    /// `properties.rdma_dev_addr_list` of `cufile.json` against the
+    /// addresses of the host's interfaces (`/proc/net/fib_trie`,
+    /// `/proc/net/if_inet6`). No list is nothing to judge.
+    ///
+    /// ## Source
+    /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them.
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::puget_cufile_json_is_valid_and_not_forced_to_compat
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GDS004/fail-address-of-another-node/`:
@@ -455,6 +490,14 @@ declare_check! {
     /// Put the data on a supported file system: ext4/XFS on a local NVMe
     /// namespace or NVMe-oF over RDMA, or a parallel file system with a
     /// GDS-enabled client; mount NFS with `proto=rdma`.
+    ///
+    /// ## Evidence
+    /// The data mount's file system and source in the mount table, down to its
+    /// block device in `/sys/block`.
+    ///
+    /// ## Source
+    /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them (supported file systems).
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::gds_filesystem_follows_the_mount_to_its_disk
     ///
     /// ## Example
     ///
@@ -775,6 +818,16 @@ declare_check! {
     /// they are on the bus (`lspci -d 10de:`) and that the driver is loaded
     /// (GPU001).
     ///
+    /// ## Evidence
+    /// `--expect-gds` (the profile's `gds`) against the NVIDIA GPUs of
+    /// `/sys/bus/pci/devices` (vendor `10de`, display class) and
+    /// `/proc/driver/nvidia/gpus`; an unreadable PCI listing is `unknown`.
+    ///
+    /// ## Source
+    /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them; linux v6.12 `include/linux/pci_ids.h` (`PCI_VENDOR_ID_NVIDIA`,
+    /// `PCI_CLASS_DISPLAY_VGA`, `PCI_CLASS_DISPLAY_3D`).
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::gds_expected_without_a_gpu_fails
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/GDS007/fail-no-gpu/`:
@@ -872,6 +925,15 @@ declare_check! {
     /// Point the workload at a file system that supports direct I/O (ext4,
     /// XFS, NFS, Lustre, GPFS…): in containers, mount the data as a volume
     /// rather than reading through the overlay root.
+    ///
+    /// ## Evidence
+    /// A live `O_DIRECT` open and aligned read of a file under the target
+    /// (`--probe`); on another root it does not run.
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/open.c` (`do_dentry_open`: `O_DIRECT` without
+    /// `FMODE_CAN_ODIRECT` is `EINVAL`); NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them.
+    /// Real capture: crates/zerohop-doctor/tests/live_probes.rs::this_machine_is_judged_by_what_its_kernel_answered
     ///
     /// ## Example
     ///

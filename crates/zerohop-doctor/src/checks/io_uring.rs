@@ -5,10 +5,14 @@ use zerohop_host::facts::kernel::{OSRELEASE, PROC_VERSION};
 
 use crate::context::{Context, Outcome};
 
+use crate::declare_check;
+
 /// The release that added `kernel.io_uring_disabled` (commit 76d3ccecfa18,
 /// "io_uring: add a sysctl to disable io_uring system-wide").
 const SYSCTL_SINCE: (u32, u32) = (6, 6);
-use crate::declare_check;
+/// The release that added io_uring (commit 2b188cc1bb85, "Add io_uring IO
+/// interface", v5.1-rc1).
+const IO_URING_SINCE: (u32, u32) = (5, 1);
 
 declare_check! {
     /// io_uring is allowed for the workloads.
@@ -19,8 +23,8 @@ declare_check! {
     /// `/proc/sys/kernel/io_uring_group` (and root); 2 refuses everyone.
     /// When the file is absent, the kernel release decides
     /// (`/proc/sys/kernel/osrelease`, else the banner in `/proc/version`):
-    /// older than 6.6 has no such switch, so io_uring is allowed when built
-    /// in (`info`); 6.6 or later, or an unknown release, is `unknown`,
+    /// older than 5.1 has no io_uring at all (`info`); older than 6.6 has no
+    /// such switch, so io_uring is allowed when built in (`info`); 6.6 or later, or an unknown release, is `unknown`,
     /// since the file was not captured or the kernel lacks io_uring, and
     /// the absence of a file does not say which.
     ///
@@ -36,6 +40,18 @@ declare_check! {
     /// `kernel.io_uring_group`. In containers, the runtime's default seccomp
     /// profile also blocks io_uring: allow `io_uring_setup`,
     /// `io_uring_enter` and `io_uring_register`.
+    ///
+    /// ## Evidence
+    /// `/proc/sys/kernel/io_uring_disabled` and `io_uring_group`; absent, the
+    /// release (`/proc/sys/kernel/osrelease`, else `/proc/version`) tells an
+    /// old kernel from a file that was not captured, else `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `io_uring/io_uring.c` (`io_uring_allowed`, the
+    /// `io_uring_disabled` sysctl of commit 76d3ccecfa18, v6.6); io_uring itself
+    /// from commit 2b188cc1bb85, v5.1.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::linux_4_14_predates_io_uring
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::absent_io_uring_sysctl_is_judged_by_the_release
     ///
     /// ## Example
     ///
@@ -98,6 +114,12 @@ fn without_sysctl(ctx: &Context<'_>) -> Outcome {
     let (major, minor) = SYSCTL_SINCE;
     match &ctx.facts.kernel.release {
         Ok(Some(release)) => match release.older_than(major, minor) {
+            Some(true) if release.older_than(IO_URING_SINCE.0, IO_URING_SINCE.1) == Some(true) => {
+                Outcome::info(format!(
+                    "linux {} predates io_uring ({}.{}): storage readers fall back to thread pools of pread",
+                    release.text, IO_URING_SINCE.0, IO_URING_SINCE.1
+                ))
+            }
             Some(true) => Outcome::info(format!(
                 "linux {} predates io_uring_disabled ({major}.{minor}): io_uring allowed when built in",
                 release.text

@@ -35,6 +35,16 @@ declare_check! {
     /// `Localhost`), or `--security-opt seccomp=<profile.json>` with Docker.
     /// ENOSYS from the kernel: a kernel built with `CONFIG_IO_URING=y`.
     ///
+    /// ## Evidence
+    /// A live `io_uring_setup` and `Seccomp:` of `/proc/self/status`
+    /// (`--probe`); on another root it does not run.
+    ///
+    /// ## Source
+    /// linux v6.12 `io_uring/io_uring.c` (`io_uring_setup`: `EPERM` when
+    /// disabled, `ENOSYS` without io_uring), `fs/proc/array.c`
+    /// (`task_seccomp`).
+    /// Real capture: crates/zerohop-doctor/tests/live_probes.rs::this_machine_is_judged_by_what_its_kernel_answered
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/URING002/not-applicable-not-probed/`:

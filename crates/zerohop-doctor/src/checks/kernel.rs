@@ -65,6 +65,22 @@ declare_check! {
     /// `/etc/default/grub` and run `update-grub`. On OpenShift, add them to
     /// a `MachineConfig`'s `kernelArguments` (`zerohop plan` renders one).
     ///
+    /// ## Evidence
+    /// `/sys/kernel/iommu_groups/<g>/type` decides when present (the type
+    /// the kernel gave each group). Without it: `/proc/cmdline`, `/proc/cpuinfo`
+    /// (vendor) and `/sys/class/iommu`. No `type` files and no `/proc/cmdline` is
+    /// `unknown`; a build default the command line cannot show is `unknown`, not
+    /// a pass.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/iommu/iommu.c` (`iommu_group_show_type`,
+    /// `iommu_set_def_domain_type` for `iommu.passthrough=`),
+    /// `arch/x86/kernel/pci-dma.c` (`iommu_setup`: `iommu=pt`, `iommu=off`),
+    /// `drivers/iommu/intel/iommu.c` (`intel_iommu_setup`) and
+    /// `Documentation/admin-guide/kernel-parameters.txt`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_foundation.rs::icelake_cmdline_has_iommu_on_in_passthrough
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::iommu_group_types_decide_passthrough
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KRN001/fail-off-with-sriov/`:
@@ -427,6 +443,20 @@ declare_check! {
     /// `dmesg | grep -i huge`) or the CPU lacks 1 GiB page support
     /// (`pdpe1gb` in `/proc/cpuinfo`).
     ///
+    /// ## Evidence
+    /// `/proc/cmdline` (what was requested, quoted in its order) and
+    /// `/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages` (what was
+    /// reserved). A request whose pool directory is not in the capture is
+    /// `unknown`; without `/proc/cmdline` it is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `mm/hugetlb.c`: `hugepagesz_setup` sets the size that the
+    /// next `hugepages=` applies to, `hugepages_setup` takes the count (and the
+    /// `<node>:<count>` form) for the last `hugepagesz=` before it, else for
+    /// `default_hugepagesz=`; `Documentation/admin-guide/mm/hugetlbpage.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_kernel.rs::csit_hugepage_parameters_are_quoted_in_their_order
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::hugepage_suggestions_fit_the_memory
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KRN002/fail-expected-not-requested/`:
@@ -462,11 +492,9 @@ fn hugepages_1g(ctx: &Context<'_>) -> Vec<Outcome> {
         .find(|r| r.size_kib == GIB_KIB);
     let pool = facts.memory.pool(GIB_KIB);
     let pool_path = "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
-    let shown = ["default_hugepagesz", "hugepagesz", "hugepages"]
-        .iter()
-        .flat_map(|key| cmdline.values(key).map(move |v| format!("{key}={v}")))
-        .collect::<Vec<_>>()
-        .join(" ");
+    // In the command line's order: the kernel gives each `hugepages=` to
+    // the `hugepagesz=` before it (mm/hugetlb.c, hugepages_setup).
+    let shown = cmdline.show_in_order(&["default_hugepagesz", "hugepagesz", "hugepages"]);
     let boot_fix = |pages: u64| {
         Remediation::new("reserve 1 GiB hugepages at boot").command(format!(
             "{}   # then reboot",
@@ -663,6 +691,20 @@ declare_check! {
     /// `cpu-partitioning` profile does this), check the kernel log for
     /// rejected values (`dmesg | grep -i -e isol -e nohz`), and reboot.
     ///
+    /// ## Evidence
+    /// `/proc/cmdline` (`isolcpus=`, `nohz_full=`, `rcu_nocbs=`) and the
+    /// sets the kernel applied, `/sys/devices/system/cpu/isolated` and
+    /// `/sys/devices/system/cpu/nohz_full`. Without the command line it is
+    /// `unknown`; without the sysfs files only the command line is compared.
+    ///
+    /// ## Source
+    /// linux v6.12 `kernel/sched/isolation.c` (`housekeeping_isolcpus_setup`,
+    /// `housekeeping_nohz_full_setup`), `kernel/rcu/tree_nocb.h`
+    /// (`rcu_nocb_setup`), `drivers/base/cpu.c` (the `isolated` and `nohz_full`
+    /// attributes).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_foundation.rs::grace_cmdline_is_arm_passthrough
+    /// Real capture: crates/zerohop-doctor/tests/corpus_foundation.rs::icelake_cmdline_has_iommu_on_in_passthrough
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/KRN003/fail-not-applied/`:
@@ -796,6 +838,15 @@ declare_check! {
     /// ## How to fix
     /// Leave at least one CPU (better two: one per SMT sibling pair) of each
     /// node out of `isolcpus`, `nohz_full` and `rcu_nocbs`, and reboot.
+    ///
+    /// ## Evidence
+    /// `/sys/devices/system/node/node*/cpulist` and the isolated sets (sysfs,
+    /// else `/proc/cmdline`). Without the NUMA directory it is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/base/node.c` (`cpulist`), `kernel/sched/isolation.c`
+    /// and `drivers/base/cpu.c` as for KRN003.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_foundation.rs::dgx_spark_arm_host_translates_dma
     ///
     /// ## Example
     ///

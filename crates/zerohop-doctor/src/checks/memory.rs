@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use zerohop_core::Remediation;
 use zerohop_host::facts::Memlock;
 
-use crate::checks::{bytes, need, require};
+use crate::checks::{absent, bytes, need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::write_to;
@@ -73,6 +73,18 @@ declare_check! {
     /// `hugepagesz=1G`, Linux 5.7 and later), or at run time with
     /// `echo 16 > /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages`
     /// right after boot.
+    ///
+    /// ## Evidence
+    /// `/sys/devices/system/node/node<N>/hugepages/hugepages-1048576kB/nr_hugepages`
+    /// of the nodes `numa_node` of the GPUs and NICs names, and
+    /// `node<N>/meminfo` for the size of a fix. Without the NUMA directory it is
+    /// `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `mm/hugetlb.c` (`hugetlb_register_node`, and the boot
+    /// reservation spread over `N_MEMORY` nodes by `for_each_node_mask_to_alloc`);
+    /// `Documentation/admin-guide/mm/hugetlbpage.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_foundation.rs::telegraf_hugepage_pools_per_node
     ///
     /// ## Example
     ///
@@ -195,6 +207,17 @@ declare_check! {
     /// Find the holders (`grep -l huge /proc/*/maps`, hugetlbfs mounts with
     /// leftover files), clean them up, or grow the pool.
     ///
+    /// ## Evidence
+    /// `nr_hugepages` and `free_hugepages` under `/sys/kernel/mm/hugepages`.
+    /// The directory absent from a capture is `unknown` (not captured, or no
+    /// hugetlbfs); absent on the live host, the kernel has no pools.
+    ///
+    /// ## Source
+    /// linux v6.12 `mm/hugetlb.c` (`hugetlb_sysfs_init`, `nr_hugepages_show`,
+    /// `free_hugepages_show`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_foundation.rs::telegraf_hugepage_pools_per_node
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::gb10_capture_without_class_net_or_kernel_mm_is_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/MEM002/warn-exhausted/`:
@@ -221,7 +244,11 @@ declare_check! {
 
 fn hugepages_exhausted(ctx: &Context<'_>) -> Vec<Outcome> {
     let pools = need!(require(&ctx.facts.memory.hugepages, || {
-        Outcome::not_applicable("the kernel has no hugepage pools")
+        absent(
+            ctx,
+            "/sys/kernel/mm/hugepages",
+            "the kernel has no hugepage pools",
+        )
     }));
     let outcomes: Vec<Outcome> = pools
         .iter()
@@ -270,6 +297,16 @@ declare_check! {
     /// Set `transparent_hugepage=madvise` on the kernel command line, or
     /// `echo madvise > /sys/kernel/mm/transparent_hugepage/enabled`.
     ///
+    /// ## Evidence
+    /// The bracketed choice of `/sys/kernel/mm/transparent_hugepage/enabled`
+    /// and `defrag`. Absent from a capture is `unknown`; absent on the live host,
+    /// the kernel was built without transparent hugepages.
+    ///
+    /// ## Source
+    /// linux v6.12 `mm/huge_memory.c` (`enabled_show`, `defrag_show`) and
+    /// `Documentation/admin-guide/mm/transhuge.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::gb10_capture_without_class_net_or_kernel_mm_is_unknown
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/MEM003/info-always/`:
@@ -291,7 +328,7 @@ declare_check! {
 fn thp_policy(ctx: &Context<'_>) -> Vec<Outcome> {
     const PATH: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
     let enabled = need!(require(&ctx.facts.memory.thp_enabled, || {
-        Outcome::not_applicable("the kernel has no transparent hugepages")
+        absent(ctx, PATH, "the kernel has no transparent hugepages")
     }));
     let defrag = ctx
         .facts
@@ -336,6 +373,18 @@ declare_check! {
     /// Set `memlock` to `unlimited` in `/etc/security/limits.conf` (hosts),
     /// `LimitMEMLOCK=infinity` (systemd services), or give pods the
     /// `IPC_LOCK` capability (Kubernetes).
+    ///
+    /// ## Evidence
+    /// `Max locked memory` of `/proc/self/limits` and `CapEff` of
+    /// `/proc/self/status`, of this process only: on another root it does not
+    /// apply.
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/proc/base.c` (`proc_pid_limits`), `mm/mlock.c`
+    /// (`can_do_mlock`: `CAP_IPC_LOCK` lifts `RLIMIT_MEMLOCK`) and
+    /// `drivers/infiniband/core/umem.c` (`ib_umem_get` pins against
+    /// `RLIMIT_MEMLOCK` unless `CAP_IPC_LOCK`).
+    /// Real capture: crates/zerohop-doctor/tests/live_probes.rs::this_machine_is_judged_by_what_its_kernel_answered
     ///
     /// ## Example
     ///

@@ -19,7 +19,7 @@ pub mod sriov;
 
 use zerohop_host::Fact;
 
-use crate::context::Outcome;
+use crate::context::{Context, Outcome};
 use crate::registry::Check;
 
 /// Every check in deploy order (by group), prerequisites before the checks
@@ -108,6 +108,21 @@ pub(crate) fn require<T>(
         Ok(Some(value)) => Ok(value),
         Ok(None) => Err(Box::new(absent())),
         Err(gap) => Err(Box::new(Outcome::gap(gap))),
+    }
+}
+
+/// The outcome for a file the host root does not hold: on the live host
+/// the kernel does not create it, so `lacks` (what that means) is
+/// `not-applicable`; in a capture it may just not have been captured, which
+/// is `unknown` and says both.
+pub(crate) fn absent(ctx: &Context<'_>, path: &str, lacks: &str) -> Outcome {
+    if ctx.facts.live {
+        Outcome::not_applicable(lacks.to_owned()).evidence(path, "<missing>")
+    } else {
+        Outcome::unknown(format!(
+            "cannot tell: {path} is not in the capture (not captured, or {lacks})"
+        ))
+        .evidence(path, "<missing>")
     }
 }
 

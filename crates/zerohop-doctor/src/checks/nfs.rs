@@ -2,7 +2,7 @@
 //! hard mounts.
 
 use zerohop_core::Remediation;
-use zerohop_host::facts::mounts::{FSTAB, MOUNTSTATS, normalize};
+use zerohop_host::facts::mounts::{FSTAB, MOUNTINFO, MOUNTSTATS, normalize};
 use zerohop_host::facts::{NfsMount, Placement};
 
 use crate::checks::{bytes, need, require};
@@ -121,6 +121,15 @@ fn under(path: &str, mount_point: &str) -> bool {
 }
 
 fn none_message(ctx: &Context<'_>) -> Outcome {
+    let facts = &ctx.facts.mounts;
+    // The kernel always has a mount table (`/` at least): without one, and
+    // without mountstats, the capture did not hold them.
+    if matches!(facts.table, Ok(None)) && !matches!(facts.stats, Ok(Some(_))) {
+        return Outcome::unknown(format!(
+            "cannot tell whether any nfs is mounted: no mount table ({MOUNTINFO}, /proc/mounts) and no {MOUNTSTATS} in the capture"
+        ))
+        .evidence(MOUNTINFO, "<missing>");
+    }
     if ctx.profile.mounts.is_empty() {
         Outcome::not_applicable("no nfs mounts")
     } else {
@@ -235,11 +244,15 @@ fn remount_with(mount: &NfsMount, options: &str) -> String {
 const RDMA_OPTIONS: &str = "proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard";
 
 declare_check! {
-    /// Every declared data mount is mounted.
+    /// Every data mount is mounted: those declared, else those `/etc/fstab` asks for.
     ///
     /// ## What it checks
     /// Each path given with `--mount` (the profile's `mounts`), of any file
-    /// system, against the mount table (`/proc/self/mountinfo`, else
+    /// system; without `--mount` (the agent's mode), the mount point of
+    /// each NFS entry of `/etc/fstab` that asks for RDMA (`proto=rdma` or
+    /// `rdma`; every NFS entry with `--expect-nfs-rdma true`), unless it is
+    /// `noauto` without `x-systemd.automount`, since nothing mounts those at
+    /// boot. Each is looked up in the mount table (`/proc/self/mountinfo`, else
     /// `/proc/mounts`): it passes when the path is a mount point or lies
     /// below one other than `/`. It fails when `/etc/fstab` mounts the path
     /// (or a directory above it) and that mount is not in the table, and
@@ -262,6 +275,18 @@ declare_check! {
     /// otherwise mount the data file system there and add it to
     /// `/etc/fstab`. Declare `/` if the data is meant to live on the root
     /// file system.
+    ///
+    /// ## Evidence
+    /// The paths of `--mount`, else the NFS-over-RDMA entries of `/etc/fstab`,
+    /// against `/proc/self/mountinfo` (else `/proc/mounts`). No mount table is
+    /// `unknown`; no `/etc/fstab` without `--mount` leaves nothing to judge.
+    ///
+    /// ## Source
+    /// util-linux 2.39 `fstab(5)` and `mount(8)` (`noauto`), systemd 255
+    /// `systemd.mount(5)` (`x-systemd.automount`, `_netdev`), linux v6.12
+    /// `fs/proc_namespace.c` (`show_mountinfo`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::fstab_rdma_mount_missing_from_node_exporter_table_fails_without_mount
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::declared_data_mounts_must_be_mounted
     ///
     /// ## Example
     ///
@@ -291,12 +316,15 @@ declare_check! {
 }
 
 fn data_mount_missing(ctx: &Context<'_>) -> Vec<Outcome> {
-    if ctx.profile.mounts.is_empty() {
-        return vec![Outcome::not_applicable(
-            "no data mounts declared (--mount PATH)",
-        )];
-    }
     let facts = &ctx.facts.mounts;
+    let paths: Vec<String> = if ctx.profile.mounts.is_empty() {
+        match fstab_data_mounts(ctx) {
+            Ok(paths) => paths,
+            Err(outcome) => return vec![*outcome],
+        }
+    } else {
+        ctx.profile.mounts.clone()
+    };
     let source = match &facts.table {
         Err(gap) => return vec![Outcome::gap(gap)],
         Ok(None) => {
@@ -306,65 +334,103 @@ fn data_mount_missing(ctx: &Context<'_>) -> Vec<Outcome> {
         }
         Ok(Some(table)) => table.source,
     };
-    ctx.profile
-        .mounts
+    paths
         .iter()
-        .map(|path| {
-            let Some(placement) = facts.place(path) else {
-                return Outcome::unknown("mount table unknown").subject(path.clone());
-            };
-            let outcome = match placement {
-                Placement::MountPoint(entry) => {
-                    Outcome::pass(format!("{} {} mounted here", entry.fstype, entry.source))
-                        .evidence(source, entry.line.clone())
-                }
-                Placement::Under(entry) => Outcome::pass(format!(
-                    "on {} {} mounted at {}",
-                    entry.fstype, entry.source, entry.mount_point
-                ))
-                .evidence(source, entry.line.clone()),
-                Placement::FstabNotMounted { fstab, holder } => {
-                    let rdma = fstab.options.has("rdma") || fstab.options.get("proto") == Some("rdma");
-                    let mut fix = Remediation::new(format!(
-                        "mount {} as /etc/fstab says; the boot log tells why it failed",
-                        fstab.mount_point
-                    ));
-                    if rdma {
-                        fix = fix.command("modprobe rpcrdma   # nfs over rdma needs it before mounting");
-                    }
-                    fix = fix
-                        .command(join(["mount", &fstab.mount_point]))
-                        .command(format!(
-                            "journalctl -b | grep -i -- {}",
-                            quote(&fstab.mount_point)
-                        ));
-                    Outcome::fail(format!(
-                        "/etc/fstab mounts {} {} at {}, but it is not mounted: the path reads {} {} at {} instead",
-                        fstab.fstype, fstab.source, fstab.mount_point, holder.fstype, holder.source, holder.mount_point
-                    ))
-                    .evidence(FSTAB, fstab.line.clone())
-                    .evidence(source, holder.line.clone())
-                    .fix(fix)
-                }
-                Placement::OnRoot(root) => Outcome::fail(format!(
-                    "not a mount point: the path reads the root file system ({} {}), not a data mount",
-                    root.fstype, root.source
-                ))
-                .evidence(source, root.line.clone())
-                .evidence(FSTAB, format!("<no entry for {path}>"))
-                .fix(
-                    Remediation::new(
-                        "mount the data file system at this path and add it to /etc/fstab, or declare / if the data is meant to live on the root file system",
-                    )
-                    .command(join(["findmnt", "--target", path])),
-                ),
-                Placement::Unmounted => Outcome::unknown(format!(
-                    "no mount in {source} holds the path, not even /: a partial mount table"
-                )),
-            };
-            outcome.subject(path.clone())
-        })
+        .map(|path| placement_outcome(ctx, source, path).subject(path.clone()))
         .collect()
+}
+
+/// Without `--mount`, the data mounts `/etc/fstab` asks for: its NFS
+/// entries over RDMA (every NFS entry when the profile expects NFS over
+/// RDMA), each by its mount point. `noauto` entries that systemd does not
+/// automount are left out: nothing mounts them at boot.
+fn fstab_data_mounts(ctx: &Context<'_>) -> Result<Vec<String>, Box<Outcome>> {
+    let entries = match &ctx.facts.mounts.fstab {
+        Err(gap) => return Err(Box::new(Outcome::gap(gap))),
+        Ok(None) => {
+            return Err(Box::new(
+                Outcome::not_applicable(
+                    "no data mounts declared (--mount PATH), and no /etc/fstab to ask for one",
+                )
+                .evidence(FSTAB, "<missing>"),
+            ));
+        }
+        Ok(Some(entries)) => entries,
+    };
+    let all_nfs = ctx.profile.nfs_rdma == Some(true);
+    let mut paths: Vec<String> = Vec::new();
+    for entry in entries {
+        let (nfs, rdma) = (entry.is_nfs(), entry.asks_for_rdma());
+        let at_boot = !entry.options.has("noauto") || entry.options.has("x-systemd.automount");
+        let point = normalize(&entry.mount_point);
+        if nfs && (rdma || all_nfs) && at_boot && !paths.contains(&point) {
+            paths.push(point);
+        }
+    }
+    if paths.is_empty() {
+        return Err(Box::new(Outcome::not_applicable(if all_nfs {
+            "no data mounts declared (--mount PATH), and /etc/fstab mounts no nfs at boot"
+        } else {
+            "no data mounts declared (--mount PATH), and /etc/fstab mounts no nfs over rdma at boot"
+        })));
+    }
+    Ok(paths)
+}
+
+/// Whether `path` is on a mount of its own, as a data mount must be.
+fn placement_outcome(ctx: &Context<'_>, source: &'static str, path: &str) -> Outcome {
+    let Some(placement) = ctx.facts.mounts.place(path) else {
+        return Outcome::unknown("mount table unknown");
+    };
+    match placement {
+        Placement::MountPoint(entry) => {
+            Outcome::pass(format!("{} {} mounted here", entry.fstype, entry.source))
+                .evidence(source, entry.line.clone())
+        }
+        Placement::Under(entry) => Outcome::pass(format!(
+            "on {} {} mounted at {}",
+            entry.fstype, entry.source, entry.mount_point
+        ))
+        .evidence(source, entry.line.clone()),
+        Placement::FstabNotMounted { fstab, holder } => {
+            let rdma = fstab.asks_for_rdma();
+            let mut fix = Remediation::new(format!(
+                "mount {} as /etc/fstab says; the boot log tells why it failed",
+                fstab.mount_point
+            ));
+            if rdma {
+                fix = fix.command("modprobe rpcrdma   # nfs over rdma needs it before mounting");
+            }
+            fix = fix
+                .command(join(["mount", &fstab.mount_point]))
+                .command(format!(
+                    "journalctl -b | grep -i -- {}",
+                    quote(&fstab.mount_point)
+                ));
+            Outcome::fail(format!(
+                "/etc/fstab mounts {} {} at {}, but it is not mounted: the path reads {} {} at {} instead",
+                fstab.fstype, fstab.source, fstab.mount_point, holder.fstype, holder.source, holder.mount_point
+            ))
+            .evidence(FSTAB, fstab.line.clone())
+            .evidence(source, holder.line.clone())
+            .fix(fix)
+        }
+        Placement::OnRoot(root) => Outcome::fail(format!(
+            "not a mount point: the path reads the root file system ({} {}), not a data mount",
+            root.fstype, root.source
+        ))
+        .evidence(source, root.line.clone())
+        .evidence(FSTAB, format!("<no entry for {path}>"))
+        .fix(
+            Remediation::new(
+                "mount the data file system at this path and add it to /etc/fstab, or declare / if the data is meant to live on the root file system",
+            )
+            .command(join(["findmnt", "--target", path])),
+        ),
+        Placement::Unmounted => Outcome::unknown(format!(
+            "no mount in {source} holds the path, not even /: a partial mount table"
+        )),
+    }
 }
 
 declare_check! {
@@ -399,6 +465,21 @@ declare_check! {
     /// `modprobe rpcrdma; mount -t nfs -o proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard server:/export /mnt/data`,
     /// and put the same options in `/etc/fstab` (with `_netdev`). On
     /// Kubernetes, the Network Operator's `ENABLE_NFSRDMA` loads the module.
+    ///
+    /// ## Evidence
+    /// The NFS lines of `/proc/self/mountinfo` (else `/proc/mounts`), their
+    /// `/proc/self/mountstats` blocks (`xprt:` lines) and `/etc/fstab`. With
+    /// neither a mount table nor mountstats in a capture it is `unknown`, never
+    /// "no nfs mounts".
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options`: `proto=`;
+    /// `nfs_show_stats`: the mountstats block), `net/sunrpc/xprtrdma/transport.c`
+    /// (`xprt_rdma_print_stats`: `xprt: rdma`), nfs-utils 2.6 `nfs(5)` (`rdma`
+    /// as `proto=rdma`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::capture_without_mount_table_does_not_claim_no_nfs
     ///
     /// ## Example
     ///
@@ -505,6 +586,15 @@ declare_check! {
     /// and on the server make sure `rdma=y` and `rdma-port=20049` are in
     /// the `[nfsd]` section of `/etc/nfs.conf`.
     ///
+    /// ## Evidence
+    /// `port=` of the data mount's options (mount table, else the
+    /// mountstats `opts:` line).
+    ///
+    /// ## Source
+    /// RFC 8267 §6.2 (port 20049 for NFS over RDMA); linux v6.12
+    /// `Documentation/admin-guide/nfs/nfs-rdma.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS002/warn-port-2049/`:
@@ -563,6 +653,16 @@ declare_check! {
     /// ## How to fix
     /// Mount with `nconnect=16` (the kernel's maximum), and check the
     /// RDMA ports the missing transports would use (`rdma link`).
+    ///
+    /// ## Evidence
+    /// `nconnect=` of the options and the count of `xprt: rdma` lines of the
+    /// mount's mountstats block; without the block, the options alone.
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/client.c` (`nfs_create_rpc_client`: `nconnect`
+    /// transports) and `net/sunrpc/clnt.c` (`rpc_clnt_add_xprt`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
     ///
     /// ## Example
     ///
@@ -639,6 +739,17 @@ declare_check! {
     /// Remount with `rsize=1048576,wsize=1048576`; if the values stay
     /// lower, the server caps them (Linux `nfsd`: `max_block_size`).
     ///
+    /// ## Evidence
+    /// `rsize=` and `wsize=` of the options in effect (what the server
+    /// negotiated, as the mount table shows it).
+    ///
+    /// ## Source
+    /// linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options` prints the
+    /// negotiated `rsize`/`wsize`) and `fs/nfs/client.c`
+    /// (`nfs_server_set_fsinfo`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS004/warn-32kib/`:
@@ -711,6 +822,18 @@ declare_check! {
     /// on Kubernetes, set `ENABLE_NFSRDMA=true` in the Network Operator's
     /// driver.
     ///
+    /// ## Evidence
+    /// `/proc/modules` and `/sys/module` (`rpcrdma`, `xprtrdma`), when an NFS
+    /// mount uses or `/etc/fstab` asks for RDMA. Without a module list it is
+    /// `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `net/sunrpc/xprtrdma/module.c` (the `rpcrdma` module,
+    /// alias `xprtrdma`, registers the RDMA transport) and
+    /// `Documentation/admin-guide/nfs/nfs-rdma.rst`.
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::nfs_over_rdma_client_has_rpcrdma
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NFS005/fail-fstab-rdma-module-missing/`:
@@ -744,10 +867,7 @@ fn rpcrdma_missing(ctx: &Context<'_>) -> Vec<Outcome> {
     let nfs = facts.nfs_mounts();
     let active = nfs.iter().find(|m| m.is_rdma());
     let fstab_wants = match &facts.fstab {
-        Ok(Some(entries)) => entries.iter().find(|e| {
-            e.fstype.starts_with("nfs")
-                && (e.options.has("rdma") || e.options.get("proto") == Some("rdma"))
-        }),
+        Ok(Some(entries)) => entries.iter().find(|e| e.is_nfs() && e.asks_for_rdma()),
         _ => None,
     };
     let wanted = ctx.profile.nfs_rdma == Some(true) || active.is_some() || fstab_wants.is_some();
@@ -805,6 +925,15 @@ declare_check! {
     /// ## How to fix
     /// Remount with `hard` (the default when neither is given). Make jobs
     /// interruptible with `timeo=600,retrans=2` rather than `soft`.
+    ///
+    /// ## Evidence
+    /// `soft`, `softerr` or `hard` in the data mount's options.
+    ///
+    /// ## Source
+    /// nfs-utils 2.6 `nfs(5)` (`soft`: a major timeout returns an error to the
+    /// application); linux v6.12 `fs/nfs/super.c` (`nfs_show_mount_options`
+    /// prints `soft`/`softerr`/`hard`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
     ///
     /// ## Example
     ///

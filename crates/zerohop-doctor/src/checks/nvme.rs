@@ -3,6 +3,7 @@
 
 use zerohop_core::Remediation;
 use zerohop_host::Facts;
+use zerohop_host::facts::nvme::PROC_DEVICES;
 use zerohop_host::facts::{DmDevice, NvmeController, NvmePath, NvmeSubsystem};
 
 use crate::checks::{need, require};
@@ -78,6 +79,17 @@ declare_check! {
     /// distributions; RHEL 8 and older default to N): add it to the kernel
     /// command line, or `echo 'options nvme_core multipath=Y' > /etc/modprobe.d/nvme.conf`
     /// and rebuild the initramfs, then reboot.
+    ///
+    /// ## Evidence
+    /// `/sys/module/nvme_core/parameters/multipath` and the per-path devices
+    /// (`nvme<S>c<C>n<N>`) under `/sys/class/nvme-subsystem`. Neither in a
+    /// capture is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/multipath.c` (the `multipath` parameter,
+    /// `nvme_mpath_alloc_disk`, the hidden `c<C>` path devices).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::libnvme_pcie_tree_has_native_multipath_with_two_controllers
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_subsystems_with_fc_tcp_and_rdma
     ///
     /// ## Example
     ///
@@ -160,6 +172,16 @@ declare_check! {
     /// `nvme list-subsys` shows the paths. Reconnect lost controllers
     /// (`nvme connect-all`), check the fabric ports, and check the array's
     /// ANA group states (a failover in progress shows `change`).
+    ///
+    /// ## Evidence
+    /// `ana_state` of each path of each namespace, with the controller's
+    /// `state`.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/multipath.c` (`ana_state_show`,
+    /// `nvme_path_is_optimized`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_subsystems_with_fc_tcp_and_rdma
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::libnvme_pcie_tree_has_native_multipath_with_two_controllers
     ///
     /// ## Example
     ///
@@ -292,6 +314,14 @@ declare_check! {
     /// `rdma link`), reconnect (`nvme connect-all`), or remove a path the
     /// array retired (`nvme disconnect -d nvmeX`).
     ///
+    /// ## Evidence
+    /// `state` of each controller of `/sys/class/nvme-subsystem/*/nvme*`.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/core.c` (`nvme_sysfs_show_state`:
+    /// `live`, `connecting`, `resetting`, `dead`…).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_subsystems_with_fc_tcp_and_rdma
+    ///
     /// ## Example
     ///
     /// From `crates/zerohop-doctor/tests/fixtures/NVME003/warn-controller-connecting/`:
@@ -400,6 +430,16 @@ declare_check! {
     /// `ACTION=="add|change", SUBSYSTEM=="nvme-subsystem", ATTR{iopolicy}="round-robin"`,
     /// or for all subsystems `nvme_core.iopolicy=round-robin` on the
     /// kernel command line.
+    ///
+    /// ## Evidence
+    /// `iopolicy` of each subsystem; a subsystem without the file on a kernel
+    /// with native multipath names the missing file.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/multipath.c` (`nvme_subsys_iopolicy_show`:
+    /// `numa`, `round-robin`, `queue-depth`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_subsystems_with_fc_tcp_and_rdma
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::missing_iopolicy_names_the_missing_file
     ///
     /// ## Example
     ///
@@ -524,6 +564,14 @@ declare_check! {
     /// `nvme connect -t rdma -a <traddr> -s 4420 -n <subsysnqn>`;
     /// disconnect the wrong paths with `nvme disconnect -d nvmeX`, and set
     /// `-t rdma` in `/etc/nvme/discovery.conf`.
+    ///
+    /// ## Evidence
+    /// `transport` and `address` of each fabric controller.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/nvme/host/core.c` (`transport` attribute) and
+    /// `drivers/nvme/host/fabrics.c` (`nvmf_get_address`).
+    /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::procfs_nvme_subsystems_with_fc_tcp_and_rdma
     ///
     /// ## Example
     ///
@@ -655,7 +703,10 @@ declare_check! {
     /// mount (`/proc/self/mountinfo` major:minor or `/dev/mapper/…` source)
     /// and, when it is a device-mapper device, its chain through
     /// `/sys/block/dm-*/slaves` and `dm/uuid`. dm-multipath (`mpath-`),
-    /// LVM (`LVM-`) and dm-crypt (`CRYPT-`) warn.
+    /// LVM (`LVM-`) and dm-crypt (`CRYPT-`) warn. A `/dev/mapper/` or
+    /// `/dev/dm-` source, or a device of device-mapper's major, whose
+    /// `/sys/block/dm-*` was not read warns too, its target unknown: it is
+    /// never passed as "not device-mapper".
     ///
     /// ## Why it matters
     /// cuFile does GPU-direct I/O only on file systems over plain NVMe
@@ -667,6 +718,23 @@ declare_check! {
     /// devices in `/etc/multipath.conf`: `blacklist { devnode "^nvme" }`),
     /// and put GDS data on a file system directly on the NVMe namespace
     /// (or on md RAID 0, which cuFile supports).
+    ///
+    /// ## Evidence
+    /// The mount's source and `major:minor` in `/proc/self/mountinfo`, the
+    /// device-mapper devices of `/sys/block/dm-*` (`dev`, `dm/name`, `dm/uuid`,
+    /// `slaves`) and device-mapper's major in `/proc/devices`. A `/dev/mapper/`
+    /// or `/dev/dm-` source, or device-mapper's major, is device-mapper even when
+    /// `/sys/block` was not captured (it warns, its target unknown); with neither
+    /// `/sys/block` nor `/proc/devices` a plain `/dev/` source is `unknown`.
+    ///
+    /// ## Source
+    /// linux v6.12 `drivers/md/dm.c` (`local_init`: `register_blkdev` with the
+    /// `major` parameter, 0 unless given), `block/genhd.c` (`__register_blkdev`:
+    /// a dynamic major, the highest free one below 255), `drivers/md/dm-sysfs.c`
+    /// (`dm/name`, `dm/uuid`), `fs/proc/devices.c`; NVIDIA GPUDirect Storage
+    /// Best Practices Guide (1.14), device-mapper volumes run in compat mode.
+    /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::gpud_lvm_root_is_device_mapper_without_sys_block
+    /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::declared_data_mounts_must_be_mounted
     ///
     /// ## Example
     ///
@@ -734,7 +802,22 @@ fn dm_under_gds(ctx: &Context<'_>) -> Vec<Outcome> {
                     || entry.source.strip_prefix("/dev/mapper/").is_some_and(|name| dm.dm_name.as_deref() == Some(name))
                     || entry.source.strip_prefix("/dev/").is_some_and(|name| name == dm.name)
             });
+            let is_dm = facts.nvme.is_device_mapper(entry.device_number.as_deref(), &entry.source);
             let outcome = match top {
+                // A device-mapper device whose /sys/block/dm-* was not read:
+                // every target makes cuFile fall back, whichever it is.
+                None if is_dm == Some(true) => Outcome::warn(format!(
+                    "{} is on device-mapper ({}, device {}), whose target (multipath, lvm, crypt) is unknown without /sys/block/dm-*/dm: cufile falls back to compat mode",
+                    entry.mount_point, entry.source, entry.device_number.as_deref().unwrap_or("<unknown>")
+                ))
+                .evidence("/sys/block/dm-*/dm", "<missing>")
+                .fix(Remediation::new("move gds data to a file system on the nvme namespace, with native nvme multipath")
+                    .command(join(["dmsetup", "info", "-c", &entry.source]))),
+                None if entry.source.starts_with("/dev/") && is_dm.is_none() => Outcome::unknown(format!(
+                    "cannot tell whether {} ({}, device {}) is device-mapper: neither /sys/block nor {PROC_DEVICES} was read",
+                    entry.source, entry.mount_point, entry.device_number.as_deref().unwrap_or("<unknown>")
+                ))
+                .evidence(PROC_DEVICES, "<missing>"),
                 None if entry.source.starts_with("/dev/") => Outcome::pass(format!("{} on {}, not device-mapper", entry.mount_point, entry.source)),
                 None => Outcome::pass(format!("{} is {} from {}: no local block device", entry.mount_point, entry.fstype, entry.source)),
                 Some(top) => {

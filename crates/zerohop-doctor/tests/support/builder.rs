@@ -70,6 +70,12 @@ fn ids(description: &str) -> (Option<u16>, Option<u16>) {
         Some(NVIDIA_VENDOR)
     } else if description.contains("Mellanox Technologies") {
         Some(MELLANOX_VENDOR)
+    } else if description.contains("ASPEED Technology") {
+        // The BMC's display controller of most servers (pci.ids `1a03`).
+        Some(0x1a03)
+    } else if description.contains("Matrox Electronics Systems") {
+        // The other common BMC display controller (pci.ids `102b`).
+        Some(0x102b)
     } else {
         None
     };

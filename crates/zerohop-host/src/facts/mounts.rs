@@ -128,9 +128,7 @@ impl NfsMount {
 
     /// Whether `/etc/fstab` asks for RDMA on this mount point.
     pub fn fstab_wants_rdma(&self) -> bool {
-        self.fstab.as_ref().is_some_and(|entry| {
-            entry.options.has("rdma") || entry.options.get("proto") == Some("rdma")
-        })
+        self.fstab.as_ref().is_some_and(MountEntry::asks_for_rdma)
     }
 }
 
@@ -235,11 +233,7 @@ impl MountFacts {
         };
         let mut used = vec![false; stats.len()];
         let mut mounts = Vec::new();
-        for entry in self
-            .entries()
-            .iter()
-            .filter(|e| e.fstype == "nfs" || e.fstype == "nfs4")
-        {
+        for entry in self.entries().iter().filter(|e| e.is_nfs()) {
             let block = stats.iter().enumerate().position(|(index, block)| {
                 !used[index]
                     && block.mount_point == entry.mount_point

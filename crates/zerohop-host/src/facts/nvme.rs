@@ -15,6 +15,11 @@ use crate::root::HostRoot;
 pub const SUBSYSTEMS: &str = "/sys/class/nvme-subsystem";
 /// The class directory of controllers.
 pub const CONTROLLERS: &str = "/sys/class/nvme";
+/// The majors the kernel gave its drivers, by name.
+pub const PROC_DEVICES: &str = "/proc/devices";
+/// The name device-mapper registers its block major under
+/// (`include/uapi/linux/dm-ioctl.h`, `DM_NAME`).
+pub const DM_DRIVER: &str = "device-mapper";
 
 /// One path of a namespace through one controller.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -212,6 +217,14 @@ pub struct NvmeFacts {
     pub device_mapper: Fact<Vec<DmDevice>>,
     /// Every block device in `/sys/block`; `Ok(None)` when it is absent.
     pub block: Fact<Vec<BlockDevice>>,
+    /// The block major of device-mapper, from the `Block devices:` part of
+    /// [`PROC_DEVICES`]: `Some(None)` when the file does not list it (not
+    /// registered), `Ok(None)` when the file is absent. The major is
+    /// dynamic: `drivers/md/dm.c` (`local_init`) registers with the `major`
+    /// module parameter, 0 unless given, and `block/genhd.c`
+    /// (`__register_blkdev`) then hands out the highest free major below
+    /// 255, so 253 and 252 are both common.
+    pub dm_major: Fact<Option<u32>>,
 }
 
 impl NvmeFacts {
@@ -221,6 +234,37 @@ impl NvmeFacts {
             subsystems: subsystems(root),
             device_mapper: device_mapper(root),
             block: block_devices(root),
+            dm_major: root
+                .read(PROC_DEVICES)
+                .map(|text| text.map(|text| block_major(&text, DM_DRIVER)))
+                .map_err(Gap::from),
+        }
+    }
+
+    /// Whether the mount source `source` on device `dev` (`major:minor`)
+    /// is a device-mapper device: by its `/dev/mapper/` or `/dev/dm-` path,
+    /// or by its major: that of the device-mapper devices of `/sys/block`
+    /// when it was read (every one is there), else device-mapper's in
+    /// [`PROC_DEVICES`]. `None` when neither was read.
+    pub fn is_device_mapper(&self, dev: Option<&str>, source: &str) -> Option<bool> {
+        if source.starts_with("/dev/mapper/") || source.starts_with("/dev/dm-") {
+            return Some(true);
+        }
+        let major_of = |dev: Option<&str>| {
+            dev.and_then(|dev| dev.split_once(':'))
+                .and_then(|(major, _)| major.parse::<u32>().ok())
+        };
+        let major = major_of(dev);
+        // Every device-mapper device is in /sys/block: read, it decides.
+        if let Ok(Some(dms)) = &self.device_mapper {
+            return Some(
+                major.is_some() && dms.iter().any(|dm| major_of(dm.dev.as_deref()) == major),
+            );
+        }
+        match (&self.dm_major, major) {
+            (Ok(Some(Some(dm))), Some(major)) => Some(*dm == major),
+            (Ok(Some(None)), _) => Some(false),
+            _ => None,
         }
     }
 
@@ -421,6 +465,17 @@ fn natural_key(name: &str) -> (String, Vec<u64>) {
     (prefix, numbers)
 }
 
+/// The major `driver` has in the `Block devices:` part of `/proc/devices`
+/// (`<major> <name>` lines, `fs/proc/devices.c`).
+fn block_major(text: &str, driver: &str) -> Option<u32> {
+    text.lines()
+        .skip_while(|line| line.trim() != "Block devices:")
+        .skip(1)
+        .filter_map(|line| line.trim().split_once(' '))
+        .find(|(_, name)| name.trim() == driver)
+        .and_then(|(major, _)| major.parse().ok())
+}
+
 fn device_mapper(root: &HostRoot) -> Fact<Vec<DmDevice>> {
     let Some(names) = root.list("/sys/block").map_err(Gap::from)? else {
         return Ok(None);
@@ -493,6 +548,16 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn device_mapper_major_is_read_from_the_block_part() {
+        // `fs/proc/devices.c` prints the character majors, a blank line,
+        // then the block majors; `sd` is both a name and a prefix here.
+        let text = "Character devices:\n  1 mem\n253 device-mapper-char\n\nBlock devices:\n  8 sd\n252 device-mapper\n259 blkext\n";
+        assert_eq!(block_major(text, DM_DRIVER), Some(252));
+        assert_eq!(block_major("Block devices:\n  8 sd\n", DM_DRIVER), None);
+        assert_eq!(block_major("253 device-mapper\n", DM_DRIVER), None);
+    }
 
     #[test]
     fn path_names() {

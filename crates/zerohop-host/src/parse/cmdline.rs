@@ -56,6 +56,22 @@ impl Cmdline {
         self.params.iter().any(|(k, _)| k == key)
     }
 
+    /// The parameters named by `keys`, in their order on the command line,
+    /// as `key=value` (or `key`) joined by spaces: the order is part of
+    /// their meaning where one parameter applies to the one before it
+    /// (`hugepages=` to the preceding `hugepagesz=`).
+    pub fn show_in_order(&self, keys: &[&str]) -> String {
+        self.params
+            .iter()
+            .filter(|(key, _)| keys.contains(&key.as_str()))
+            .map(|(key, value)| match value {
+                Some(value) => format!("{key}={value}"),
+                None => key.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The parameter exactly as written, for evidence: `key=value` or `key`.
     pub fn show(&self, key: &str) -> Option<String> {
         self.get(key).map(|value| match value {
@@ -173,6 +189,21 @@ mod tests {
         let c = Cmdline::parse(r#"dyndbg="file x.c +p" ro"#);
         assert_eq!(c.value("dyndbg"), Some("file x.c +p"));
         assert!(c.has("ro"));
+    }
+
+    #[test]
+    fn hugepage_parameters_are_shown_in_their_order() {
+        // The CSIT Grace testbed's command line (FDio/csit): each
+        // `hugepages=` belongs to the `hugepagesz=` before it, so the pairs
+        // must stay together.
+        let c = Cmdline::parse(
+            "ro audit=0 default_hugepagesz=2M hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=32768 iommu.passthrough=1",
+        );
+        assert_eq!(
+            c.show_in_order(&["default_hugepagesz", "hugepagesz", "hugepages"]),
+            "default_hugepagesz=2M hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=32768"
+        );
+        assert_eq!(c.show_in_order(&["nohz_full"]), "");
     }
 
     #[test]

@@ -77,6 +77,19 @@ pub struct MountEntry {
     pub line: String,
 }
 
+impl MountEntry {
+    /// Whether it is an NFS mount (`nfs`, `nfs4`).
+    pub fn is_nfs(&self) -> bool {
+        self.fstype == "nfs" || self.fstype == "nfs4"
+    }
+
+    /// Whether its options ask for RDMA: `proto=rdma`, or the `rdma` flag
+    /// that nfs(5) documents as its synonym.
+    pub fn asks_for_rdma(&self) -> bool {
+        self.options.has("rdma") || self.options.get("proto") == Some("rdma")
+    }
+}
+
 /// Undoes the kernel's octal escapes (`\040` is a space). A backslash not
 /// followed by three octal digits is kept as it is.
 pub fn unescape(text: &str) -> String {

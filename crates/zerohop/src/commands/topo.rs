@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use zerohop_core::Document;
+use zerohop_core::exit::ExitCode;
 use zerohop_core::render::printable::printable;
 use zerohop_doctor::topology::{Distance, Topology, TopologyDocument};
 use zerohop_host::Facts;
@@ -86,12 +87,15 @@ struct Body<'a> {
 }
 
 /// 1 when the saved matrix disagrees with sysfs on any pair, as `diff`
-/// does; 0 otherwise, also when nothing could be compared (said in the
-/// output).
+/// does, and when no pair could be compared (a matrix of another host, or
+/// of GPUs alone): a gate must not pass a matrix it could not check. 0
+/// otherwise.
 fn exit_code(comparison: Option<&Comparison>) -> i32 {
     match comparison {
-        Some(comparison) if !comparison.disagreements.is_empty() => 1,
-        _ => 0,
+        Some(comparison) if !comparison.disagreements.is_empty() || comparison.compared == 0 => {
+            ExitCode::FAILED
+        }
+        _ => ExitCode::OK,
     }
 }
 
@@ -103,7 +107,8 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
         return match &topology.pci_unreadable {
             Some(gap) => writeln!(
                 out,
-                "unknown: cannot list the pci functions ({}), so whether this host has nvidia gpus is unknown",
+                "unknown: {}: {}, so whether this host has nvidia gpus is unknown",
+                printable(&gap.path),
                 printable(&gap.reason)
             ),
             None => writeln!(out, "no nvidia gpu on the pci bus"),
@@ -170,6 +175,26 @@ fn human(topology: &Topology, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(out)?;
     writeln!(out, "NCCL_IB_HCA={}", printable(&topology.nccl_ib_hca))?;
+    let down: Vec<String> = topology
+        .nics
+        .iter()
+        .filter(|nic| {
+            !nic.active
+                && topology
+                    .pairings
+                    .iter()
+                    .any(|p| p.nic.as_ref() == Some(&nic.name))
+        })
+        .map(|nic| format!("{}:{}", printable(&nic.name), nic.port))
+        .collect();
+    if !down.is_empty() {
+        writeln!(
+            out,
+            "warning: {} of the paired nic(s) have no ACTIVE port ({}): nccl cannot use them until a port comes up (see RDMA004)",
+            down.len(),
+            down.join(", ")
+        )?;
+    }
     if let Some(level) = topology.nccl_net_gdr_level() {
         writeln!(
             out,
