@@ -27,6 +27,6 @@ mod snapshot;
 mod write;
 
 pub use read::{OpenError, open, open_file};
-pub use save::{SaveError, save};
+pub use save::{Kind, Replace, SaveError, save};
 pub use snapshot::{CaptureError, Meta, Snapshot};
 pub use write::{WriteError, encode};

@@ -557,7 +557,10 @@ fn next_member<'a, R: Read>(
                 };
                 let link = match long_link {
                     Some(link) => Some(link),
-                    None => entry.header().link_name_bytes().map(|link| link.into_owned()),
+                    None => entry
+                        .header()
+                        .link_name_bytes()
+                        .map(|link| link.into_owned()),
                 };
                 return Ok(Some(Member { entry, name, link }));
             }

@@ -21,12 +21,7 @@ fn side(label: &str, extra: Vec<(String, Node)>) -> Side {
 
 /// The same host with `cmdline` as its `/proc/cmdline`, and an RDMA
 /// device of that name if given.
-fn side_with(
-    label: &str,
-    cmdline: &str,
-    rdma: Option<&str>,
-    extra: Vec<(String, Node)>,
-) -> Side {
+fn side_with(label: &str, cmdline: &str, rdma: Option<&str>, extra: Vec<(String, Node)>) -> Side {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir_all(dir.path().join("proc")).unwrap();
     fs::write(dir.path().join("proc/cmdline"), cmdline).unwrap();
@@ -60,21 +55,26 @@ fn human(diff: &Diff) -> String {
 /// not compared line by line at all.
 #[test]
 fn a_long_file_diff_is_cut_and_says_so() {
-    let lines = |tag: &str, count: usize| -> String {
-        (0..count).map(|n| format!("{tag}{n}\n")).collect()
-    };
+    let lines =
+        |tag: &str, count: usize| -> String { (0..count).map(|n| format!("{tag}{n}\n")).collect() };
     let a = side(
         "a",
         vec![
             ("/h/slow".to_owned(), file(&lines("a", MAX_COMPARED_LINES))),
-            ("/h/long".to_owned(), file(&lines("a", MAX_COMPARED_LINES + 1))),
+            (
+                "/h/long".to_owned(),
+                file(&lines("a", MAX_COMPARED_LINES + 1)),
+            ),
         ],
     );
     let b = side(
         "b",
         vec![
             ("/h/slow".to_owned(), file(&lines("b", MAX_COMPARED_LINES))),
-            ("/h/long".to_owned(), file(&lines("b", MAX_COMPARED_LINES + 1))),
+            (
+                "/h/long".to_owned(),
+                file(&lines("b", MAX_COMPARED_LINES + 1)),
+            ),
         ],
     );
     let started = Instant::now();
@@ -146,10 +146,9 @@ fn the_diff_lines_of_all_files_are_bounded() {
     let last = diff.files.iter().find(|c| c.path == "/h/many099").unwrap();
     assert!(last.diff.is_none());
     assert!(
-        last.cut
-            .as_deref()
-            .unwrap()
-            .contains(&format!("the diff already shows {MAX_TOTAL_DIFF_LINES} lines")),
+        last.cut.as_deref().unwrap().contains(&format!(
+            "the diff already shows {MAX_TOTAL_DIFF_LINES} lines"
+        )),
         "{:?}",
         last.cut
     );
@@ -175,18 +174,12 @@ fn control_characters_never_reach_the_terminal() {
     const CLEAR: &str = "\u{1b}[2J";
     let hostile = |tag: &str| {
         vec![
-            (
-                format!("/h/name{CLEAR}{tag}"),
-                file("x\n"),
-            ),
+            (format!("/h/name{CLEAR}{tag}"), file("x\n")),
             (
                 "/h/dir".to_owned(),
                 Node::Dir(Listing::Names(vec![format!("{CLEAR}{tag}")])),
             ),
-            (
-                "/h/link".to_owned(),
-                Node::Link(format!("{TITLE}{tag}")),
-            ),
+            ("/h/link".to_owned(), Node::Link(format!("{TITLE}{tag}"))),
             (
                 "/h/error".to_owned(),
                 Node::Unknown(Reason::Io {
@@ -210,7 +203,10 @@ fn control_characters_never_reach_the_terminal() {
     );
     let diff = diff::compare(&a, &b, true);
     let text = human(&diff);
-    let raw: Vec<char> = text.chars().filter(|&c| c != '\n' && needs_escape(c)).collect();
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| c != '\n' && needs_escape(c))
+        .collect();
     assert!(raw.is_empty(), "{raw:?} in\n{text}");
     assert!(text.contains(r"\x1b]0;owned\x07"), "{text}");
     assert!(text.contains(r"mlx5_\x1b[2J"), "{text}");

@@ -44,7 +44,6 @@ pub const FILE_DEADLINE: Duration = Duration::from_millis(500);
 /// files are listed without a line diff.
 pub const TOTAL_DEADLINE: Duration = Duration::from_secs(5);
 
-
 /// How a path differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

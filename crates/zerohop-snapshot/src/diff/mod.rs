@@ -24,7 +24,9 @@ use zerohop_host::Facts;
 use crate::snapshot::Snapshot;
 
 pub use clip::MAX_TEXT_CHARS;
-pub use files::{FILE_DEADLINE, FileChange, MAX_COMPARED_LINES, MAX_TOTAL_DIFF_LINES, TOTAL_DEADLINE};
+pub use files::{
+    FILE_DEADLINE, FileChange, MAX_COMPARED_LINES, MAX_TOTAL_DIFF_LINES, TOTAL_DEADLINE,
+};
 
 /// The most findings, facts and paths a diff lists, each; the rest are
 /// counted in [`Diff::left_out`].
