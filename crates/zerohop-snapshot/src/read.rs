@@ -481,7 +481,15 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, OpenError> {
             written_by: clip(&head.zerohop_version),
         });
     }
-    full.map_err(|err| OpenError::Invalid(format!("manifest.json does not parse: {err}")))
+    full.map_err(|err| {
+        if err.is_data() {
+            // Parsed, and refused: a value of the wrong type, or past a
+            // cap the manifest's parser holds it to.
+            OpenError::Invalid(format!("manifest.json: {err}"))
+        } else {
+            OpenError::Invalid(format!("manifest.json does not parse: {err}"))
+        }
+    })
 }
 
 /// Reads member `name`, whose header says how many bytes it holds: at
