@@ -75,7 +75,7 @@ pub const SNAPSHOT_TOKENS: &[&[u8]] = &[
     b"\"members\":",
     b"/a/a/a/a/a/a/a/a",
     b"ustar  \0",
-    b"ustar\000",
+    b"ustar\x0000",
     b"00000000000",
     b"\0\0\0\0\0\0\0\0",
 ];
