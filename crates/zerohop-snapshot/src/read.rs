@@ -389,30 +389,14 @@ fn check_entries(manifest: &Manifest) -> Result<(), OpenError> {
 /// Refuses entries whose tree would be larger than a snapshot's: past
 /// [`MAX_ENTRIES`] nodes or [`MAX_TREE_PATH_BYTES`] of paths, counting the
 /// directories the tree makes above each path where the manifest does not
-/// list them. Counted on the sorted paths without building anything: a
-/// directory above a path is new only where the path leaves the part it
-/// shares with the path before it (an upper bound, exact for a manifest
-/// that lists its directories).
+/// list them. Counted on the sorted paths without building anything.
 fn check_tree_size(entries: &[Entry]) -> Result<(), OpenError> {
-    let mut nodes = 1usize;
-    let mut bytes = 0u64;
+    let mut size = TreeSize { nodes: 1, bytes: 0 };
     let mut previous = "";
     for entry in entries {
         let path = entry.path.as_str();
-        let shared = path
-            .bytes()
-            .zip(previous.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        for (end, _) in path.match_indices('/').skip(1) {
-            if end >= shared {
-                nodes += 1;
-                bytes += end as u64;
-            }
-        }
-        nodes += 1;
-        bytes += path.len() as u64;
-        if nodes > MAX_ENTRIES || bytes > MAX_TREE_PATH_BYTES {
+        size.add(previous, path);
+        if size.nodes > MAX_ENTRIES || size.bytes > MAX_TREE_PATH_BYTES {
             return Err(OpenError::TooLarge(format!(
                 "the manifest's paths and the directories above them come to more than \
                  {MAX_ENTRIES} paths or {MAX_TREE_PATH_BYTES} bytes of paths, more than a \
@@ -423,6 +407,38 @@ fn check_tree_size(entries: &[Entry]) -> Result<(), OpenError> {
         previous = path;
     }
     Ok(())
+}
+
+/// The nodes and path bytes of a tree built from sorted paths.
+#[derive(Debug, PartialEq, Eq)]
+struct TreeSize {
+    nodes: usize,
+    bytes: u64,
+}
+
+impl TreeSize {
+    /// Counts `path`, which sorts after `previous`, and the directories
+    /// above it that the paths before it did not make: those past the part
+    /// it shares with `previous`. An upper bound: a directory is counted
+    /// again only where a name that sorts between it and what it holds
+    /// (`a-b` between `a` and `a/b`) came just before.
+    fn add(&mut self, previous: &str, path: &str) {
+        let shared = path
+            .bytes()
+            .zip(previous.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        for (end, _) in path.match_indices('/').skip(1) {
+            // At `shared` itself the directory is `previous` when that
+            // ends there.
+            if end > shared || (end == shared && previous.len() != end) {
+                self.nodes += 1;
+                self.bytes += end as u64;
+            }
+        }
+        self.nodes += 1;
+        self.bytes += path.len() as u64;
+    }
 }
 
 /// Why the member at `path` is not the one the manifest lists next
@@ -693,5 +709,32 @@ impl<R: Read> Read for Capped<R> {
         let read = self.inner.read(&mut buf[..room])?;
         self.left -= read as u64;
         Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(paths: &[&str]) -> TreeSize {
+        let mut size = TreeSize { nodes: 1, bytes: 0 };
+        let mut previous = "";
+        for path in paths {
+            size.add(previous, path);
+            previous = path;
+        }
+        size
+    }
+
+    #[test]
+    fn a_tree_is_counted_from_its_sorted_paths() {
+        // Listed directories are not counted twice.
+        assert_eq!(size(&["/a", "/a/b", "/a/b/c"]).nodes, 4);
+        // Directories the manifest leaves out are counted once.
+        assert_eq!(size(&["/d/e/f", "/d/e/g", "/d/h"]).nodes, 6);
+        assert_eq!(size(&["/d/e/f"]).bytes, 2 + 4 + 6);
+        // A name sorting between a directory and its contents makes it
+        // counted again: never fewer than the tree holds.
+        assert_eq!(size(&["/a", "/a-b", "/a/c"]).nodes, 5);
     }
 }
