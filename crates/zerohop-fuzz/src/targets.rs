@@ -22,7 +22,7 @@ use zerohop_validate::judge::{Capture, Expectations, judge_as};
 use zerohop_validate::kind::Kind;
 
 use crate::seeds::{Sources, files_under, named};
-use crate::tree;
+use crate::{archive, tree};
 
 /// One fuzz target.
 pub struct Target {
@@ -205,6 +205,20 @@ pub static TARGETS: &[Target] = &[
         seeds: validate_seeds,
         dictionary: VALIDATE_TOKENS,
         run: run_validate,
+    },
+    Target {
+        name: "snapshot",
+        covers: "opening a snapshot archive (zerohop_snapshot::open): the tar reader, the manifest and its caps, every member check, the tree built from it; the mutated tar stream is compressed for each run",
+        seeds: archive::snapshot_seeds,
+        dictionary: archive::SNAPSHOT_TOKENS,
+        run: archive::run_snapshot,
+    },
+    Target {
+        name: "diff",
+        covers: "`diff` of two recorded hosts whose files, listings and links hold the input's two halves: the doctor on each, facts, file diffs and both renderings",
+        seeds: archive::diff_seeds,
+        dictionary: archive::DIFF_TOKENS,
+        run: archive::run_diff,
     },
     Target {
         name: "doctor",
@@ -403,7 +417,7 @@ fn intent_seeds(sources: &Sources) -> Vec<Vec<u8>> {
 
 /// Files named `name` in the doctor's fixture roots, and the corpus files
 /// whose names contain each of `corpus`.
-fn host_files(sources: &Sources, names: &[&str], corpus: &[&str]) -> Vec<Vec<u8>> {
+pub(crate) fn host_files(sources: &Sources, names: &[&str], corpus: &[&str]) -> Vec<Vec<u8>> {
     let mut seeds = files_under(
         &sources.repo_dir("crates/zerohop-doctor/tests/fixtures"),
         |path| names.iter().any(|name| named(path, name)),

@@ -80,7 +80,7 @@ pub fn seeds(sources: &Sources) -> Vec<Vec<u8>> {
     seeds
 }
 
-fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = fs::read_dir(dir)
         .map(|entries| {
             entries

@@ -13,8 +13,11 @@
 //!   inside the directory, so that a link to `/proc/self/environ` or
 //!   `/etc/shadow` committed to a repository is never read, let alone
 //!   printed; symlinked directories are not followed at all (no loops, no
-//!   file read twice). A path named on the command line is the user's own
-//!   choice and is followed;
+//!   file read twice);
+//! - a path named on the command line is followed when it is a symlink
+//!   whose target lies inside the directory the link sits in, and otherwise
+//!   only when asked (`--follow-symlinks`): a shell glob in CI
+//!   (`lint dir/*.yaml`) names every link committed there;
 //! - every read stops one byte past the per-input limit, standard input
 //!   included.
 
@@ -52,6 +55,33 @@ pub fn named_file(path: &Path, limit: usize) -> Input {
         name: path.display().to_string(),
         content: read_regular(path, Follow::Links, limit),
     }
+}
+
+/// The input that stands for `path`, named on the command line, when it
+/// is a symlink whose target leaves the directory the link sits in:
+/// skipped as a link leaving a searched directory is. `None` for anything
+/// else (a link inside, a link that does not resolve, not a link), which
+/// is read as named.
+pub fn named_link_leaving(path: &Path) -> Option<Input> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return None;
+    }
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = fs::canonicalize(parent).ok()?;
+    let target = fs::canonicalize(path).ok()?;
+    if target.starts_with(&dir) {
+        return None;
+    }
+    let written = fs::read_link(path)
+        .map(|target| target.display().to_string())
+        .unwrap_or_default();
+    Some(Input {
+        name: path.display().to_string(),
+        content: Err(NotRead::LeavesTree { target: written }),
+    })
 }
 
 /// What a directory search found, in path order.

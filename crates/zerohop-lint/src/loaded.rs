@@ -284,6 +284,9 @@ pub struct Batch {
     scope: Scope,
     /// The cluster of each input, by index.
     clusters: Vec<Cluster>,
+    /// Whether a symlink named on the command line is followed even when
+    /// its target leaves the directory it sits in.
+    follow_symlinks: bool,
 }
 
 impl Batch {
@@ -297,7 +300,16 @@ impl Batch {
             loaded: Vec::new(),
             scope: Scope::default(),
             clusters: Vec::new(),
+            follow_symlinks: false,
         }
+    }
+
+    /// The batch, following a symlink named in [`Batch::add_path`] wherever
+    /// it leads when `follow` (`--follow-symlinks`); by default a named link
+    /// whose target leaves the directory it sits in is skipped.
+    pub fn with_follow_symlinks(mut self, follow: bool) -> Batch {
+        self.follow_symlinks = follow;
+        self
     }
 
     /// The batch, grouping what is added next into clusters by `scope`.
@@ -345,6 +357,11 @@ impl Batch {
         let limit = self.limits.max_bytes;
         if path.as_os_str() == "-" {
             return self.add(inputs::stdin(limit));
+        }
+        if !self.follow_symlinks
+            && let Some(skipped) = inputs::named_link_leaving(path)
+        {
+            return self.add(skipped);
         }
         match std::fs::metadata(path) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {

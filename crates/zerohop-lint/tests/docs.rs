@@ -14,7 +14,7 @@ deprecated field, a VF device ID given as a PF ID) and across objects (a pod
 whose network or resource nothing in the input provides).
 
 ```text
-zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|sarif] [--severity-override ID=LEVEL]…
+zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|sarif] [--severity-override ID=LEVEL]… [--follow-symlinks]
 ```
 
 - `PATH`: files, directories (searched recursively for `*.yaml`, `*.yml`,
@@ -35,6 +35,8 @@ zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|s
   `columnKind: unicodeCodePoints`).
 - `--severity-override ID=LEVEL`: run a rule at `info`, `warning` or
   `error` instead of its default; repeatable.
+- `--follow-symlinks`: read a symlink named as a `PATH` even when its target
+  leaves the directory it sits in (by default it is skipped, see below).
 
 Exit codes: `0` no finding failed; `1` at least one finding failed (an
 `error`-severity rule found its problem); `2` an input could not be read or
@@ -88,8 +90,10 @@ a pull request in CI. Whatever the input, it guarantees:
   is followed only when its target lies inside that directory; one that
   leads outside (to `/proc/self/environ`, `/etc/shadow`, another checkout)
   or nowhere is not read and is reported as skipped (ZL007, information).
-  Symlinked directories are not followed. A path named on the command line
-  is the user's choice and is followed, symlink or not. `--crds DIR` reads
+  Symlinked directories are not followed. A symlink named on the command
+  line is followed when its target lies inside the directory the link sits
+  in, and otherwise skipped the same way unless `--follow-symlinks`: a shell
+  glob in CI (`lint dir/*.yaml`) names every link committed there. `--crds DIR` reads
   its directory the same way and stops with exit 2 at a file it cannot read;
   its errors never quote the file.
 - **Bounded time.** Every rule is O(n log n) or better in the size of one

@@ -225,11 +225,66 @@ fn a_symlink_inside_a_linted_directory_or_named_on_the_command_line_is_followed(
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files[0].ends_with("base/settings.yaml") && files[1].ends_with("link.yaml"));
 
+    // Named on the command line, a link inside its own directory is
+    // followed.
+    let (_, outcome) = lint_paths(&[&tree.path().join("link.yaml")]).expect("lint");
+    assert_eq!(ids(&outcome.findings), ["ZL003"]);
+    // One whose target leaves its directory only when asked.
     let outside = tempfile::tempdir().expect("tempdir");
     let named = outside.path().join("named.yaml");
     std::os::unix::fs::symlink(tree.path().join("base/settings.yaml"), &named).expect("symlink");
     let (_, outcome) = lint_paths(&[&named]).expect("lint");
+    assert_eq!(ids(&outcome.findings), ["ZL007"]);
+    let mut batch = batch().with_follow_symlinks(true);
+    batch.add_path(&named).expect("lint");
+    let outcome = lint_loaded(batch.loaded(), &Options::default());
     assert_eq!(ids(&outcome.findings), ["ZL003"]);
+}
+
+/// `lint dir/*.yaml`, a shell glob in CI, names every link committed in
+/// `dir`: one that leaves `dir` is skipped as it is under a linted
+/// directory, and what it points to is never read or printed.
+#[test]
+fn a_symlink_named_by_a_glob_that_leaves_its_directory_is_not_followed() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    let credentials = outside.path().join("credentials");
+    fs::write(
+        &credentials,
+        "aws_secret_access_key: hunter2-secret-value\nkind: [unclosed\n",
+    )
+    .expect("write");
+    let tree = tempfile::tempdir().expect("tempdir");
+    let links = [
+        (
+            tree.path().join("env.yaml"),
+            Path::new("/proc/self/environ"),
+        ),
+        (tree.path().join("creds.yaml"), credentials.as_path()),
+        (tree.path().join("up.yaml"), Path::new("../../etc/hostname")),
+    ];
+    for (link, target) in &links {
+        std::os::unix::fs::symlink(target, link).expect("symlink");
+    }
+    let ok = tree.path().join("ok.yaml");
+    fs::write(&ok, CONFIGMAP).expect("write");
+    let mut named: Vec<&Path> = links.iter().map(|(link, _)| link.as_path()).collect();
+    named.push(&ok);
+    let (batch, outcome) = lint_paths(&named).expect("lint");
+    assert_eq!(outcome.invalid_inputs, 0, "{:?}", outcome.findings);
+    let skipped: Vec<&Finding> = outcome
+        .findings
+        .iter()
+        .filter(|f| f.id == "ZL007")
+        .collect();
+    assert_eq!(skipped.len(), 3, "{:?}", outcome.findings);
+    assert!(
+        skipped
+            .iter()
+            .any(|f| f.message.contains("`/proc/self/environ` leads outside"))
+    );
+    let report = human(&batch, outcome.findings);
+    assert!(!report.contains("hunter2"), "{report}");
+    assert!(!report.contains("PATH="), "{report}");
 }
 
 #[test]

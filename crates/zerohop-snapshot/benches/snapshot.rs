@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
-use zerohop_snapshot::{Snapshot, encode, open_file, save};
+use zerohop_snapshot::{Kind, Replace, Snapshot, encode, open_file, save};
 
 const PASSES: usize = 11;
 
@@ -58,7 +58,7 @@ fn main() {
         let snapshot = Snapshot::capture(&root, SystemTime::now()).unwrap();
         let captured = start.elapsed();
         let encoded = encode(&snapshot).unwrap();
-        save(&archive, &encoded).unwrap();
+        save(&archive, &encoded, Kind::Archive, Replace::AnyRegularFile).unwrap();
         record.push(start.elapsed());
         capture.push(captured);
         write.push(start.elapsed() - captured);

@@ -11,7 +11,8 @@
 //! * [`open`] reads an archive from anyone: caps checked before reading,
 //!   every member matched against the manifest, nothing written.
 //! * [`save`] writes the archive file without following a link or
-//!   replacing anything but a regular file.
+//!   replacing anything but a regular file, and a regular file only when
+//!   it is a snapshot unless forced.
 //! * [`redact::redact`] replaces the host's identifiers (names,
 //!   addresses, MACs, GUIDs, serials, NQNs) with consistent pseudonyms.
 //! * [`diff::compare`] tells what differs between two snapshots: findings,
@@ -27,6 +28,6 @@ mod snapshot;
 mod write;
 
 pub use read::{OpenError, open, open_file};
-pub use save::{SaveError, save};
+pub use save::{Kind, Replace, SaveError, save};
 pub use snapshot::{CaptureError, Meta, Snapshot};
 pub use write::{WriteError, encode};

@@ -7,7 +7,10 @@
 //! than 1 MiB; the caps leave room for hosts several times that size.
 
 use zerohop_host::facts::kernel_log::CAPTURE_CAP;
+use zerohop_host::memory::MAX_PATH_BYTES;
 use zerohop_host::root::DEFAULT_READ_CAP;
+
+pub use zerohop_host::root::MAX_DIR_ENTRIES;
 
 /// The most members (files and links) an archive holds.
 pub const MAX_MEMBERS: usize = 80_000;
@@ -25,6 +28,29 @@ pub const MAX_FILE_BYTES: u64 = if CAPTURE_CAP > DEFAULT_READ_CAP {
 
 /// The most bytes of `manifest.json`.
 pub const MAX_MANIFEST_BYTES: u64 = 32 << 20;
+
+/// The most entries (paths) a manifest lists, and the most nodes the tree
+/// opened from it holds, the directories it makes above the listed paths
+/// included. A large host records about 96,000 paths, each directory on
+/// the way to them among them.
+pub const MAX_ENTRIES: usize = 400_000;
+
+/// The most names the manifest's listings hold, all listings together;
+/// each listing holds at most [`MAX_DIR_ENTRIES`], as a listing of a host
+/// tree does.
+pub const MAX_NAMES: usize = 1_000_000;
+
+/// The most bytes of paths the tree opened from a manifest holds, the
+/// directories it makes above the listed paths included. A manifest
+/// written by zerohop lists every directory on the way to its paths, so
+/// its paths never come to more than the manifest's own size; without
+/// this cap, a few thousand deep paths in a small manifest would make
+/// gigabytes of directories.
+pub const MAX_TREE_PATH_BYTES: u64 = MAX_MANIFEST_BYTES;
+
+/// The most bytes of a GNU long-name or long-link record: `root`, the
+/// longest host path and the terminating NUL.
+pub const MAX_LONG_NAME_BYTES: u64 = (MAX_PATH_BYTES + 5) as u64;
 
 /// The most bytes of `report.json`.
 pub const MAX_REPORT_BYTES: u64 = 16 << 20;

@@ -6,10 +6,13 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 use zerohop_host::FileKind;
 use zerohop_host::memory::{Content, Listing, LiveLog, Node, Reason};
+
+use crate::limits::{MAX_DIR_ENTRIES, MAX_ENTRIES, MAX_NAMES};
 
 /// The archive format this zerohop writes and the newest it reads.
 /// Bumped when a reader of the previous version would misread an archive.
@@ -51,7 +54,10 @@ pub struct Manifest {
     pub totals: Totals,
     /// `report.json`, the doctor's report at recording time.
     pub report: Member,
-    /// Every path, sorted.
+    /// Every path, sorted. At most [`MAX_ENTRIES`], with at most
+    /// [`MAX_NAMES`] names in all their listings: a manifest that lists
+    /// more is refused as it is parsed, before the rest of it is held.
+    #[serde(deserialize_with = "bounded_entries")]
     pub entries: Vec<Entry>,
 }
 
@@ -119,8 +125,13 @@ pub struct Entry {
     /// A link's target, relative to its directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    /// A directory listed: its names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A directory listed: its names, at most [`MAX_DIR_ENTRIES`] as a
+    /// listing of a host tree, each a plain name.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "bounded_names"
+    )]
     pub names: Option<Vec<String>>,
     /// A special file: what it is (`fifo`, `socket`, `character device`…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,6 +293,87 @@ impl Entry {
             EntryType::Unknown => "unknown",
         }
     }
+}
+
+/// The manifest's entries, refused once past [`MAX_ENTRIES`] or, with the
+/// names of their listings, past [`MAX_NAMES`] names.
+fn bounded_entries<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Entry>, D::Error> {
+    struct Entries;
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<Entry>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of entries")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Entry>, A::Error> {
+            let mut entries = Vec::new();
+            let mut names = 0usize;
+            while let Some(entry) = seq.next_element::<Entry>()? {
+                if entries.len() == MAX_ENTRIES {
+                    return Err(A::Error::custom(format!(
+                        "more than {MAX_ENTRIES} entries, more than a snapshot may hold"
+                    )));
+                }
+                names += entry.names.as_ref().map_or(0, Vec::len);
+                if names > MAX_NAMES {
+                    return Err(A::Error::custom(format!(
+                        "more than {MAX_NAMES} names in its listings, more than a snapshot may \
+                         hold"
+                    )));
+                }
+                entries.push(entry);
+            }
+            Ok(entries)
+        }
+    }
+    deserializer.deserialize_seq(Entries)
+}
+
+/// A listing's names, refused once past [`MAX_DIR_ENTRIES`], as a listing
+/// of a host tree is, or at a name that no directory holds (empty, `.`,
+/// `..`, with `/` or NUL, over 255 bytes).
+fn bounded_names<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<String>>, D::Error> {
+    struct Names(Vec<String>);
+    struct Visit;
+    impl<'de> Visitor<'de> for Visit {
+        type Value = Names;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of names")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Names, A::Error> {
+            let mut names = Vec::new();
+            while let Some(name) = seq.next_element::<String>()? {
+                if names.len() == MAX_DIR_ENTRIES {
+                    return Err(A::Error::custom(format!(
+                        "a listing of more than {MAX_DIR_ENTRIES} names, more than a listing \
+                         holds"
+                    )));
+                }
+                if matches!(name.as_str(), "" | "." | "..")
+                    || name.len() > 255
+                    || name.contains(['/', '\0'])
+                {
+                    return Err(A::Error::custom(
+                        "a listing with a name no directory holds (empty, `.`, `..`, with `/` \
+                         or NUL, or over 255 bytes)",
+                    ));
+                }
+                names.push(name);
+            }
+            Ok(Names(names))
+        }
+    }
+    impl<'de> Deserialize<'de> for Names {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Names, D::Error> {
+            deserializer.deserialize_seq(Visit)
+        }
+    }
+    Ok(Option::<Names>::deserialize(deserializer)?.map(|names| names.0))
 }
 
 /// SHA-256 of `bytes`, lowercase hex.

@@ -9,6 +9,11 @@
 //! manifest's order, so each is matched against the next entry that has
 //! one. A member's size is checked against the manifest from its header,
 //! before its content is read, and its hash after.
+//!
+//! The tar stream is read raw: a GNU long-name or long-link record is
+//! capped at the longest path before it is read, and a PAX header, whose
+//! `size` would override the one checked, is refused, as is anything after
+//! the archive's end but the zeros that pad it.
 
 use std::cell::Cell;
 use std::io::{self, Read};
@@ -22,8 +27,9 @@ use zerohop_host::memory::{LiveLog, MemoryTree, check_link, check_path};
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 
 use crate::limits::{
-    MAX_ARCHIVE_BYTES, MAX_CONTENT_BYTES, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, MAX_MEMBERS,
-    MAX_REPORT_BYTES, MAX_TAR_BYTES, MAX_WINDOW_LOG,
+    MAX_ARCHIVE_BYTES, MAX_CONTENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, MAX_LONG_NAME_BYTES,
+    MAX_MANIFEST_BYTES, MAX_MEMBERS, MAX_REPORT_BYTES, MAX_TAR_BYTES, MAX_TREE_PATH_BYTES,
+    MAX_WINDOW_LOG,
 };
 use crate::manifest::{Entry, EntryType, FORMAT_NAME, FORMAT_VERSION, Manifest, sha256_hex};
 use crate::snapshot::{Meta, Snapshot};
@@ -92,6 +98,22 @@ pub fn open(bytes: &[u8]) -> Result<Snapshot, OpenError> {
                 .to_owned(),
         ));
     }
+    // One frame, as written: a second frame or a skippable one after it is
+    // data after the archive's end.
+    match zstd::zstd_safe::find_frame_compressed_size(bytes) {
+        Ok(frame) if frame < bytes.len() => {
+            return Err(OpenError::Invalid(format!(
+                "{} bytes follow the archive's end (a snapshot is one zstd frame)",
+                bytes.len() - frame
+            )));
+        }
+        Ok(_) => {}
+        Err(code) => {
+            return Err(OpenError::Corrupt(
+                zstd::zstd_safe::get_error_name(code).to_owned(),
+            ));
+        }
+    }
     let mut decoder = zstd::Decoder::with_buffer(bytes).map_err(corrupt)?;
     decoder.window_log_max(MAX_WINDOW_LOG).map_err(corrupt)?;
     let exceeded = Rc::new(Cell::new(false));
@@ -111,46 +133,60 @@ pub fn open(bytes: &[u8]) -> Result<Snapshot, OpenError> {
     };
     let snapshot = read_tar(&mut stream).map_err(over)?;
     // The rest of the stream must decompress too: a truncated or damaged
-    // frame fails its checksum here even after the last member.
-    io::copy(&mut stream, &mut io::sink()).map_err(|err| over(stream_error(&err)))?;
+    // frame fails its checksum here even after the last member. After the
+    // end of the archive come only the zeros that pad it to a record.
+    only_zeros(&mut stream).map_err(over)?;
     Ok(snapshot)
+}
+
+/// Reads `stream` to its end, refusing anything but zeros.
+fn only_zeros(stream: &mut impl Read) -> Result<(), OpenError> {
+    let mut buffer = vec![0u8; 64 << 10];
+    loop {
+        let read = match stream.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(read) => read,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(stream_error(&err)),
+        };
+        if buffer[..read].iter().any(|&byte| byte != 0) {
+            return Err(OpenError::Invalid(
+                "data follows the end of the archive".to_owned(),
+            ));
+        }
+    }
 }
 
 fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
     let mut archive = tar::Archive::new(stream);
-    let mut members = archive.entries().map_err(|err| stream_error(&err))?;
+    let mut members = archive
+        .entries()
+        .map_err(|err| stream_error(&err))?
+        .raw(true);
 
-    let manifest = match members.next() {
-        Some(first) => {
-            let mut first = first.map_err(|err| stream_error(&err))?;
-            if first.path_bytes().as_ref() != b"manifest.json" {
+    let manifest = match next_member(&mut members)? {
+        Some(mut first) => {
+            if first.name != b"manifest.json" || !is_regular(&first) {
                 return Err(OpenError::NotASnapshot(
                     "its first member is not manifest.json".to_owned(),
                 ));
             }
-            let size = first.size();
-            let bytes = read_member(&mut first, "manifest.json", size, MAX_MANIFEST_BYTES)?;
+            let bytes = read_member(&mut first.entry, "manifest.json", MAX_MANIFEST_BYTES)?;
             parse_manifest(&bytes)?
         }
         None => return Err(OpenError::NotASnapshot("the archive is empty".to_owned())),
     };
     check_entries(&manifest)?;
 
-    let report = match members.next() {
-        Some(second) => {
-            let mut second = second.map_err(|err| stream_error(&err))?;
-            if second.path_bytes().as_ref() != b"report.json" {
+    let report = match next_member(&mut members)? {
+        Some(mut second) => {
+            if second.name != b"report.json" || !is_regular(&second) {
                 return Err(OpenError::Invalid(
                     "the second member is not report.json".to_owned(),
                 ));
             }
-            expect_size(&second, "report.json", manifest.report.size)?;
-            let bytes = read_member(
-                &mut second,
-                "report.json",
-                manifest.report.size,
-                MAX_REPORT_BYTES,
-            )?;
+            expect_size(&second.entry, "report.json", manifest.report.size)?;
+            let bytes = read_member(&mut second.entry, "report.json", MAX_REPORT_BYTES)?;
             expect_hash(&bytes, "report.json", &manifest.report.sha256)?;
             bytes
         }
@@ -167,8 +203,12 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
     let mut contents: Vec<Option<Arc<[u8]>>> = vec![None; entries.len()];
     let mut next = 0;
     let mut count = 1;
-    for member in members {
-        let mut member = member.map_err(|err| stream_error(&err))?;
+    while let Some(Member {
+        entry: mut member,
+        name: name_bytes,
+        link,
+    }) = next_member(&mut members)?
+    {
         count += 1;
         if count > manifest.totals.members {
             return Err(OpenError::Invalid(format!(
@@ -176,7 +216,6 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
                 manifest.totals.members
             )));
         }
-        let name_bytes = member.path_bytes().into_owned();
         let name = std::str::from_utf8(&name_bytes)
             .map_err(|_| OpenError::Invalid("a member name is not UTF-8".to_owned()))?;
         let Some(path) = name.strip_prefix("root").filter(|p| p.starts_with('/')) else {
@@ -216,13 +255,13 @@ fn read_tar(stream: &mut Capped<impl Read>) -> Result<Snapshot, OpenError> {
         match (kind, entry.size, &entry.sha256, &entry.target) {
             (tar::EntryType::Regular, Some(size), Some(sha256), _) => {
                 expect_size(&member, name, size)?;
-                let bytes = read_member(&mut member, name, size, MAX_FILE_BYTES)?;
+                let bytes = read_member(&mut member, name, MAX_FILE_BYTES)?;
                 expect_hash(&bytes, name, sha256)?;
                 contents[index] = Some(Arc::from(bytes));
             }
             (tar::EntryType::Symlink, None, None, Some(want)) if entry.kind == EntryType::Link => {
-                let target = member
-                    .link_name_bytes()
+                expect_size(&member, name, 0)?;
+                let target = link
                     .map(|t| String::from_utf8_lossy(&t).into_owned())
                     .unwrap_or_default();
                 check_link(path, &target).map_err(|err| OpenError::Invalid(err.to_string()))?;
@@ -336,6 +375,7 @@ fn check_entries(manifest: &Manifest) -> Result<(), OpenError> {
         }
         members += usize::from(is_member(entry));
     }
+    check_tree_size(&manifest.entries)?;
     if members != totals.members || bytes != totals.bytes {
         return Err(OpenError::Invalid(format!(
             "the manifest's totals ({} members, {} bytes) do not match its entries ({members} \
@@ -344,6 +384,61 @@ fn check_entries(manifest: &Manifest) -> Result<(), OpenError> {
         )));
     }
     Ok(())
+}
+
+/// Refuses entries whose tree would be larger than a snapshot's: past
+/// [`MAX_ENTRIES`] nodes or [`MAX_TREE_PATH_BYTES`] of paths, counting the
+/// directories the tree makes above each path where the manifest does not
+/// list them. Counted on the sorted paths without building anything.
+fn check_tree_size(entries: &[Entry]) -> Result<(), OpenError> {
+    let mut size = TreeSize { nodes: 1, bytes: 0 };
+    let mut previous = "";
+    for entry in entries {
+        let path = entry.path.as_str();
+        size.add(previous, path);
+        if size.nodes > MAX_ENTRIES || size.bytes > MAX_TREE_PATH_BYTES {
+            return Err(OpenError::TooLarge(format!(
+                "the manifest's paths and the directories above them come to more than \
+                 {MAX_ENTRIES} paths or {MAX_TREE_PATH_BYTES} bytes of paths, more than a \
+                 snapshot may hold (at {})",
+                clip(path)
+            )));
+        }
+        previous = path;
+    }
+    Ok(())
+}
+
+/// The nodes and path bytes of a tree built from sorted paths.
+#[derive(Debug, PartialEq, Eq)]
+struct TreeSize {
+    nodes: usize,
+    bytes: u64,
+}
+
+impl TreeSize {
+    /// Counts `path`, which sorts after `previous`, and the directories
+    /// above it that the paths before it did not make: those past the part
+    /// it shares with `previous`. An upper bound: a directory is counted
+    /// again only where a name that sorts between it and what it holds
+    /// (`a-b` between `a` and `a/b`) came just before.
+    fn add(&mut self, previous: &str, path: &str) {
+        let shared = path
+            .bytes()
+            .zip(previous.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        for (end, _) in path.match_indices('/').skip(1) {
+            // At `shared` itself the directory is `previous` when that
+            // ends there.
+            if end > shared || (end == shared && previous.len() != end) {
+                self.nodes += 1;
+                self.bytes += end as u64;
+            }
+        }
+        self.nodes += 1;
+        self.bytes += path.len() as u64;
+    }
 }
 
 /// Why the member at `path` is not the one the manifest lists next
@@ -402,29 +497,114 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, OpenError> {
             written_by: clip(&head.zerohop_version),
         });
     }
-    full.map_err(|err| OpenError::Invalid(format!("manifest.json does not parse: {err}")))
+    full.map_err(|err| {
+        if err.is_data() {
+            // Parsed, and refused: a value of the wrong type, or past a
+            // cap the manifest's parser holds it to.
+            OpenError::Invalid(format!("manifest.json: {err}"))
+        } else {
+            OpenError::Invalid(format!("manifest.json does not parse: {err}"))
+        }
+    })
 }
 
-/// Reads member `name` of at most `cap` bytes, with room for the `size`
-/// its header announced (already checked against the manifest).
-fn read_member(
-    member: &mut impl Read,
+/// Reads member `name`, whose header says how many bytes it holds: at
+/// most `cap`, checked before reading, and exactly as many, checked after.
+fn read_member<R: Read>(
+    member: &mut tar::Entry<'_, R>,
     name: &str,
-    size: u64,
     cap: u64,
 ) -> Result<Vec<u8>, OpenError> {
-    let mut bytes = Vec::with_capacity(usize::try_from(size.min(cap)).unwrap_or(0));
-    member
-        .take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| stream_error(&err))?;
-    if bytes.len() as u64 > cap {
+    let size = member.size();
+    if size > cap {
         return Err(OpenError::TooLarge(format!(
             "{} is larger than {cap} bytes",
             clip(name)
         )));
     }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    member
+        .take(size)
+        .read_to_end(&mut bytes)
+        .map_err(|err| stream_error(&err))?;
+    if bytes.len() as u64 != size {
+        return Err(OpenError::Corrupt(
+            "it ends in the middle of a member".to_owned(),
+        ));
+    }
     Ok(bytes)
+}
+
+/// One member as the archive holds it, with its name and link target
+/// taken from the GNU long-name and long-link records before it where it
+/// has them.
+struct Member<'a, R: Read> {
+    entry: tar::Entry<'a, R>,
+    name: Vec<u8>,
+    link: Option<Vec<u8>>,
+}
+
+/// The next member of the raw `entries`: long-name and long-link records
+/// are read into the member that follows them, each at most
+/// [`MAX_LONG_NAME_BYTES`] (checked from its header before it is read) and
+/// once; a PAX header is refused, since its `size` would say how much of
+/// the stream the member takes instead of the header the manifest is
+/// checked against.
+fn next_member<'a, R: Read>(
+    entries: &mut tar::Entries<'a, R>,
+) -> Result<Option<Member<'a, R>>, OpenError> {
+    let (mut long_name, mut long_link): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    loop {
+        let Some(entry) = entries.next() else {
+            if long_name.is_some() || long_link.is_some() {
+                return Err(OpenError::Corrupt(
+                    "it ends after a long name, before its member".to_owned(),
+                ));
+            }
+            return Ok(None);
+        };
+        let mut entry = entry.map_err(|err| stream_error(&err))?;
+        let slot = match entry.header().entry_type() {
+            tar::EntryType::GNULongName => &mut long_name,
+            tar::EntryType::GNULongLink => &mut long_link,
+            tar::EntryType::XHeader | tar::EntryType::XGlobalHeader => {
+                return Err(OpenError::Invalid(
+                    "a member has a PAX header (a snapshot is written with GNU headers only, \
+                     whose sizes the manifest is checked against)"
+                        .to_owned(),
+                ));
+            }
+            _ => {
+                let name = match long_name {
+                    Some(name) => name,
+                    None => entry.header().path_bytes().into_owned(),
+                };
+                let link = match long_link {
+                    Some(link) => Some(link),
+                    None => entry
+                        .header()
+                        .link_name_bytes()
+                        .map(|link| link.into_owned()),
+                };
+                return Ok(Some(Member { entry, name, link }));
+            }
+        };
+        if slot.is_some() {
+            return Err(OpenError::Invalid(
+                "two long names in a row for one member".to_owned(),
+            ));
+        }
+        let mut bytes = read_member(&mut entry, "a long-name record", MAX_LONG_NAME_BYTES)?;
+        // GNU tar ends the name with a NUL.
+        if bytes.last() == Some(&0) {
+            bytes.pop();
+        }
+        *slot = Some(bytes);
+    }
+}
+
+fn is_regular<R: Read>(member: &Member<'_, R>) -> bool {
+    member.entry.header().entry_type() == tar::EntryType::Regular
 }
 
 fn expect_size<R: Read>(
@@ -433,7 +613,9 @@ fn expect_size<R: Read>(
     size: u64,
 ) -> Result<(), OpenError> {
     let header = member.header().size().map_err(|err| stream_error(&err))?;
-    if header != size {
+    // What the stream gives is what the header says (read raw, nothing
+    // overrides it), and what the manifest says.
+    if header != size || member.size() != size {
         return Err(OpenError::Invalid(format!(
             "{} holds {header} bytes, the manifest says {size}",
             clip(name)
@@ -527,5 +709,32 @@ impl<R: Read> Read for Capped<R> {
         let read = self.inner.read(&mut buf[..room])?;
         self.left -= read as u64;
         Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(paths: &[&str]) -> TreeSize {
+        let mut size = TreeSize { nodes: 1, bytes: 0 };
+        let mut previous = "";
+        for path in paths {
+            size.add(previous, path);
+            previous = path;
+        }
+        size
+    }
+
+    #[test]
+    fn a_tree_is_counted_from_its_sorted_paths() {
+        // Listed directories are not counted twice.
+        assert_eq!(size(&["/a", "/a/b", "/a/b/c"]).nodes, 4);
+        // Directories the manifest leaves out are counted once.
+        assert_eq!(size(&["/d/e/f", "/d/e/g", "/d/h"]).nodes, 6);
+        assert_eq!(size(&["/d/e/f"]).bytes, 2 + 4 + 6);
+        // A name sorting between a directory and its contents makes it
+        // counted again: never fewer than the tree holds.
+        assert_eq!(size(&["/a", "/a-b", "/a/c"]).nodes, 5);
     }
 }

@@ -9,7 +9,9 @@ use std::io::{self, Write};
 use tar::{EntryType as TarType, Header};
 use zerohop_host::memory::Node;
 
-use crate::limits::{MAX_CONTENT_BYTES, MAX_FILE_BYTES, MAX_MEMBERS};
+use crate::limits::{
+    MAX_CONTENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, MAX_MEMBERS,
+};
 use crate::manifest::{Entry, FORMAT_NAME, FORMAT_VERSION, Manifest, Member, Totals};
 use crate::snapshot::{Meta, Snapshot};
 
@@ -44,6 +46,21 @@ pub enum WriteError {
         members: usize,
         /// The cap.
         cap: usize,
+    },
+    /// A manifest larger than a reader opens.
+    #[error(
+        "the snapshot would list {entries} paths in {bytes} bytes, more than the {max_entries} \
+         paths in {max_bytes} bytes a snapshot may list"
+    )]
+    TooManyEntries {
+        /// The paths it would list.
+        entries: usize,
+        /// The manifest's size.
+        bytes: usize,
+        /// The cap on paths.
+        max_entries: usize,
+        /// The cap on the manifest's size.
+        max_bytes: u64,
     },
     /// Compressing or writing failed.
     #[error("cannot write the archive: {0}")]
@@ -108,7 +125,16 @@ pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, WriteError> {
         report: Member::of(&snapshot.report),
         entries,
     };
+    let entries = manifest.entries.len();
     let manifest = serde_json::to_vec(&manifest).map_err(io::Error::other)?;
+    if entries > MAX_ENTRIES || manifest.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(WriteError::TooManyEntries {
+            entries,
+            bytes: manifest.len(),
+            max_entries: MAX_ENTRIES,
+            max_bytes: MAX_MANIFEST_BYTES,
+        });
+    }
 
     let mut encoder = zstd::Encoder::new(Vec::new(), LEVEL)?;
     encoder.include_checksum(true)?;

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use zerohop_host::HostRoot;
 use zerohop_host::memory::LiveLog;
-use zerohop_snapshot::limits::{MAX_MEMBERS, MAX_TAR_BYTES};
-use zerohop_snapshot::manifest::Manifest;
+use zerohop_snapshot::limits::{
+    MAX_DIR_ENTRIES, MAX_ENTRIES, MAX_LONG_NAME_BYTES, MAX_MEMBERS, MAX_NAMES, MAX_TAR_BYTES,
+    MAX_TREE_PATH_BYTES,
+};
+use zerohop_snapshot::manifest::{Entry, EntryType, Manifest};
 use zerohop_snapshot::{OpenError, Snapshot, encode, open};
 
 /// One tar member as this test writes it, names and all, unchecked.
@@ -121,14 +124,18 @@ fn the_good_archive_opens() {
 
 #[test]
 fn a_decompression_bomb_is_refused_at_the_cap() {
-    // A valid archive followed by zstd frames of zeros: 1 MiB each, a few
-    // dozen bytes compressed, enough of them to pass the cap.
-    let mut archive = good();
-    let frame = zstd::encode_all(&vec![0u8; 1 << 20][..], 19).unwrap();
-    let frames = usize::try_from(MAX_TAR_BYTES >> 20).unwrap() + 64;
-    for _ in 0..frames {
-        archive.extend_from_slice(&frame);
+    // A valid archive followed, in its one zstd frame, by zeros past the
+    // cap: 1 MiB at a time, a few bytes each compressed.
+    let members = unpack(&good());
+    let mut out = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    for member in &members {
+        write_member(&mut out, member, member.data.len() as u64);
     }
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..(MAX_TAR_BYTES >> 20) + 64 {
+        out.write_all(&zeros).unwrap();
+    }
+    let archive = out.finish().unwrap();
     assert!(archive.len() < 1 << 20, "{} bytes", archive.len());
     let started = Instant::now();
     let why = refused(&archive);
@@ -420,4 +427,223 @@ fn a_newer_format_is_refused_with_the_version_it_needs() {
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
+}
+
+/// An entry of `kind` at `path` with nothing else.
+fn bare(path: String, kind: EntryType) -> Entry {
+    Entry {
+        path,
+        kind,
+        size: None,
+        sha256: None,
+        target: None,
+        names: None,
+        special: None,
+        error: None,
+        skipped: None,
+    }
+}
+
+/// The good archive with `extra` entries (no members) in its manifest.
+fn with_entries(extra: Vec<Entry>) -> Vec<u8> {
+    let mut members = unpack(&good());
+    let mut manifest = manifest_of(&members);
+    manifest.entries.extend(extra);
+    manifest.entries.sort_by(|a, b| a.path.cmp(&b.path));
+    with_manifest(&mut members, &manifest);
+    pack(&members)
+}
+
+/// A few deep absent paths in a small manifest would make the directories
+/// above them, each a key of its own: 200 paths 2,000 names deep made
+/// 400,000 directories and 1.6 GB of keys. The tree's size is counted from
+/// the manifest before anything is built, and refused past its caps.
+#[test]
+fn deep_paths_cannot_make_a_large_tree() {
+    let deep = |n: usize| {
+        let mut path = format!("/d{n:03}");
+        while path.len() < 4090 {
+            path.push_str("/a");
+        }
+        bare(path, EntryType::Absent)
+    };
+    let archive = with_entries((0..200).map(deep).collect());
+    assert!(archive.len() < 64 << 10, "{} bytes", archive.len());
+    let why = refused(&archive);
+    assert!(
+        why.contains(&format!(
+            "come to more than {MAX_ENTRIES} paths or {MAX_TREE_PATH_BYTES} bytes of paths"
+        )),
+        "{why}"
+    );
+    // A few are a tree like any other.
+    let archive = with_entries((0..3).map(deep).collect());
+    let snapshot = open(&archive).unwrap();
+    assert!(snapshot.tree.len() < 7_000, "{}", snapshot.tree.len());
+}
+
+/// A manifest may list no more entries than a snapshot holds, however
+/// small each one is.
+#[test]
+fn too_many_entries_are_refused_as_the_manifest_is_parsed() {
+    let extra = (0..=MAX_ENTRIES)
+        .map(|n| bare(format!("/x{n:07}"), EntryType::Absent))
+        .collect();
+    let why = refused(&with_entries(extra));
+    assert!(
+        why.contains(&format!("more than {MAX_ENTRIES} entries")),
+        "{why}"
+    );
+}
+
+/// The cap of a listing on a host tree holds for an archive's listings,
+/// one by one and all together.
+#[test]
+fn listings_are_capped_as_on_a_tree() {
+    let listing = |path: &str, count: usize| Entry {
+        names: Some((0..count).map(|n| format!("n{n}")).collect()),
+        ..bare(path.to_owned(), EntryType::Dir)
+    };
+    let why = refused(&with_entries(vec![listing("/wide", MAX_DIR_ENTRIES + 1)]));
+    assert!(
+        why.contains(&format!("a listing of more than {MAX_DIR_ENTRIES} names")),
+        "{why}"
+    );
+    // At the cap, one listing opens.
+    open(&with_entries(vec![listing("/wide", MAX_DIR_ENTRIES)])).unwrap();
+    // Many listings at the cap come to more names than a snapshot holds.
+    let many = (0..=MAX_NAMES / MAX_DIR_ENTRIES)
+        .map(|n| listing(&format!("/wide{n:02}"), MAX_DIR_ENTRIES))
+        .collect();
+    let why = refused(&with_entries(many));
+    assert!(
+        why.contains(&format!("more than {MAX_NAMES} names in its listings")),
+        "{why}"
+    );
+    // Names no directory holds.
+    for name in ["", "..", "a/b", "a\0b"] {
+        let mut entry = listing("/odd", 1);
+        entry.names = Some(vec![name.to_owned()]);
+        let why = refused(&with_entries(vec![entry]));
+        assert!(why.contains("a name no directory holds"), "{name:?}: {why}");
+    }
+}
+
+/// A PAX header's `size` would take the place of the header's, which the
+/// manifest is checked against: content past the manifest's size and the
+/// content cap. Any PAX header is refused, and a link carries no content.
+#[test]
+fn sizes_that_disagree_with_the_headers_are_refused() {
+    let good = unpack(&good());
+    let index = index_of(&good, CMDLINE);
+    // A PAX `size` of 4 MiB before a member whose header and manifest say
+    // 12, and whose hash is that of the 4 MiB.
+    let mut members = good.clone();
+    let big = vec![b'x'; 4 << 20];
+    let mut manifest = manifest_of(&members);
+    for entry in &mut manifest.entries {
+        if entry.path == "/proc/cmdline" {
+            entry.sha256 = Some(zerohop_snapshot::manifest::sha256_hex(&big));
+        }
+    }
+    with_manifest(&mut members, &manifest);
+    // A PAX record counts its own length: `16 size=4194304\n`.
+    let body = format!(" size={}\n", big.len());
+    let record = format!("{}{body}", body.len() + 2);
+    let pax = Raw {
+        name: "PaxHeaders/cmdline".to_owned(),
+        kind: tar::EntryType::XHeader,
+        data: record.into_bytes(),
+        link: String::new(),
+    };
+    let mut out = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    for member in &members[..index] {
+        write_member(&mut out, member, member.data.len() as u64);
+    }
+    write_member(&mut out, &pax, pax.data.len() as u64);
+    let mut cmdline = members[index].clone();
+    cmdline.data = big;
+    write_member(&mut out, &cmdline, 12);
+    let padding = (512 - cmdline.data.len() % 512) % 512;
+    out.write_all(&vec![0; padding + 1024]).unwrap();
+    let why = refused(&out.finish().unwrap());
+    assert!(why.contains("has a PAX header"), "{why}");
+
+    // A link whose header gives it content.
+    let link = good
+        .iter()
+        .position(|m| m.kind == tar::EntryType::Symlink)
+        .unwrap();
+    let mut members = good.clone();
+    members[link].data = b"hidden".to_vec();
+    let why = refused(&pack(&members));
+    assert!(why.contains("holds 6 bytes, the manifest says 0"), "{why}");
+}
+
+/// After the archive's end come only the zeros that pad it: not a member
+/// after the end marker, not a second zstd frame.
+#[test]
+fn data_after_the_end_is_refused() {
+    let members = unpack(&good());
+    // Zeros are padding.
+    let mut out = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    for member in &members {
+        write_member(&mut out, member, member.data.len() as u64);
+    }
+    out.write_all(&[0; 1024 + 8192]).unwrap();
+    assert!(open(&out.finish().unwrap()).is_ok());
+    // A member after the end marker.
+    let mut out = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    for member in &members {
+        write_member(&mut out, member, member.data.len() as u64);
+    }
+    out.write_all(&[0; 1024]).unwrap();
+    write_member(&mut out, &members[index_of(&members, CMDLINE)], 12);
+    let why = refused(&out.finish().unwrap());
+    assert!(why.contains("data follows the end of the archive"), "{why}");
+    // A second frame, or a skippable one.
+    let mut archive = good();
+    archive.extend(zstd::encode_all(&b"more"[..], 1).unwrap());
+    let why = refused(&archive);
+    assert!(why.contains("bytes follow the archive's end"), "{why}");
+    let mut archive = good();
+    archive.extend([0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, b'm', b'o', b'r', b'e']);
+    let why = refused(&archive);
+    assert!(why.contains("12 bytes follow the archive's end"), "{why}");
+}
+
+/// A GNU long-name record holds a path: one longer than the longest path
+/// is refused from its header, before it is read.
+#[test]
+fn long_name_records_are_capped() {
+    let members = unpack(&good());
+    let index = index_of(&members, CMDLINE);
+    let long = Raw {
+        name: "././@LongLink".to_owned(),
+        kind: tar::EntryType::GNULongName,
+        data: vec![b'a'; 100 << 10],
+        link: String::new(),
+    };
+    let mut hostile = members.clone();
+    hostile.insert(index, long.clone());
+    let why = refused(&pack(&hostile));
+    assert!(
+        why.contains(&format!(
+            "a long-name record is larger than {MAX_LONG_NAME_BYTES} bytes"
+        )),
+        "{why}"
+    );
+    // Two records for one member.
+    let mut name = b"root/proc/cmdline".to_vec();
+    name.push(0);
+    let record = Raw { data: name, ..long };
+    let mut twice = members.clone();
+    twice.insert(index, record.clone());
+    twice.insert(index, record.clone());
+    let why = refused(&pack(&twice));
+    assert!(why.contains("two long names in a row"), "{why}");
+    // One, as the writer makes for a path over 100 bytes, opens.
+    let mut once = members;
+    once.insert(index, record);
+    assert!(open(&pack(&once)).is_ok());
 }

@@ -104,10 +104,11 @@ fn the_output_is_never_written_through_a_link_or_over_a_non_file() {
         assert!(text(&run.stderr).contains(why), "{}", text(&run.stderr));
     }
     assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
-    // A regular file is replaced whole, and readable by its owner only.
+    // A regular file is replaced whole (here with --force: it is no
+    // snapshot), and readable by its owner only.
     fs::write(dir.path().join("old.zhsnap"), "old").unwrap();
     let run = zerohop(
-        &["snapshot", "--root", root, "-o", "old.zhsnap"],
+        &["snapshot", "--root", root, "-o", "old.zhsnap", "--force"],
         dir.path(),
     );
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
@@ -124,6 +125,153 @@ fn the_output_is_never_written_through_a_link_or_over_a_non_file() {
     names.sort();
     // No temporary file is left behind.
     assert_eq!(names, ["dir.zhsnap", "link.zhsnap", "old.zhsnap", "victim"]);
+}
+
+/// `-o` replaces only what `zerohop snapshot` writes: a snapshot (and
+/// `--redact-map` a redaction map), any other regular file only with
+/// `--force`, as `plan -o` and `bench prepare` do.
+#[test]
+fn only_a_snapshot_is_replaced_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture("pass-full-link");
+    let root = root.to_str().unwrap();
+    fs::write(dir.path().join("notes.txt"), "the user's own notes\n").unwrap();
+    let run = zerohop(&["snapshot", "--root", root, "-o", "notes.txt"], dir.path());
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stderr).contains("is not a zerohop snapshot: not replaced (--force"),
+        "{}",
+        text(&run.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "the user's own notes\n"
+    );
+    // A snapshot written before is replaced.
+    record("pass-full-link", dir.path(), "node.zhsnap");
+    record("fail-nic-x8-of-x16", dir.path(), "node.zhsnap");
+    // A redaction map, the same way.
+    let redact = |map: &str, force: bool| {
+        let mut args = vec![
+            "snapshot",
+            "--root",
+            root,
+            "--redact",
+            "-o",
+            "r.zhsnap",
+            "--redact-map",
+            map,
+        ];
+        if force {
+            args.push("--force");
+        }
+        zerohop(&args, dir.path())
+    };
+    assert_eq!(redact("map.json", false).status.code(), Some(0));
+    assert_eq!(redact("map.json", false).status.code(), Some(0));
+    let run = redact("notes.txt", false);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains("is not a zerohop redaction map"));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "the user's own notes\n"
+    );
+    assert_eq!(redact("notes.txt", true).status.code(), Some(0));
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["map.json", "node.zhsnap", "notes.txt", "r.zhsnap"]);
+}
+
+/// Whether process `pid` catches SIGTERM yet (`SigCgt` in its status).
+fn catches_sigterm(pid: u32) -> bool {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (15 - 1)) != 0)
+}
+
+/// A host tree of `functions` PCI functions, for a recording that takes a
+/// while.
+fn many_functions(dir: &Path, functions: usize) {
+    for n in 0..functions {
+        let function = dir.join(format!(
+            "sys/bus/pci/devices/0000:{:02x}:00.{}",
+            n / 8,
+            n % 8
+        ));
+        fs::create_dir_all(&function).unwrap();
+        for (name, value) in [
+            ("vendor", "0x15b3\n"),
+            ("device", "0x1021\n"),
+            ("class", "0x020000\n"),
+            ("numa_node", "0\n"),
+            ("current_link_width", "16\n"),
+            ("max_link_width", "16\n"),
+        ] {
+            fs::write(function.join(name), value).unwrap();
+        }
+    }
+}
+
+/// An interrupted snapshot stops before it writes (or finishes the write
+/// it began): exit 130 and never a temporary file left beside the output.
+#[test]
+fn an_interrupted_snapshot_exits_130_and_leaves_no_temporary_file() {
+    let host = tempfile::tempdir().unwrap();
+    many_functions(host.path(), 2_000);
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args(["snapshot", "--root"])
+        .arg(host.path())
+        .args(["-o", "out.zhsnap"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // Signal only once the handler is in place, so that the test does not
+    // depend on how fast the process starts.
+    while !catches_sigterm(child.id()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).starts_with("interrupted"),
+        "{}",
+        text(&output.stderr)
+    );
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    // Nothing, or the whole archive: never a temporary file.
+    assert!(names.is_empty() || names == ["out.zhsnap"], "{names:?}");
+}
+
+/// A side's name as given reaches the terminal escaped, in an error too.
+#[test]
+fn diff_escapes_the_names_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let pass = record("pass-full-link", dir.path(), "pass.zhsnap");
+    let hostile = "x\u{1b}]0;owned\u{7}.zhsnap";
+    fs::write(dir.path().join(hostile), "not an archive").unwrap();
+    let run = zerohop(&["diff", &pass, hostile], dir.path());
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = text(&run.stderr);
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains(r"x\x1b]0;owned\x07.zhsnap"), "{stderr:?}");
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! host is recorded first, so that the raw files compared are exactly what
 //! the doctor read on each side.
 
+mod clip;
 mod facts;
 mod files;
 mod render;
@@ -22,7 +23,14 @@ use zerohop_host::Facts;
 
 use crate::snapshot::Snapshot;
 
-pub use files::FileChange;
+pub use clip::MAX_TEXT_CHARS;
+pub use files::{
+    FILE_DEADLINE, FileChange, MAX_COMPARED_LINES, MAX_TOTAL_DIFF_LINES, TOTAL_DEADLINE,
+};
+
+/// The most findings, facts and paths a diff lists, each; the rest are
+/// counted in [`Diff::left_out`].
+pub const MAX_CHANGES: usize = 5_000;
 pub use render::write_human;
 
 /// One side of a diff: a snapshot and what the doctor makes of it.
@@ -98,6 +106,20 @@ pub struct Diff {
     pub facts: Vec<FactChange>,
     /// Files that differ, by path.
     pub files: Vec<FileChange>,
+    /// How many more findings, facts and files differ than are listed
+    /// (past [`MAX_CHANGES`] each).
+    pub left_out: LeftOut,
+}
+
+/// Changes counted but not listed, per section.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// Findings.
+    pub findings: usize,
+    /// Facts.
+    pub facts: usize,
+    /// Files.
+    pub files: usize,
 }
 
 impl Diff {
@@ -109,14 +131,34 @@ impl Diff {
 
 /// Compares side `a` with side `b`; volatile data too when `all`.
 pub fn compare(a: &Side, b: &Side, all: bool) -> Diff {
+    let mut findings = findings(&a.report, &b.report);
+    let mut facts = fact_changes(&a.facts, &b.facts, all);
+    let (files, files_left_out) = files::changes(&a.snapshot.tree, &b.snapshot.tree, all);
     Diff {
         a: a.label.clone(),
         b: b.label.clone(),
         all,
-        findings: findings(&a.report, &b.report),
-        facts: fact_changes(&a.facts, &b.facts, all),
-        files: files::changes(&a.snapshot.tree, &b.snapshot.tree, all),
+        left_out: LeftOut {
+            findings: keep_first(&mut findings),
+            facts: keep_first(&mut facts),
+            files: files_left_out,
+        },
+        findings,
+        facts,
+        files,
     }
+}
+
+/// Keeps the first [`MAX_CHANGES`] of `changes`; how many were dropped.
+fn keep_first<T>(changes: &mut Vec<T>) -> usize {
+    let dropped = changes.len().saturating_sub(MAX_CHANGES);
+    changes.truncate(MAX_CHANGES);
+    dropped
+}
+
+/// `text` clipped to [`MAX_TEXT_CHARS`].
+fn clipped(text: &str) -> String {
+    clip::clip(text, MAX_TEXT_CHARS).into_owned()
 }
 
 /// One finding (per check and subject) on each side.
@@ -138,10 +180,10 @@ fn findings(a: &Report, b: &Report) -> Vec<FindingChange> {
             Some(FindingChange {
                 id: shown.id.clone(),
                 name: shown.name.clone(),
-                subject: shown.subject.clone(),
+                subject: clipped(&shown.subject),
                 a: a.map(|f| f.status),
                 b: b.map(|f| f.status),
-                message: shown.message.clone(),
+                message: clipped(&shown.message),
             })
         })
         .collect();
@@ -165,9 +207,9 @@ fn fact_changes(a: &Facts, b: &Facts, all: bool) -> Vec<FactChange> {
         .filter(|key| a.get(*key) != b.get(*key))
         .map(|key| FactChange {
             layer: facts::LAYERS[key.0],
-            key: key.1.clone(),
-            a: a.get(key).cloned(),
-            b: b.get(key).cloned(),
+            key: clipped(&key.1),
+            a: a.get(key).map(|value| clipped(value)),
+            b: b.get(key).map(|value| clipped(value)),
         })
         .collect()
 }

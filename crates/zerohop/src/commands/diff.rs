@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use anyhow::Context as _;
 use zerohop_core::Document;
 use zerohop_core::exit::ExitCode;
+use zerohop_core::render::printable::printable;
 use zerohop_snapshot::Snapshot;
 use zerohop_snapshot::diff::{self, Side};
 
@@ -77,8 +78,9 @@ fn side(spec: &Path) -> Result<Side, CliError> {
             snapshot: None,
         })?
     } else {
+        // The name as given may carry terminal escapes: written escaped.
         zerohop_snapshot::open_file(spec)
-            .map_err(|err| CliError::usage(format!("{label}: {err}")))?
+            .map_err(|err| CliError::usage(format!("{}: {err}", printable(&label))))?
     };
     Ok(Side::new(label, snapshot))
 }

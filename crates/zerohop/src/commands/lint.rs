@@ -33,6 +33,11 @@ pub(crate) struct Args {
     /// Which inputs are one cluster, for the rules that look across objects.
     #[arg(long, value_enum, default_value_t = ScopeArg::Auto)]
     scope: ScopeArg,
+    /// Follow a symlink named as a PATH even when its target leaves the
+    /// directory it sits in (by default it is skipped, as under a
+    /// directory: a shell glob names every link committed there).
+    #[arg(long)]
+    follow_symlinks: bool,
 }
 
 /// `--scope`: which inputs are one cluster.
@@ -75,7 +80,9 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         options.catalog = Some(catalog);
     }
 
-    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES).with_scope(args.scope.into());
+    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES)
+        .with_scope(args.scope.into())
+        .with_follow_symlinks(args.follow_symlinks);
     for path in &args.paths {
         batch.add_path(path).map_err(|err| usage(err.to_string()))?;
     }

@@ -3,12 +3,15 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use anyhow::Context as _;
 use zerohop_core::exit::ExitCode;
+use zerohop_core::render::printable::printable;
 use zerohop_snapshot::redact::redact;
-use zerohop_snapshot::{Snapshot, encode, save};
+use zerohop_snapshot::{Kind, Replace, Snapshot, encode, save};
 
 use crate::commands::host::HostArgs;
 use crate::error::CliError;
@@ -20,9 +23,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Where to write the archive (`-` for standard output). An existing
-    /// regular file is replaced; a symlink or anything else is refused.
+    /// snapshot is replaced; any other file is refused (a regular file is
+    /// replaced with --force; a symlink or anything else never).
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
+    /// Replace an existing regular file at FILE (and at the redaction
+    /// map's FILE) even if it is not what `zerohop snapshot` writes.
+    #[arg(long)]
+    force: bool,
     /// Replace the host's identifiers (host names, IP and MAC addresses,
     /// GUIDs, serial numbers, NQNs) with consistent pseudonyms; the doctor
     /// judges the redacted snapshot as the original.
@@ -35,25 +43,58 @@ pub(crate) struct Args {
     redact_map: Option<PathBuf>,
 }
 
-/// Runs `zerohop snapshot`.
+/// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
+/// process: the archive is written whole or not at all, through a
+/// temporary file that a killed process would leave behind, so the run
+/// stops before writing, or finishes the write it began. A second signal
+/// ends the process at once.
+fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    crate::interrupt::stop_on_signal(&flag)?;
+    Ok(flag)
+}
+
+/// Runs `zerohop snapshot`. Exit codes: 0 written; 2 for a host, an output
+/// or a file system that does not allow it; 130 when interrupted (nothing
+/// written, or the whole file).
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    let interrupted = interrupt_flag()?;
+    let stopped = || {
+        let stop = interrupted.load(Ordering::Relaxed);
+        if stop {
+            eprintln!("interrupted; nothing was written");
+        }
+        stop
+    };
+    let replace = if args.force {
+        Replace::AnyRegularFile
+    } else {
+        Replace::SameKind
+    };
     let host = HostArgs {
         root: args.root,
         snapshot: None,
     };
     let root = host.open()?;
     let mut snapshot = Snapshot::capture(&root, SystemTime::now()).map_err(CliError::usage)?;
+    if stopped() {
+        return Ok(ExitCode::INTERRUPTED);
+    }
+    let mut map = None;
     if args.redact {
         let redacted = redact(&snapshot).map_err(CliError::usage)?;
         if let Some(path) = &args.redact_map {
             let mut json = serde_json::to_vec_pretty(&redacted.map)
                 .context("failed to write the redaction map")?;
             json.push(b'\n');
-            save(path, &json).map_err(CliError::usage)?;
+            map = Some((path, json));
         }
         snapshot = redacted.snapshot;
     }
     let archive = encode(&snapshot).map_err(CliError::usage)?;
+    if stopped() {
+        return Ok(ExitCode::INTERRUPTED);
+    }
     if args.output.as_os_str() == "-" {
         // Raw bytes: the styled stream of `output` strips what looks like
         // terminal escapes, which a compressed archive is full of.
@@ -63,7 +104,11 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             other => other.context("failed to write the archive")?,
         }
     } else {
-        save(&args.output, &archive).map_err(CliError::usage)?;
+        save(&args.output, &archive, Kind::Archive, replace).map_err(refused)?;
+    }
+    // The map after the archive it explains.
+    if let Some((path, json)) = map {
+        save(path, &json, Kind::RedactionMap, replace).map_err(refused)?;
     }
     let files = snapshot
         .tree
@@ -83,8 +128,17 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             .as_deref()
             .unwrap_or(&snapshot.meta.root),
         snapshot.tree.len(),
-        args.output.display(),
+        printable(&args.output.display().to_string()),
         archive.len()
     );
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted after the archive was written in full");
+        return Ok(ExitCode::INTERRUPTED);
+    }
     Ok(ExitCode::OK)
+}
+
+/// A usage error whose message names a path from the user, escaped.
+fn refused(err: impl std::fmt::Display) -> CliError {
+    CliError::usage(printable(&err.to_string()).into_owned())
 }
