@@ -123,10 +123,15 @@ fn every_check_names_its_evidence_its_upstream_source_and_a_real_capture() {
             ));
         }
         if captures.is_empty() {
-            problems.push(format!("{}: ## Source names no `Real capture:` test", info.id));
+            problems.push(format!(
+                "{}: ## Source names no `Real capture:` test",
+                info.id
+            ));
         }
         for capture in captures {
-            let reference = capture.trim_start_matches("Real capture: ").trim_matches('`');
+            let reference = capture
+                .trim_start_matches("Real capture: ")
+                .trim_matches('`');
             let Some((file, function)) = reference.split_once("::") else {
                 problems.push(format!("{}: {reference:?} is not FILE::TEST", info.id));
                 continue;
@@ -142,7 +147,9 @@ fn every_check_names_its_evidence_its_upstream_source_and_a_real_capture() {
 
 #[test]
 fn a_pinned_source_is_a_commit_or_a_version() {
-    assert!(pins_a_version("kernel-open/nvidia-peermem/nvidia-peermem.c at 550.90.07"));
+    assert!(pins_a_version(
+        "kernel-open/nvidia-peermem/nvidia-peermem.c at 550.90.07"
+    ));
     assert!(pins_a_version("torvalds/linux@e8f897f4afef, mm/hugetlb.c"));
     assert!(pins_a_version("Linux v6.8 net/sunrpc/xprtrdma/Kconfig"));
     assert!(!pins_a_version("the kernel's documentation"));

@@ -71,6 +71,15 @@ pub(crate) fn stop_on_signal(stop: &Arc<AtomicBool>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// A fresh flag for [`stop_on_signal`]: for a command whose write is all or
+/// nothing (`plan -o`, `snapshot -o`), which is better finished, or stopped
+/// before it writes, than killed with a temporary file left behind.
+pub(crate) fn stop_flag() -> Result<Arc<AtomicBool>, CliError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    stop_on_signal(&flag)?;
+    Ok(flag)
+}
+
 /// Takes the signals over for a command with handlers of its own (the
 /// agent, `fleet --watch` and `validate run` wait for the signals on their
 /// runtime and clean up): the first signal no longer ends the process.

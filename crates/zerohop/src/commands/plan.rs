@@ -1,8 +1,7 @@
 //! `zerohop plan`: renders the manifest set for an intent file.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use zerohop_core::render::printable::printable;
 use zerohop_plan::{Platform, WriteError};
@@ -41,17 +40,6 @@ impl From<PlatformArg> for Platform {
     }
 }
 
-/// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
-/// process: a run takes at most a second or two and its write is all or
-/// nothing, so it is better finished (or stopped before writing) than
-/// killed with a staging directory left behind. A second signal ends the
-/// process at once.
-fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
-    let flag = Arc::new(AtomicBool::new(false));
-    crate::interrupt::stop_on_signal(&flag)?;
-    Ok(flag)
-}
-
 /// A usage error whose message may carry paths and values from the user:
 /// each line escaped before it reaches a terminal (the diagnostics of an
 /// intent file are several lines, the line breaks are ours).
@@ -67,7 +55,7 @@ fn refused(message: impl std::fmt::Display) -> CliError {
 /// SIGTERM (143), having written nothing or the whole output; 3 only for a
 /// bug.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let interrupted = interrupt_flag()?;
+    let interrupted = crate::interrupt::stop_flag()?;
     let text = zerohop_plan::read_intent(&args.file).map_err(refused)?;
     let platform = args.platform.map(Platform::from);
     let file = args.file.display().to_string();

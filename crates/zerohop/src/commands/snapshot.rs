@@ -3,8 +3,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use anyhow::Context as _;
@@ -43,22 +42,11 @@ pub(crate) struct Args {
     redact_map: Option<PathBuf>,
 }
 
-/// A flag raised by the first SIGINT or SIGTERM, which no longer ends the
-/// process: the archive is written whole or not at all, through a
-/// temporary file that a killed process would leave behind, so the run
-/// stops before writing, or finishes the write it began. A second signal
-/// ends the process at once.
-fn interrupt_flag() -> Result<Arc<AtomicBool>, CliError> {
-    let flag = Arc::new(AtomicBool::new(false));
-    crate::interrupt::stop_on_signal(&flag)?;
-    Ok(flag)
-}
-
 /// Runs `zerohop snapshot`. Exit codes: 0 written; 2 for a host, an output
-/// or a file system that does not allow it; 130 when interrupted (nothing
+/// or a file system that does not allow it; 128 + the signal when interrupted (nothing
 /// written, or the whole file).
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
-    let interrupted = interrupt_flag()?;
+    let interrupted = crate::interrupt::stop_flag()?;
     let stopped = || {
         let stop = interrupted.load(Ordering::Relaxed);
         if stop {
@@ -78,7 +66,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     let root = host.open()?;
     let mut snapshot = Snapshot::capture(&root, SystemTime::now()).map_err(CliError::usage)?;
     if stopped() {
-        return Ok(ExitCode::INTERRUPTED);
+        return Ok(crate::interrupt::exit_code());
     }
     let mut map = None;
     if args.redact {
@@ -93,7 +81,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     }
     let archive = encode(&snapshot).map_err(CliError::usage)?;
     if stopped() {
-        return Ok(ExitCode::INTERRUPTED);
+        return Ok(crate::interrupt::exit_code());
     }
     if args.output.as_os_str() == "-" {
         // Raw bytes: the styled stream of `output` strips what looks like
@@ -133,7 +121,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     );
     if interrupted.load(Ordering::Relaxed) {
         eprintln!("interrupted after the archive was written in full");
-        return Ok(ExitCode::INTERRUPTED);
+        return Ok(crate::interrupt::exit_code());
     }
     Ok(ExitCode::OK)
 }
