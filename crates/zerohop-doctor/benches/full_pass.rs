@@ -376,6 +376,9 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 fn main() {
+    // The pass reads through reader processes, as `zerohop doctor` does:
+    // this binary is started again as one (see `zerohop_host::reader`).
+    zerohop_host::reader::serve_or_enable();
     // `cargo test --benches` runs this with `--bench`-less arguments; only
     // a real `cargo bench` (which passes `--bench`) does the timed work.
     if !std::env::args().any(|a| a == "--bench") {
