@@ -1,5 +1,11 @@
 //! Deadlines for every read of a host tree.
 //!
+//! In a program that can start reader processes (see [`crate::reader`]),
+//! the reads of a directory tree run there, each with its deadline on the
+//! answer, and only the bookkeeping below (the stuck paths, the counts and
+//! their bound) applies. Elsewhere (a library's tests, a tree in memory)
+//! they run in this process, in lanes:
+//!
 //! A read can block for good: an attribute of a wedged device (sysfs reads
 //! device registers and firmware), a file on a hung NFS or FUSE mount, or a
 //! path lookup that crosses one. A blocked system call cannot be
