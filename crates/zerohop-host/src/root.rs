@@ -274,7 +274,10 @@ impl HostRoot {
     }
 
     /// Runs `work` with every read of this root under the deadline, on a
-    /// thread that is abandoned if one of those reads is stuck.
+    /// thread that is abandoned if one of those reads is stuck. Where the
+    /// reads run in reader processes (see [`crate::reader`]), each has its
+    /// own deadline and a stuck one holds no thread here: `work` then runs
+    /// once, on this thread.
     ///
     /// Reads inside `work` run on its thread without a hand-over each;
     /// reads outside any `guarded` call are handed over one by one. `work`
