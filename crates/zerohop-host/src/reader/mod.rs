@@ -25,6 +25,10 @@
 //! readers ([`crate::watchdog::stuck_readers`]) until they are reaped,
 //! bounded by [`crate::watchdog::MAX_STUCK_READERS`] as stuck threads are.
 //!
+//! A reader that cannot be started (a process limit, `/proc` not mounted)
+//! fails the read with that reason: reading in this process instead would
+//! bring back the hang this exists to prevent.
+//!
 //! Only a program whose `main` calls [`serve_or_enable`] first can be
 //! started as a reader; everywhere else (a library's tests) the reads run
 //! on threads of this process under the watchdog, as before.
