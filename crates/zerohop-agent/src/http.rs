@@ -4,8 +4,12 @@
 //! Nothing here runs a check or reads the host: every answer is made from
 //! the last published snapshot, whose encodings are shared bytes. The
 //! server bounds what a client can hold: a fixed number of connections,
-//! and a deadline on reading request headers (a client that opens a
-//! connection and says nothing is dropped).
+//! a deadline on reading request headers (a client that opens a
+//! connection and says nothing is dropped) and one on each write (a client
+//! that does not read its answers is dropped), and it always accepts: at
+//! the cap, the connection longest without a complete request makes room
+//! (see [`crate::connections`]), so that the probes stay answered while
+//! stalled clients hold every slot.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -20,13 +24,15 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
+use crate::connections::{Connections, WRITE_TIMEOUT, WriteDeadline};
 use crate::metrics::{self, Live};
 use crate::snapshot::{CounterSnapshot, Snapshot};
 
-/// The most connections served at once; more wait in the listen backlog.
-/// Prometheus keeps one; probes open one each.
+/// The most connections served at once; past it, the connection longest
+/// without a complete request is closed for each new one. Prometheus keeps
+/// one; probes open one each.
 pub const MAX_CONNECTIONS: usize = 64;
 
 /// How long a client may take to send its request headers.
@@ -47,13 +53,8 @@ pub struct Shared {
 
 /// Serves `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let connections = Connections::new(MAX_CONNECTIONS);
     loop {
-        // Wait for a free slot before accepting, so that a flood of
-        // connections queues in the kernel instead of in memory here.
-        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-            return;
-        };
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(err) => {
@@ -63,19 +64,29 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        // Admitted before the task starts, so that the set never holds
+        // more than the cap however fast connections come.
+        let admitted = Arc::new(connections.admit());
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
+            let held = Arc::clone(&admitted);
             let service = service_fn(move |request| {
+                held.requested();
                 let shared = Arc::clone(&shared);
                 async move { Ok::<_, Infallible>(answer(&shared, &request)) }
             });
-            let _ = http1::Builder::new()
+            let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_buf_size(64 * 1024)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            drop(permit);
+                .serve_connection(
+                    TokioIo::new(WriteDeadline::new(stream, WRITE_TIMEOUT)),
+                    service,
+                );
+            tokio::select! {
+                _ = connection => {}
+                () = admitted.evicted() => {}
+            }
         });
     }
 }

@@ -15,6 +15,7 @@ pub mod backoff;
 pub mod bounded;
 pub mod capabilities;
 pub mod condition;
+pub mod connections;
 pub mod counters;
 pub mod duration;
 pub mod event_sink;

@@ -201,3 +201,94 @@ async fn a_server_that_never_answers_costs_one_deadline() {
     );
     assert!(err.code.is_none(), "{err}");
 }
+
+/// The longest a `/healthz` may take under load: half the 5 s the
+/// DaemonSet's probes allow, with room for a loaded CI machine running a
+/// debug build.
+const PROBE_BOUND: Duration = Duration::from_millis(2500);
+
+/// Time for one `/healthz`.
+fn probe(address: SocketAddr) -> Duration {
+    let started = Instant::now();
+    let answer = request(address, HEALTHZ);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    started.elapsed()
+}
+
+#[test]
+fn clients_that_pipeline_and_never_read_leave_the_probes_answered() {
+    let (address, _runtime) = serve();
+    // Every slot is taken by a client that pipelines requests for the
+    // largest answer and reads none of them, so that every write of the
+    // server waits on a full socket.
+    let mut pipelined = Vec::new();
+    let mut requests = Vec::new();
+    for _ in 0..2_000 {
+        requests.extend_from_slice(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    for _ in 0..MAX_CONNECTIONS {
+        let mut stream = TcpStream::connect(address).unwrap();
+        stream
+            .set_write_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        // The server stops reading once its writes wait: the rest of the
+        // requests stay unsent.
+        let _ = stream.write_all(&requests);
+        pipelined.push(stream);
+    }
+    for _ in 0..5 {
+        let took = probe(address);
+        assert!(took < PROBE_BOUND, "/healthz took {took:?}");
+    }
+    drop(pipelined);
+}
+
+/// Raises this process's descriptor limit to its hard limit and says how
+/// many client connections it leaves room for (each costs two here: the
+/// client's and the server's).
+fn room_for_connections(wanted: usize) -> usize {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    limit.current = limit.maximum;
+    let _ = setrlimit(Resource::Nofile, limit);
+    let current = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    let room = usize::try_from(current.saturating_sub(256) / 2).unwrap_or(usize::MAX);
+    if room < wanted {
+        eprintln!("only {room} connections fit under the descriptor limit of {current}");
+    }
+    wanted.min(room)
+}
+
+#[test]
+fn a_sustained_slowloris_leaves_the_probes_answered() {
+    let (address, _runtime) = serve();
+    let count = room_for_connections(1_000);
+    assert!(count > MAX_CONNECTIONS * 4, "{count} connections");
+    let mut slow: Vec<TcpStream> = (0..count)
+        .map(|_| {
+            let mut stream = TcpStream::connect(address).unwrap();
+            stream.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            stream
+        })
+        .collect();
+    // For longer than the header deadline, every slow client sends one
+    // more header line a second, and reconnects when it is dropped: the
+    // flood is sustained, not a burst that the deadline drains.
+    let started = Instant::now();
+    let mut slowest = Duration::ZERO;
+    while started.elapsed() < HEADER_TIMEOUT + Duration::from_secs(3) {
+        for stream in &mut slow {
+            if stream.write_all(b"X-Slow: 1\r\n").is_err() {
+                let mut again = TcpStream::connect(address).unwrap();
+                let _ = again.write_all(b"GET /metrics HTTP/1.1\r\n");
+                *stream = again;
+            }
+        }
+        slowest = slowest.max(probe(address));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(
+        slowest < PROBE_BOUND,
+        "the slowest /healthz took {slowest:?}"
+    );
+}

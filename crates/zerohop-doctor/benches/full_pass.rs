@@ -15,7 +15,9 @@
 //! `ZEROHOP_BENCH_TREE=DIR` the host is built in `DIR` (which must not
 //! exist) and kept, so the binary can be measured on it too. With
 //! `ZEROHOP_BENCH_RDMA=0` the host has no RDMA devices or netdevs: the PCI,
-//! memory and kernel layers alone.
+//! memory and kernel layers alone. The pass reads through reader processes
+//! as `zerohop doctor` does; with `ZEROHOP_BENCH_READERS=0` it reads in the
+//! bench's own process, as before they existed.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -376,6 +378,13 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 fn main() {
+    // The pass reads through reader processes, as `zerohop doctor` does:
+    // this binary is started again as one (see `zerohop_host::reader`).
+    // `ZEROHOP_BENCH_READERS=0` reads in this process instead, as a
+    // library's tests do, for the comparison.
+    if std::env::var_os("ZEROHOP_BENCH_READERS").is_none_or(|readers| readers != "0") {
+        zerohop_host::reader::serve_or_enable();
+    }
     // `cargo test --benches` runs this with `--bench`-less arguments; only
     // a real `cargo bench` (which passes `--bench`) does the timed work.
     if !std::env::args().any(|a| a == "--bench") {

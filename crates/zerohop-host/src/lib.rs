@@ -17,6 +17,7 @@ pub mod parse;
 pub mod probe;
 pub mod process;
 mod read_error;
+pub mod reader;
 pub mod record;
 mod resolve;
 pub mod root;

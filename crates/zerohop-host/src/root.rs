@@ -8,8 +8,9 @@ use std::time::Duration;
 use crate::kmsg_device::{KMSG, KmsgRead};
 use crate::memory::MemoryTree;
 use crate::process::{Environment, Process};
+use crate::reader::{self, Remote};
 use crate::record::Recorder;
-use crate::source::Source;
+use crate::source::{Files, Source};
 use crate::tree::Tree;
 use crate::watchdog::{Lane, Watchdog};
 
@@ -95,7 +96,12 @@ impl HostRoot {
 
     /// The live host, read by `process` (see [`Process::live`]).
     pub fn live_as(process: Process) -> HostRoot {
-        HostRoot::new(Source::tree(Tree::live()), process)
+        let files = if reader::enabled() {
+            Files::Elsewhere(Remote::live())
+        } else {
+            Files::Here(Tree::live())
+        };
+        HostRoot::new(Source::files(files), process)
     }
 
     fn new(tree: Source, process: Process) -> HostRoot {
@@ -114,26 +120,30 @@ impl HostRoot {
     /// [`HostRoot::at_host`] also checks that it holds a host.
     pub fn at(dir: impl AsRef<Path>) -> Result<HostRoot, RootError> {
         let dir = dir.as_ref().to_path_buf();
-        let shown = dir.display().to_string();
         // The directory itself can sit on a hung mount.
         let watchdog = Arc::new(Watchdog::new(READ_TIMEOUT));
-        let target = dir.clone();
-        let opened = watchdog.run(move |lane| lane.read(&shown, || Ok(open_tree(&target))));
-        match opened {
-            Ok(tree) => {
-                let tree = tree?;
-                let process = if tree.is_live() {
-                    Process::current()
-                } else {
-                    Process::directory()
-                };
-                Ok(HostRoot::new(Source::tree(tree), process))
+        let files = if reader::enabled() {
+            Files::Elsewhere(Remote::open(&dir, &watchdog)?)
+        } else {
+            let shown = dir.display().to_string();
+            let target = dir.clone();
+            let opened = watchdog.run(move |lane| lane.read(&shown, || Ok(open_tree(&target))));
+            match opened {
+                Ok(tree) => Files::Here(tree?),
+                Err(err) => {
+                    return Err(RootError::Unreadable {
+                        dir,
+                        reason: err.to_string(),
+                    });
+                }
             }
-            Err(err) => Err(RootError::Unreadable {
-                dir,
-                reason: err.to_string(),
-            }),
-        }
+        };
+        let process = if files.is_live() {
+            Process::current()
+        } else {
+            Process::directory()
+        };
+        Ok(HostRoot::new(Source::files(files), process))
     }
 
     /// A host root given by a user: like [`HostRoot::at`], and refuses a
@@ -156,7 +166,7 @@ impl HostRoot {
             },
         };
         if let Some(why) = root
-            .op("/", |tree, _| Ok(tree.pseudo_file_system()))
+            .op("/", |tree, watchdog, _| tree.pseudo_file_system(watchdog))
             .map_err(unreadable)?
         {
             return Err(RootError::NotAHost {
@@ -205,9 +215,9 @@ impl HostRoot {
         self.watchdog.forget_returned();
         let tree = match &*self.tree {
             Source::Tree {
-                tree,
+                files,
                 recorder: None,
-            } => Arc::new(Source::tree(tree.fresh())),
+            } => Arc::new(Source::files(files.fresh())),
             _ => Arc::clone(&self.tree),
         };
         HostRoot {
@@ -222,12 +232,12 @@ impl HostRoot {
     /// what its reads find, with the handle to what was recorded. `None`
     /// for a root in memory, which holds nothing the recording would not.
     pub fn recorded(&self) -> Option<(HostRoot, Recording)> {
-        let Source::Tree { tree, .. } = &*self.tree else {
+        let Source::Tree { files, .. } = &*self.tree else {
             return None;
         };
-        let recorder = Recorder::new(tree.base().to_path_buf(), self.process.is_live());
+        let recorder = Recorder::new(files.base().to_path_buf(), self.process.is_live());
         let source = Arc::new(Source::Tree {
-            tree: tree.fresh(),
+            files: files.fresh(),
             recorder: Some(Box::new(recorder)),
         });
         let root = HostRoot {
@@ -264,7 +274,10 @@ impl HostRoot {
     }
 
     /// Runs `work` with every read of this root under the deadline, on a
-    /// thread that is abandoned if one of those reads is stuck.
+    /// thread that is abandoned if one of those reads is stuck. Where the
+    /// reads run in reader processes (see [`crate::reader`]), each has its
+    /// own deadline and a stuck one holds no thread here: `work` then runs
+    /// once, on this thread.
     ///
     /// Reads inside `work` run on its thread without a hand-over each;
     /// reads outside any `guarded` call are handed over one by one. `work`
@@ -275,7 +288,9 @@ impl HostRoot {
         &self,
         work: impl Fn(&HostRoot) -> R + Send + Sync + 'static,
     ) -> R {
-        if self.lane.is_some() {
+        // Reads in reader processes each have their deadline there: no
+        // thread of this process can be caught by one.
+        if self.lane.is_some() || self.tree.reads_elsewhere() {
             return work(self);
         }
         let tree = Arc::clone(&self.tree);
@@ -295,10 +310,11 @@ impl HostRoot {
     fn op<R, F>(&self, path: &str, read: F) -> Result<R, ReadError>
     where
         R: Send + 'static,
-        F: Fn(&Source, &str) -> Result<R, ReadError> + Send + Sync + Copy + 'static,
+        F: Fn(&Source, &Arc<Watchdog>, &str) -> Result<R, ReadError> + Send + Sync + Copy + 'static,
     {
         let result = match &self.lane {
-            Some(lane) => lane.read(path, || read(&self.tree, path)),
+            _ if self.tree.reads_elsewhere() => read(&self.tree, &self.watchdog, path),
+            Some(lane) => lane.read(path, || read(&self.tree, &self.watchdog, path)),
             None => {
                 let path = path.to_owned();
                 return self.guarded(move |root| root.op(&path, read));
@@ -321,7 +337,9 @@ impl HostRoot {
 
     /// Reads a text file of at most `cap` bytes. A missing file is `Ok(None)`.
     pub fn read_with_cap(&self, path: &str, cap: usize) -> Result<Option<String>, ReadError> {
-        let bytes = self.op(path, move |tree, path| tree.read_bytes(path, cap))?;
+        let bytes = self.op(path, move |tree, watchdog, path| {
+            tree.read_bytes(watchdog, path, cap)
+        })?;
         bytes
             .map(|bytes| {
                 if bytes.contains(&0) {
@@ -386,7 +404,9 @@ impl HostRoot {
     /// The last `cap` bytes of a regular file (all of it when smaller), for
     /// logs that grow at their end. A missing file is `Ok(None)`.
     pub fn read_tail(&self, path: &str, cap: usize) -> Result<Option<Tail>, ReadError> {
-        self.op(path, move |source, path| source.read_tail(path, cap))
+        self.op(path, move |source, watchdog, path| {
+            source.read_tail(watchdog, path, cap)
+        })
     }
 
     /// Whether this root shows the kernel this process runs on: the live
@@ -400,8 +420,8 @@ impl HostRoot {
             Environment::Snapshot { .. } => return Ok(false),
             Environment::Directory => {}
         }
-        self.op(BOOT_ID, |tree, path| {
-            let theirs = tree.read_bytes(path, 4096)?;
+        self.op(BOOT_ID, |tree, watchdog, path| {
+            let theirs = tree.read_bytes(watchdog, path, 4096)?;
             let ours = Tree::live().read_bytes(path, 4096)?;
             Ok(match (theirs, ours) {
                 (Some(theirs), Some(ours)) => {
@@ -434,8 +454,8 @@ impl HostRoot {
         let budget = self.read_timeout() / 2;
         // Beside a directory, the host's own device node may be there too.
         let beside = self.process.environment() == Environment::Directory;
-        self.op(KMSG, move |source, _| {
-            source.kmsg(since_usec, budget, beside)
+        self.op(KMSG, move |source, watchdog, _| {
+            source.kmsg(watchdog, since_usec, budget, beside)
         })
     }
 }
@@ -457,7 +477,7 @@ impl Recording {
 }
 
 /// Opens the tree under `dir`, the live one when `dir` is `/`.
-fn open_tree(dir: &Path) -> Result<Tree, RootError> {
+pub(crate) fn open_tree(dir: &Path) -> Result<Tree, RootError> {
     let meta = fs::metadata(dir).map_err(|_| RootError::Missing(dir.to_path_buf()))?;
     if !meta.is_dir() {
         return Err(RootError::NotADirectory(dir.to_path_buf()));

@@ -30,6 +30,28 @@ use crate::watchdog;
 /// a sign of a broken tree, not of a real host.
 pub const MAX_DIR_ENTRIES: usize = 1 << 16;
 
+/// The kernel file systems that are no host root, by their magic number,
+/// with why.
+const PSEUDO_FILE_SYSTEMS: [(libc::c_long, &str); 2] = [
+    (
+        libc::PROC_SUPER_MAGIC,
+        "it is the proc file system itself, not a directory holding proc/ and sys/",
+    ),
+    (
+        libc::SYSFS_MAGIC,
+        "it is the sysfs file system itself, not a directory holding proc/ and sys/",
+    ),
+];
+
+/// The reason [`Tree::pseudo_file_system`] gives as `why`, as the one
+/// static text it is (a reader process sends it as a copy).
+pub(crate) fn pseudo_file_system_named(why: &str) -> Option<&'static str> {
+    PSEUDO_FILE_SYSTEMS
+        .iter()
+        .map(|(_, known)| *known)
+        .find(|known| *known == why)
+}
+
 /// A host's files: the live `/`, or a directory that stands for `/`.
 pub(crate) struct Tree {
     base: PathBuf,
@@ -88,13 +110,10 @@ impl Tree {
     /// is the sysctl tree).
     pub(crate) fn pseudo_file_system(&self) -> Option<&'static str> {
         let stat = rustix::fs::statfs(&self.base).ok()?;
-        if stat.f_type == libc::PROC_SUPER_MAGIC {
-            Some("it is the proc file system itself, not a directory holding proc/ and sys/")
-        } else if stat.f_type == libc::SYSFS_MAGIC {
-            Some("it is the sysfs file system itself, not a directory holding proc/ and sys/")
-        } else {
-            None
-        }
+        PSEUDO_FILE_SYSTEMS
+            .iter()
+            .find(|(magic, _)| stat.f_type == *magic)
+            .map(|(_, why)| *why)
     }
 
     /// At most `cap` bytes of the regular file at `path`; `None` when it

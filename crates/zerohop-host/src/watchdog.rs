@@ -1,5 +1,11 @@
 //! Deadlines for every read of a host tree.
 //!
+//! In a program that can start reader processes (see [`crate::reader`]),
+//! the reads of a directory tree run there, each with its deadline on the
+//! answer, and only the bookkeeping below (the stuck paths, the counts and
+//! their bound) applies. Elsewhere (a library's tests, a tree in memory)
+//! they run in this process, in lanes:
+//!
 //! A read can block for good: an attribute of a wedged device (sysfs reads
 //! device registers and firmware), a file on a hung NFS or FUSE mount, or a
 //! path lookup that crosses one. A blocked system call cannot be
@@ -70,6 +76,18 @@ pub fn abandoned_readers() -> u64 {
     ABANDONED.load(Ordering::Relaxed)
 }
 
+/// Notes a reader process abandoned at its deadline: a stuck reader until
+/// [`reader_returned`].
+pub(crate) fn reader_abandoned() {
+    STUCK.fetch_add(1, Ordering::AcqRel);
+    ABANDONED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Notes that an abandoned reader process was reaped: its read returned.
+pub(crate) fn reader_returned() {
+    STUCK.fetch_sub(1, Ordering::AcqRel);
+}
+
 /// The lane this thread last read in (0 before any): caches that must not
 /// outlive a unit of work key their entries with it.
 pub(crate) fn current_lane() -> u64 {
@@ -111,19 +129,21 @@ impl Watchdog {
         self.timeout
     }
 
-    fn timed_out(&self, path: &str) -> ReadError {
+    /// The error of a read of `path` cut by the deadline.
+    pub(crate) fn timed_out(&self, path: &str) -> ReadError {
         ReadError::Timeout {
             path: path.to_owned(),
             seconds: self.timeout.as_secs_f64(),
         }
     }
 
-    fn is_stuck(&self, path: &str) -> bool {
+    /// Whether a read of `path` missed the deadline and is still refused.
+    pub(crate) fn is_stuck(&self, path: &str) -> bool {
         self.any_stuck.load(Ordering::Acquire) && lock(&self.stuck_paths).contains_key(path)
     }
 
     /// Notes a read of `path` blocked past the deadline.
-    fn mark_stuck(&self, path: &str) {
+    pub(crate) fn mark_stuck(&self, path: &str) {
         let mut paths = lock(&self.stuck_paths);
         *paths.entry(path.to_owned()).or_default() += 1;
         self.any_stuck.store(true, Ordering::Release);
@@ -132,7 +152,7 @@ impl Watchdog {
     /// Notes that a blocked read of `path` returned. The path stays
     /// refused until [`Watchdog::forget_returned`]: the unit of work that
     /// was rerun without it must not meet it again.
-    fn returned(&self, path: &str) {
+    pub(crate) fn returned(&self, path: &str) {
         if let Some(blocked) = lock(&self.stuck_paths).get_mut(path) {
             *blocked = blocked.saturating_sub(1);
         }
@@ -141,6 +161,7 @@ impl Watchdog {
     /// Forgets the stuck paths whose reads have all returned, so that the
     /// next pass reads them again; those still blocked stay refused.
     pub(crate) fn forget_returned(&self) {
+        crate::reader::reap_returned();
         if !self.any_stuck.load(Ordering::Acquire) {
             return;
         }

@@ -24,6 +24,9 @@ struct Cli {
 }
 
 fn main() {
+    // Before anything else: started as a reader of host files, this
+    // process only serves reads (see `zerohop_host::reader`).
+    zerohop_host::reader::serve_or_enable();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

@@ -171,7 +171,7 @@ impl Collector for LiveRows {
         gauge(
             &mut encoder,
             "host_reads_stuck",
-            "Reads of the host blocked past their deadline right now, each holding a thread; at host_reads_stuck_limit every further read fails at once",
+            "Reads of the host blocked past their deadline right now, each holding a reader process; at host_reads_stuck_limit every further read fails at once",
             self.stuck_reads as f64,
         )?;
         gauge(
