@@ -430,11 +430,15 @@ pub fn texts(loaded: &[Loaded]) -> Texts<'_> {
 /// Reads the CustomResourceDefinitions in `dir` (its own `*.yaml`, `*.yml`
 /// and `*.json` files, not subdirectories) the way lint reads manifests:
 /// regular files only, no symlink out of the directory, each input within
-/// `limits`. Other documents are ignored.
+/// `limits`. The CRDs of a list (`kubectl get crd -o yaml`) are read; other
+/// documents are ignored. [`CrdCatalog::crd_count`] says how many were
+/// loaded.
 ///
 /// # Errors
 /// A message naming the file that could not be read or parsed, or the CRD
-/// that is not valid; it never quotes the file's content.
+/// that is not valid; it never quotes the file's content. A directory with
+/// no CRD at all is an error too: validating against nothing would pass
+/// every custom resource without a word.
 pub fn load_crds(dir: &Path, limits: &Limits) -> Result<CrdCatalog, String> {
     let mut documents = Vec::new();
     inputs::search(dir, false, limits.max_bytes, &mut |input| {
@@ -454,7 +458,14 @@ pub fn load_crds(dir: &Path, limits: &Limits) -> Result<CrdCatalog, String> {
             Content::NotRead(not_read) => Err(format!("{name}: {not_read}")),
         }
     })?;
-    CrdCatalog::from_documents(documents).map_err(|err| err.to_string())
+    let catalog = CrdCatalog::from_documents(documents).map_err(|err| err.to_string())?;
+    if catalog.crd_count() == 0 {
+        return Err(
+            "no CustomResourceDefinition in its *.yaml, *.yml or *.json files (a `kind: List` of them, as `kubectl get crd -o yaml` writes, is read too)"
+                .to_owned(),
+        );
+    }
+    Ok(catalog)
 }
 
 #[cfg(test)]

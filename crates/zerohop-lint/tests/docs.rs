@@ -27,8 +27,11 @@ zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|s
 - `--scope`: which inputs are one cluster (see [What one cluster
   is](#what-one-cluster-is)); `auto` by default.
 - `--crds DIR`: validate custom resources against the CRDs in `DIR` (its
-  own `*.yaml`, `*.yml`, `*.json` files): unknown and misspelled fields,
-  required fields, types, enums, bounds.
+  own `*.yaml`, `*.yml`, `*.json` files, the output of `kubectl get crd -o
+  yaml`, a `kind: List`, included): unknown and misspelled fields, required
+  fields, types, enums, bounds. How many CRDs were loaded is said on
+  standard error; a directory without any CRD is an error (exit 2), never a
+  run that validates against nothing.
 - `--format`: `human` (rustc-style diagnostics with the source line and a
   caret under the span), `json` (the report shared with `zerohop doctor`),
   `sarif` (SARIF 2.1.0 for code scanning; columns count Unicode code points,

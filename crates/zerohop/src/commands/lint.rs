@@ -20,7 +20,9 @@ pub(crate) struct Args {
     /// `-` reads standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// Validate custom resources against the CRDs in this directory.
+    /// Validate custom resources against the CRDs in this directory (its own
+    /// *.yaml, *.yml and *.json files; `kubectl get crd -o yaml` output is
+    /// read); a directory without any CRD is an error.
     #[arg(long, value_name = "DIR")]
     crds: Option<PathBuf>,
     /// Output format.
@@ -72,6 +74,14 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     if let Some(dir) = &args.crds {
         let catalog = zerohop_lint::load_crds(dir, &options.limits)
             .map_err(|err| usage(format!("cannot load CRDs from {}: {err}", dir.display())))?;
+        // Said on every format: on stderr it leaves a JSON or SARIF report
+        // intact, and a run that validated against fewer CRDs than meant
+        // is visible.
+        eprintln!(
+            "note: validating custom resources against {} CustomResourceDefinitions from {}",
+            catalog.crd_count(),
+            printable(&dir.display().to_string())
+        );
         options.catalog = Some(catalog);
     }
 
