@@ -357,9 +357,10 @@ impl Batch {
                     let cluster = match self.scope {
                         Scope::All => Cluster::Run,
                         Scope::File => Cluster::Alone(self.loaded.len()),
-                        Scope::Auto => kustomizations
-                            .of(path, Path::new(&input.name))
-                            .map_or(Cluster::Alone(self.loaded.len()), Cluster::Kustomization),
+                        Scope::Auto => kustomizations.of(path, Path::new(&input.name)).map_or_else(
+                            || Cluster::Directory(path.to_path_buf()),
+                            Cluster::Kustomization,
+                        ),
                     };
                     self.add_to(input, cluster)
                 })?;

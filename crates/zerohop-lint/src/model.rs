@@ -75,6 +75,18 @@ impl<'a> Object<'a> {
         self.get(path).and_then(Node::as_str)
     }
 
+    /// Whether `other` is the same object: same API group, kind, namespace
+    /// and a name. Applied to one cluster, the later of two such documents
+    /// replaces the earlier (`kubectl apply` keys objects by them), so two
+    /// copies are one object, never two that clash.
+    pub fn is_same_object(&self, other: &Object<'_>) -> bool {
+        !self.name.is_empty()
+            && self.name == other.name
+            && self.kind == other.kind
+            && self.group() == other.group()
+            && self.namespace_or_default() == other.namespace_or_default()
+    }
+
     /// The reference to this object that findings carry.
     pub fn object_ref(&self) -> ObjectRef {
         ObjectRef {

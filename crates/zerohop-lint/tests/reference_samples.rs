@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use zerohop_core::{Finding, Status};
 use zerohop_k8s::schema::CrdCatalog;
-use zerohop_lint::{Batch, Input, MAX_HELD_BYTES, NotRead, Options, lint, lint_batch};
+use zerohop_lint::{Batch, Input, MAX_HELD_BYTES, NotRead, Options, Scope, lint, lint_batch};
 
 const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference");
 
@@ -206,10 +206,12 @@ fn upstream_samples_against_upstream_crds() {
         }
     }
 
-    // The samples directory linted as a whole, with the default scope, is
-    // a folder of examples: it fails exactly where its files fail one by
-    // one, no example blamed for another's objects.
-    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES);
+    // The samples directory is a folder of alternatives (three ClusterPolicies,
+    // a standalone device plugin beside the operator's policies), not one
+    // deployment, which a plain directory is by default: linted with
+    // `--scope file`, it fails exactly where its files fail one by one, no
+    // example blamed for another's objects.
+    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES).with_scope(Scope::File);
     batch.add_path(&samples).expect("samples directory");
     let prefix = format!("{}/", samples.display());
     let mut whole: Vec<String> = errors(&lint_batch(&batch, &options).findings)

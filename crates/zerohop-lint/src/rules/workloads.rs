@@ -178,7 +178,10 @@ declare_rule! {
     /// in `spec.networkNamespace`; HostDeviceNetwork, MacvlanNetwork,
     /// IPoIBNetwork in `spec.networkNamespace`, default `default`) in the
     /// input. A name without a namespace resolves in the pod's namespace.
-    /// Runs only when the input defines at least one network.
+    /// Runs only when the input defines at least one network; a pod whose
+    /// namespace gets no network from the input, naming a network the input
+    /// does not define anywhere, is left alone (it belongs to something
+    /// applied beside the input's networks, not to them).
     ///
     /// ## Why it matters
     /// Multus cannot find the NAD: the pod sandbox fails to start
@@ -220,6 +223,11 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     for network in &networks {
         by_name.entry(network.name).or_default().push(network);
     }
+    // The namespaces the input defines networks for: a pod in another
+    // namespace, naming a network the input does not have at all, belongs
+    // to something else applied beside it (an example, another team's
+    // workload), not to this set of networks.
+    let served: HashSet<&str> = networks.iter().map(|n| n.namespace).collect();
     for template in pod_templates(workspace) {
         for (namespace, name) in pod_networks(template) {
             if places.contains_key(&(namespace.as_str(), name.as_str()))
@@ -231,6 +239,9 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                 .get(name.as_str())
                 .map(Vec::as_slice)
                 .unwrap_or_default();
+            if elsewhere.is_empty() && !served.contains(namespace.as_str()) {
+                continue;
+            }
             let (message, fix) = if elsewhere.is_empty() {
                 (
                     format!(

@@ -41,8 +41,8 @@ pub(crate) struct Args {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ScopeArg {
     /// A directory with a kustomization.yaml, everything under it included;
-    /// the files named on the command line together; any other file found
-    /// in a directory alone.
+    /// the other files under each directory named together; the files named
+    /// on the command line together.
     Auto,
     /// Everything given is one cluster.
     All,
