@@ -2,6 +2,7 @@
 //! `declare_rule!` and the function that applies it; a new one is listed
 //! in [`RULES`].
 
+mod boot_order;
 mod container_env;
 mod facts;
 mod gpu_operator;
@@ -75,6 +76,8 @@ pub static RULES: &[&Rule] = &[
     &machine_config::ROLE_WITHOUT_POOL,
     &machine_config::ISOLCPUS_DOMAIN_ON_SHARED_POOL,
     &machine_config::NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER,
+    &boot_order::PATH_UNIT_STARTS_MISSING_SERVICE,
+    &boot_order::NVME_RDMA_AT_BOOT_BEFORE_DOCA_DRIVER,
     &storage::XFS_NOBARRIER,
     &storage::UNKNOWN_CUFILE_KEY,
     &topology::POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER,
