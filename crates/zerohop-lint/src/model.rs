@@ -199,7 +199,8 @@ fn containers(spec: &Node) -> Vec<(Vec<PathStep<'static>>, &Node)> {
 }
 
 /// Every pod template in the workspace: Pods and the templates of
-/// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
+/// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and
+/// MPIJobs (launcher and workers).
 /// Found once per run.
 pub fn pod_templates<'w, 'a>(workspace: &'w Workspace<'a>) -> &'w [PodTemplate<'a>] {
     workspace
@@ -215,8 +216,32 @@ fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
         PathStep::Key("spec"),
         PathStep::Key("template"),
     ];
+    /// The replica types of a kubeflow MPIJob (`kubeflow.org/v2beta1`,
+    /// kubeflow/mpi-operator `pkg/apis/kubeflow/v2beta1/types.go`,
+    /// `MPIReplicaTypeLauncher`, `MPIReplicaTypeWorker`), each with a pod
+    /// template.
+    const MPI_REPLICAS: [[PathStep<'static>; 4]; 2] = [
+        [
+            PathStep::Key("spec"),
+            PathStep::Key("mpiReplicaSpecs"),
+            PathStep::Key("Launcher"),
+            PathStep::Key("template"),
+        ],
+        [
+            PathStep::Key("spec"),
+            PathStep::Key("mpiReplicaSpecs"),
+            PathStep::Key("Worker"),
+            PathStep::Key("template"),
+        ],
+    ];
     let mut templates = Vec::new();
     for object in &workspace.objects {
+        if object.is("kubeflow.org", "MPIJob") {
+            for prefix in &MPI_REPLICAS {
+                push_template(&mut templates, object, prefix);
+            }
+            continue;
+        }
         let prefix: &[PathStep<'static>] = match (object.group(), object.kind) {
             ("", "Pod") => &[],
             ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
@@ -225,20 +250,29 @@ fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
             ("batch", "CronJob") => CRON_TEMPLATE,
             _ => continue,
         };
-        let mut spec_path = prefix.to_vec();
-        spec_path.push(PathStep::Key("spec"));
-        if let Some(spec) = object.get(&spec_path) {
-            let containers = containers(spec);
-            let requests = resources::requests(&containers);
-            templates.push(PodTemplate {
-                object: *object,
-                prefix: prefix.to_vec(),
-                containers,
-                requests,
-            });
-        }
+        push_template(&mut templates, object, prefix);
     }
     templates
+}
+
+/// Adds the pod template at `prefix` of `object`, when it has a spec.
+fn push_template<'a>(
+    templates: &mut Vec<PodTemplate<'a>>,
+    object: &Object<'a>,
+    prefix: &[PathStep<'static>],
+) {
+    let mut spec_path = prefix.to_vec();
+    spec_path.push(PathStep::Key("spec"));
+    if let Some(spec) = object.get(&spec_path) {
+        let containers = containers(spec);
+        let requests = resources::requests(&containers);
+        templates.push(PodTemplate {
+            object: *object,
+            prefix: prefix.to_vec(),
+            containers,
+            requests,
+        });
+    }
 }
 
 /// Writes a path as `spec.containers[0].env[1]`, each key clipped as

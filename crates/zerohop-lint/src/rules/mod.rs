@@ -16,7 +16,9 @@ pub(crate) mod resources;
 pub(crate) mod schema;
 mod sriov;
 mod storage;
+mod storage_network;
 mod topology;
+mod whereabouts;
 mod workloads;
 
 use zerohop_core::RuleInfo;
@@ -64,6 +66,9 @@ pub static RULES: &[&Rule] = &[
     &workloads::UNRESOLVED_NETWORK_ANNOTATION,
     &workloads::UNADVERTISED_RESOURCE_REQUEST,
     &workloads::NAD_RESOURCE_NOT_REQUESTED,
+    &storage_network::WHEREABOUTS_RANGE_HOLDS_STORAGE_ADDRESS,
+    &storage_network::WHEREABOUTS_NOT_INSTALLED,
+    &storage_network::NCCL_POD_ON_STORAGE_NETWORK,
     &workloads::RDMA_WITHOUT_IPC_LOCK,
     &workloads::HUGEPAGES_REQUEST_LIMIT_MISMATCH,
     &workloads::HUGEPAGES_WITHOUT_CPU_OR_MEMORY,

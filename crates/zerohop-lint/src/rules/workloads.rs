@@ -20,12 +20,13 @@ const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
 
 /// A network a pod can attach to: a NetworkAttachmentDefinition, or an
 /// operator network CR that renders one.
-struct Network<'a> {
-    object: Object<'a>,
+pub(super) struct Network<'a> {
+    /// The object that defines (or renders) the NAD.
+    pub(super) object: Object<'a>,
     /// The namespace the NAD lives (or will be rendered) in.
-    namespace: &'a str,
+    pub(super) namespace: &'a str,
     /// The name of the NAD.
-    name: &'a str,
+    pub(super) name: &'a str,
     /// The resource the NAD hands out: `Some((prefix, name))`, the prefix
     /// `None` when the operator decides it.
     resource: Option<(Option<&'a str>, &'a str)>,
@@ -39,7 +40,9 @@ fn by_place<'x, 'a>(networks: &'x [Network<'a>]) -> HashMap<(&'a str, &'a str), 
         .collect()
 }
 
-fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
+/// Every network of the workspace: NADs and the operator networks that
+/// render them, where pods find them.
+pub(super) fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
     let mut out = Vec::new();
     for object in &workspace.objects {
         let spec_str = |key: &str| object.str_at(&[PathStep::Key("spec"), PathStep::Key(key)]);
