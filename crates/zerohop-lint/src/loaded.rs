@@ -57,6 +57,9 @@ pub(crate) enum Content {
     },
     /// Not read.
     NotRead(NotRead),
+    /// A host file ([`inputs::is_host_file_name`]): its text, read as
+    /// the program that uses it reads it, by the rules that need it.
+    HostFile { text: String },
 }
 
 impl Loaded {
@@ -68,6 +71,7 @@ impl Loaded {
                 text, documents, ..
             } => text.capacity() + documents.iter().map(weight).sum::<usize>(),
             Content::Invalid { line, .. } => line.as_ref().map_or(0, String::capacity),
+            Content::HostFile { text } => text.capacity(),
             Content::NotRead(_) => 0,
         }
     }
@@ -81,6 +85,17 @@ pub fn load(input: Input, limits: &Limits) -> Loaded {
     let content = match content {
         Err(not_read) => Content::NotRead(not_read),
         Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) if inputs::is_host_file_name(Path::new(&name)) => {
+                if text.len() > limits.max_bytes {
+                    // Too large: the loader says so, as for any input.
+                    match yaml::load_str(&text, limits) {
+                        Err(error) => Content::Invalid { error, line: None },
+                        Ok(_) => Content::HostFile { text },
+                    }
+                } else {
+                    Content::HostFile { text }
+                }
+            }
             Ok(text) => {
                 let (documents, cufile) = if is_cufile(&name) {
                     (load_cufile(&text, limits), true)
@@ -417,7 +432,9 @@ pub fn texts(loaded: &[Loaded]) -> Texts<'_> {
     let mut texts = Texts::default();
     for input in loaded {
         match &input.content {
-            Content::Documents { text, .. } => texts.add(&input.name, text),
+            Content::Documents { text, .. } | Content::HostFile { text } => {
+                texts.add(&input.name, text);
+            }
             Content::Invalid {
                 error,
                 line: Some(line),
@@ -457,6 +474,8 @@ pub fn load_crds(dir: &Path, limits: &Limits) -> Result<CrdCatalog, String> {
             }
             Content::Invalid { error, .. } => Err(format!("{name}: {error}")),
             Content::NotRead(not_read) => Err(format!("{name}: {not_read}")),
+            // Not searched for here: only manifests are listed.
+            Content::HostFile { .. } => Ok(()),
         }
     })?;
     let catalog = CrdCatalog::from_documents(documents).map_err(|err| err.to_string())?;

@@ -117,6 +117,8 @@ pub struct Workspace<'a> {
     pub helm_values: Vec<(&'a str, &'a Node)>,
     /// `cufile.json` documents, with their file.
     pub cufiles: Vec<(&'a str, &'a Node)>,
+    /// Host files: the node configuration of a set for plain Kubernetes.
+    pub host_files: Vec<HostFile<'a>>,
     /// Inputs that could not be read or parsed.
     pub failed_inputs: Vec<(&'a str, InputFailure<'a>)>,
     /// Paths skipped on purpose while searching directories, with why.
@@ -129,6 +131,46 @@ pub struct Workspace<'a> {
     /// The advertised resources, found on first use and shared (finding
     /// them parses every device plugin config).
     pub(crate) advertised: OnceCell<Vec<Advertised<'a>>>,
+}
+
+/// A host file of the set (a systemd unit, an NVMe-oF `discovery.conf`),
+/// written under a node root as `zerohop plan` writes them:
+/// `host/<pool>/etc/systemd/system/mnt-data.mount`.
+#[derive(Debug, Clone, Copy)]
+pub struct HostFile<'a> {
+    /// The input's name.
+    pub file: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+impl<'a> HostFile<'a> {
+    /// The file's own name (`mnt-data.mount`). Only `/` separates: a
+    /// backslash is part of an escaped unit name (`mnt-ai\x2ddata.mount`).
+    pub fn base_name(&self) -> &'a str {
+        self.file.rsplit('/').next().unwrap_or(self.file)
+    }
+
+    /// The node root the file lies under: its name up to the `etc/` of
+    /// its path on the node (`host/<pool>/`), empty when it has none. Files
+    /// under one root are on the same nodes.
+    pub fn root(&self) -> &'a str {
+        let file = self.file;
+        if file.starts_with("etc/") {
+            return "";
+        }
+        file.find("/etc/").map_or("", |at| &file[..=at])
+    }
+
+    /// The line (1-based) of the first line of the text that starts with
+    /// `prefix` once trimmed, or 1.
+    pub fn line_of(&self, prefix: &str) -> u32 {
+        self.text
+            .lines()
+            .position(|line| line.trim_start().starts_with(prefix))
+            .and_then(|index| u32::try_from(index + 1).ok())
+            .unwrap_or(1)
+    }
 }
 
 /// Why an input could not be linted.

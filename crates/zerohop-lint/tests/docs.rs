@@ -18,7 +18,10 @@ zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|s
 ```
 
 - `PATH`: files, directories (searched recursively for `*.yaml`, `*.yml`,
-  `*.json`, in name order) or `-` for standard input. Multi-document YAML,
+  `*.json`, in name order, and for the host files of a Kubernetes set:
+  systemd units `*.mount`, `*.automount`, `*.path`, `*.service` and
+  `nvme/discovery.conf`, as `zerohop plan` writes them under `host/<pool>/`)
+  or `-` for standard input. Multi-document YAML,
   `kind: List` (and `*List` kinds with `items`) and the output of `helm
   template` / `kustomize build` are read as streams of objects. A cuFile
   configuration is found by its content, not its name: a file named

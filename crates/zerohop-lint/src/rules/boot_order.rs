@@ -2,14 +2,12 @@
 //! path unit starts, and which storage modules a unit loads before the
 //! containerised DOCA driver.
 
-use std::collections::HashMap;
-
 use zerohop_core::Remediation;
-use zerohop_k8s::yaml::{Node, PathStep};
+use zerohop_k8s::yaml::{Mark, Node, PathStep, Span};
 use zerohop_known::operators::{DOCA_DRIVER_READY_FILE, NETWORK_OPERATOR_GROUP};
 
-use super::machine_config::{GROUP, ROLE_LABEL, Unit, data_url, directive, unit_path, units};
-use crate::model::{Object, Workspace};
+use super::machine_config::{GROUP, ROLE_LABEL, data_url, directive, unit_path, units};
+use crate::model::{HostFile, Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
 
@@ -23,13 +21,57 @@ fn started_by_path(name: &str, contents: &str) -> Option<String> {
     Some(directive(contents, "Unit").map_or_else(|| format!("{stem}.service"), str::to_owned))
 }
 
-/// The MachineConfigs of each role, with their units: the units of one role
-/// land on the same nodes, whichever MachineConfig carries them.
-fn units_by_role<'w, 'a>(
-    workspace: &'w Workspace<'a>,
-) -> Vec<(&'a str, Vec<(&'w Object<'a>, Unit<'a>)>)> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut by_role: HashMap<&str, Vec<(&Object<'a>, Unit<'a>)>> = HashMap::new();
+/// Where a unit is defined, for reporting at it.
+#[derive(Clone, Copy)]
+enum Origin<'w, 'a> {
+    /// Unit `index` of a MachineConfig.
+    MachineConfig(&'w Object<'a>, usize),
+    /// A host file.
+    Host(HostFile<'a>),
+}
+
+/// A systemd unit of the set, from a MachineConfig or a host file.
+struct SetUnit<'w, 'a> {
+    name: &'a str,
+    contents: &'a str,
+    /// Enabled at boot. Unknown for a host file, which is enabled by a
+    /// command rather than by anything in it: taken as not.
+    enabled: bool,
+    origin: Origin<'w, 'a>,
+}
+
+/// The units that land on the same nodes, and how to name the group in a
+/// message: "no MachineConfig of role `worker`" defines something.
+struct UnitGroup<'w, 'a> {
+    none_of: String,
+    units: Vec<SetUnit<'w, 'a>>,
+}
+
+/// The units of the set by the nodes they land on: the MachineConfigs of
+/// each role, whichever MachineConfig carries them, and the host files
+/// under each node root.
+fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
+    let mut groups: Vec<(String, UnitGroup<'w, 'a>)> = Vec::new();
+    fn group<'g, 'w, 'a>(
+        groups: &'g mut Vec<(String, UnitGroup<'w, 'a>)>,
+        key: String,
+        none_of: String,
+    ) -> &'g mut Vec<SetUnit<'w, 'a>> {
+        let at = match groups.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                groups.push((
+                    key,
+                    UnitGroup {
+                        none_of,
+                        units: Vec::new(),
+                    },
+                ));
+                groups.len() - 1
+            }
+        };
+        &mut groups[at].1.units
+    }
     for object in workspace.of_kind(GROUP, "MachineConfig") {
         let role = object
             .get(&[
@@ -39,16 +81,66 @@ fn units_by_role<'w, 'a>(
             ])
             .and_then(Node::as_str)
             .unwrap_or("");
-        let entry = by_role.entry(role).or_insert_with(|| {
-            order.push(role);
-            Vec::new()
-        });
-        entry.extend(units(object).into_iter().map(|unit| (object, unit)));
+        let none_of = if role.is_empty() {
+            "no MachineConfig without a role".to_owned()
+        } else {
+            format!("no MachineConfig of role `{}`", short(role))
+        };
+        group(&mut groups, format!("role:{role}"), none_of).extend(units(object).into_iter().map(
+            |unit| SetUnit {
+                name: unit.name,
+                contents: unit.contents,
+                enabled: unit.enabled,
+                origin: Origin::MachineConfig(object, unit.index),
+            },
+        ));
     }
-    order
-        .into_iter()
-        .filter_map(|role| by_role.remove(role).map(|units| (role, units)))
-        .collect()
+    for host in &workspace.host_files {
+        let root = host.root();
+        let none_of = if root.is_empty() {
+            "no host file".to_owned()
+        } else {
+            format!("no host file under `{}`", short(root))
+        };
+        group(&mut groups, format!("host:{root}"), none_of).push(SetUnit {
+            name: host.base_name(),
+            contents: host.text,
+            enabled: false,
+            origin: Origin::Host(*host),
+        });
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// Reports at a unit: a MachineConfig unit's `field`, or the line of a
+/// host file that starts with `line`.
+fn report_at(
+    sink: &mut Sink<'_>,
+    unit: &SetUnit<'_, '_>,
+    field: &'static str,
+    line: &str,
+    message: String,
+    fix: Remediation,
+) {
+    match unit.origin {
+        Origin::MachineConfig(object, index) => {
+            sink.report(object, &unit_path(index, field), message, fix);
+        }
+        Origin::Host(host) => {
+            let at = Mark {
+                line: host.line_of(line),
+                column: 1,
+            };
+            sink.report_in_file(
+                host.file,
+                None,
+                Span { start: at, end: at },
+                line.to_owned(),
+                message,
+                fix,
+            );
+        }
+    }
 }
 
 declare_rule! {
@@ -56,9 +148,12 @@ declare_rule! {
     ///
     /// ## What it checks
     /// The `.path` units of MachineConfigs (`spec.config.systemd.units`)
-    /// without a `Unit=` line, when the MachineConfigs of the same role
-    /// define a unit of the same name with another suffix (`.mount`,
-    /// `.automount`, `.socket`) and no `.service` of that name.
+    /// and the `*.path` host files of a Kubernetes set (under
+    /// `etc/systemd/system/`) without a `Unit=` line, when the units that
+    /// land on the same nodes (the MachineConfigs of the same role, the
+    /// host files under the same node root) define a unit of the same name
+    /// with another suffix (`.mount`, `.automount`, `.socket`) and no
+    /// `.service` of that name.
     ///
     /// ## Why it matters
     /// A path unit starts the unit its `Unit=` names; without one, "this
@@ -99,18 +194,18 @@ declare_rule! {
 }
 
 fn path_unit_starts_missing_service(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    for (role, units) in units_by_role(workspace) {
-        for (object, unit) in &units {
+    for group in unit_groups(workspace) {
+        for unit in &group.units {
             let Some(started) = started_by_path(unit.name, unit.contents) else {
                 continue;
             };
             if directive(unit.contents, "Unit").is_some()
-                || units.iter().any(|(_, other)| other.name == started)
+                || group.units.iter().any(|other| other.name == started)
             {
                 continue;
             }
             let stem = unit.name.trim_end_matches(".path");
-            let Some((_, sibling)) = units.iter().find(|(_, other)| {
+            let Some(sibling) = group.units.iter().find(|other| {
                 other
                     .name
                     .rsplit_once('.')
@@ -120,18 +215,16 @@ fn path_unit_starts_missing_service(workspace: &Workspace<'_>, sink: &mut Sink<'
             }) else {
                 continue;
             };
-            let role = if role.is_empty() {
-                "(none)".to_owned()
-            } else {
-                format!("`{}`", short(role))
-            };
-            sink.report(
-                object,
-                &unit_path(unit.index, "contents"),
+            report_at(
+                sink,
+                unit,
+                "contents",
+                "[Path]",
                 format!(
-                    "path unit `{}` names no `Unit=`, so it starts `{}`, which no MachineConfig of role {role} defines, not `{}`",
+                    "path unit `{}` names no `Unit=`, so it starts `{}`, which {} defines, not `{}`",
                     short(unit.name),
                     short(&started),
+                    group.none_of,
                     short(sibling.name)
                 ),
                 Remediation::new("name the unit to start in the [Path] section")
@@ -250,9 +343,12 @@ fn nvme_rdma_at_boot_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Si
     let Some(driver) = driver else {
         return;
     };
-    for (_, units) in units_by_role(workspace) {
-        let rdma_discovery = units.iter().any(|(object, _)| discovers_over_rdma(object));
-        for (object, unit) in &units {
+    for group in unit_groups(workspace) {
+        let rdma_discovery = group.units.iter().any(|unit| match unit.origin {
+            Origin::MachineConfig(object, _) => discovers_over_rdma(object),
+            Origin::Host(_) => false,
+        });
+        for unit in &group.units {
             if !unit.enabled {
                 continue;
             }
@@ -262,9 +358,11 @@ fn nvme_rdma_at_boot_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Si
             if !connects {
                 continue;
             }
-            sink.report(
-                object,
-                &unit_path(unit.index, "enabled"),
+            report_at(
+                sink,
+                unit,
+                "enabled",
+                "[Install]",
                 format!(
                     "`{}` is enabled, so it connects nvme-of over rdma at boot, before the doca driver container (NicClusterPolicy `{}`): the inbox nvme_rdma then keeps the driver from loading",
                     short(unit.name),

@@ -49,9 +49,10 @@ fn nvme_traddr(line: &str) -> Option<&str> {
 }
 
 /// Every storage server address the set names: the NFS servers of
-/// MachineConfig mount units, PersistentVolumes (`spec.nfs.server`, CSI
+/// MachineConfig mount units and host mount units, PersistentVolumes (`spec.nfs.server`, CSI
 /// `volumeAttributes.server`) and StorageClasses (`parameters.server`), and
-/// the NVMe-oF targets of a MachineConfig's `/etc/nvme/discovery.conf`.
+/// the NVMe-oF targets of an `/etc/nvme/discovery.conf` (a MachineConfig's
+/// or a host file).
 /// Host names are left out: lint cannot resolve them.
 pub(crate) fn storage_addresses(workspace: &Workspace<'_>) -> Vec<StorageAddress> {
     let mut found = Vec::new();
@@ -102,6 +103,31 @@ pub(crate) fn storage_addresses(workspace: &Workspace<'_>) -> Vec<StorageAddress
                             "an nvme-of target of MachineConfig `{}`",
                             short(object.name)
                         ),
+                    );
+                }
+            }
+        }
+    }
+    for host in &workspace.host_files {
+        let name = host.base_name();
+        let is_nfs = directive(host.text, "Type").is_some_and(|kind| kind.starts_with("nfs"));
+        if name.ends_with(".mount") && is_nfs {
+            if let Some(server) = directive(host.text, "What").and_then(nfs_host) {
+                add(
+                    server,
+                    format!("the nfs server of host file `{}`", short(host.file)),
+                );
+            }
+        } else if name == "discovery.conf" {
+            for line in host
+                .text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with('#'))
+            {
+                if let Some(target) = nvme_traddr(line) {
+                    add(
+                        target,
+                        format!("an nvme-of target of host file `{}`", short(host.file)),
                     );
                 }
             }
@@ -178,9 +204,10 @@ declare_rule! {
     /// The whereabouts IPAM of SriovNetwork, SriovIBNetwork, OVSNetwork,
     /// HostDeviceNetwork, MacvlanNetwork, IPoIBNetwork (`spec.ipam`) and
     /// NetworkAttachmentDefinitions (`spec.config`), against the storage
-    /// servers the set names (the NFS server of a MachineConfig mount unit,
-    /// a PersistentVolume or a StorageClass; the NVMe-oF targets of a
-    /// MachineConfig's `/etc/nvme/discovery.conf`) and the configuration's
+    /// servers the set names (the NFS server of a mount unit, in a
+    /// MachineConfig or a host file of a Kubernetes set, of a
+    /// PersistentVolume or a StorageClass; the NVMe-oF targets of an
+    /// `/etc/nvme/discovery.conf`) and the configuration's
     /// own `gateway`: none of them may be an address the range hands out.
     ///
     /// ## Why it matters

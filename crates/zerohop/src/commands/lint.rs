@@ -16,8 +16,9 @@ use crate::output::{self, Format};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Files or directories to lint; directories are searched recursively for
-    /// *.yaml, *.yml and *.json (symlinks leaving them are not followed);
-    /// `-` reads standard input.
+    /// *.yaml, *.yml and *.json, and host files (systemd units,
+    /// nvme/discovery.conf) (symlinks leaving them are not followed); `-`
+    /// reads standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Validate custom resources against the CRDs in this directory (its own
