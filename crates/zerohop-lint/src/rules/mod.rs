@@ -12,6 +12,7 @@ mod machine_config;
 mod nccl;
 mod network_operator;
 mod networks;
+mod pod_runtime;
 pub(crate) mod resources;
 pub(crate) mod schema;
 mod sriov;
@@ -75,6 +76,8 @@ pub static RULES: &[&Rule] = &[
     &workloads::FEWER_VFS_THAN_GPUS,
     &workloads::RDMA_WITHOUT_NCCL_ENV,
     &workloads::ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS,
+    &pod_runtime::GPU_POD_BEST_EFFORT,
+    &pod_runtime::MULTI_GPU_CONTAINER_WITHOUT_SHM,
     &machine_config::MOUNT_UNIT_NAME_MISMATCH,
     &machine_config::NFS_RDMA_WITHOUT_PORT_20049,
     &machine_config::NFS_RDMA_WITHOUT_NCONNECT,
