@@ -12,6 +12,7 @@ mod machine_config;
 mod nccl;
 mod network_operator;
 mod networks;
+mod openshift_scc;
 mod pod_runtime;
 pub(crate) mod resources;
 pub(crate) mod schema;
@@ -76,6 +77,7 @@ pub static RULES: &[&Rule] = &[
     &workloads::FEWER_VFS_THAN_GPUS,
     &workloads::RDMA_WITHOUT_NCCL_ENV,
     &workloads::ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS,
+    &openshift_scc::POD_BEYOND_RESTRICTED_SCC,
     &pod_runtime::GPU_POD_BEST_EFFORT,
     &pod_runtime::MULTI_GPU_CONTAINER_WITHOUT_SHM,
     &machine_config::MOUNT_UNIT_NAME_MISMATCH,

@@ -10,6 +10,7 @@ use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 use zerohop_known::operators::NETWORK_OPERATOR_GROUP;
 
+use super::facts::is_openshift;
 use super::machine_config::{self, data_url, directive, units};
 use super::networks::ipam_field;
 use super::whereabouts::{Address, Whereabouts, ipam_blocks};
@@ -289,18 +290,6 @@ fn whereabouts_range_holds_storage_address(workspace: &Workspace<'_>, sink: &mut
     }
 }
 
-/// Whether the set runs on OpenShift, whose cluster network operator
-/// installs whereabouts with Multus: it holds an object only OpenShift
-/// serves.
-fn is_openshift(workspace: &Workspace<'_>) -> bool {
-    workspace.objects.iter().any(|object| {
-        matches!(
-            object.group(),
-            "machineconfiguration.openshift.io" | "security.openshift.io" | "config.openshift.io"
-        )
-    })
-}
-
 /// Whether the set installs whereabouts: its
 /// CustomResourceDefinition or objects of its API group, or a workload
 /// running its image.
@@ -448,10 +437,10 @@ declare_rule! {
     /// On `crates/zerohop-lint/tests/fixtures/ZL055/fail/`:
     ///
     /// ```text
-    /// warning[ZL055]: nccl workload attaches network `storage`, whose subnet `10.10.0.0/24` holds the nfs server of MachineConfig `60-worker-nfs-rdma`: collectives share the storage rail
-    ///   --> fail/input.yaml:47:5
+    /// warning[ZL055]: nccl workload attaches network `storage`, whose subnet `10.10.0.0/24` holds the nfs server of PersistentVolume `ai-data`: collectives share the storage rail
+    ///   --> fail/input.yaml:39:5
     ///    |
-    /// 47 |     k8s.v1.cni.cncf.io/networks: rail0,storage
+    /// 39 |     k8s.v1.cni.cncf.io/networks: rail0,storage
     ///    |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^
     ///    = object: Pod/ai-training/trainer
     ///    = help: attach only the gpu rails to nccl workloads
