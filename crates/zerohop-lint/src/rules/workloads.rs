@@ -731,13 +731,18 @@ declare_rule! {
     ///
     /// ## What it checks
     /// Per pod, the GPUs requested (`nvidia.com/gpu`, MIG devices) against
-    /// the SR-IOV VFs requested, when the pod requests both.
+    /// the SR-IOV VFs requested, when the pod requests both. A pod with a VF
+    /// from each NIC the set's SriovNetworkNodePolicies take its VFs from
+    /// (each naming its NICs by `pfNames` or `rootDevices`) passes, however
+    /// many GPUs it has: a node with two NICs gives at most two rails.
     ///
     /// ## Why it matters
     /// GPUDirect RDMA is fastest when each GPU talks to a NIC under the same
     /// PCIe switch; with fewer VFs than GPUs, several GPUs share one NIC and
     /// traffic crosses the CPU interconnect. NVIDIA recommends one VF per
-    /// GPU.
+    /// GPU, on the rail-optimised nodes that have a NIC per GPU; where the
+    /// node has fewer NICs, more VFs of the same NIC add nothing (they share
+    /// its port and PCIe link), so one VF per NIC is the most to ask.
     ///
     /// ## How to fix
     /// Request one VF (from the rail's network) per GPU, with the topology
@@ -764,6 +769,54 @@ declare_rule! {
     };
 }
 
+/// How many NICs the SR-IOV policies of the set take the VFs of
+/// `resources` from, when every such policy names its NICs (`pfNames`,
+/// `rootDevices`): the distinct PFs, a `pfNames` range (`ens1f0#0-3`)
+/// counting its PF once. `None` when a policy selects by vendor or device
+/// ID only, or no policy serves them.
+fn nics_behind(workspace: &Workspace<'_>, resources: &[&str]) -> Option<usize> {
+    let names: Vec<&str> = resources
+        .iter()
+        .map(|r| r.rsplit_once('/').map_or(*r, |(_, name)| name))
+        .collect();
+    let mut pfs: Vec<&str> = Vec::new();
+    let mut any = false;
+    for policy in workspace.of_kind(SRIOV_GROUP, "SriovNetworkNodePolicy") {
+        let name = policy.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")]);
+        if !name.is_some_and(|name| names.contains(&name)) {
+            continue;
+        }
+        any = true;
+        let selector = |key: &'static str| {
+            policy
+                .get(&[
+                    PathStep::Key("spec"),
+                    PathStep::Key("nicSelector"),
+                    PathStep::Key(key),
+                ])
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Node::as_str)
+                .collect::<Vec<&str>>()
+        };
+        let named: Vec<&str> = selector("pfNames")
+            .into_iter()
+            .map(|pf| pf.split_once('#').map_or(pf, |(pf, _)| pf))
+            .chain(selector("rootDevices"))
+            .collect();
+        if named.is_empty() {
+            return None;
+        }
+        for pf in named {
+            if !pfs.contains(&pf) {
+                pfs.push(pf);
+            }
+        }
+    }
+    any.then_some(pfs.len())
+}
+
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
     let index = Index::new(all);
@@ -771,20 +824,32 @@ fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let requests = &template.requests;
         let gpus = total(requests, |r| resources::is_gpu_resource(r.resource));
         let vfs = total(requests, |r| is_vf_request(r, &index));
-        if gpus > 0 && vfs > 0 && vfs < gpus {
-            let Some(gpu) = requests
-                .iter()
-                .find(|r| resources::is_gpu_resource(r.resource))
-            else {
-                continue;
-            };
-            sink.report(
-                &template.object,
-                &gpu.path(template),
-                format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
-                Remediation::new(format!("request {gpus} vfs, one per gpu")),
-            );
+        if gpus == 0 || vfs == 0 || vfs >= gpus {
+            continue;
         }
+        // A VF per NIC is all a node with fewer NICs than GPUs can give:
+        // two VFs of one NIC share its port and its PCIe link.
+        let vf_resources: Vec<&str> = requests
+            .iter()
+            .filter(|r| is_vf_request(r, &index))
+            .map(|r| r.resource)
+            .collect();
+        let nics = nics_behind(workspace, &vf_resources);
+        if nics.is_some_and(|nics| i64::try_from(nics).is_ok_and(|nics| vfs >= nics)) {
+            continue;
+        }
+        let Some(gpu) = requests
+            .iter()
+            .find(|r| resources::is_gpu_resource(r.resource))
+        else {
+            continue;
+        };
+        sink.report(
+            &template.object,
+            &gpu.path(template),
+            format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
+            Remediation::new(format!("request {gpus} vfs, one per gpu")),
+        );
     }
 }
 
@@ -835,7 +900,7 @@ fn sets_any_nccl(container: &Node) -> bool {
 }
 
 declare_rule! {
-    /// A GPU pod with RDMA devices sets no NCCL environment.
+    /// A GPU pod with RDMA devices sets no NCCL environment: advice, NCCL finds its devices itself.
     ///
     /// ## What it checks
     /// Pods requesting both GPUs and RDMA or SR-IOV resources whose
@@ -845,21 +910,25 @@ declare_rule! {
     /// use NCCL and are left alone.
     ///
     /// ## Why it matters
-    /// Without `NCCL_IB_HCA`, NCCL may pick the wrong HCA (or one the pod
-    /// cannot use) and silently fall back to TCP sockets; without
-    /// `NCCL_DEBUG=INFO` nobody sees it happen.
+    /// It is information, not a fault: NCCL takes every RDMA device with an
+    /// active InfiniBand or Ethernet port it can open, and `NCCL_IB_HCA`
+    /// only narrows that list (NVIDIA/nccl `src/transport/net_ib.cc`,
+    /// `ncclIbInit`, at 48bb7fec7953112ff37499a272317f6663f8f600: without
+    /// the variable every device matches); in a pod, those are the devices
+    /// of its VFs. Setting the variables makes the choice explicit and
+    /// `NCCL_DEBUG=INFO` shows it: a pod whose devices are not usable
+    /// falls back to TCP sockets silently otherwise.
     ///
     /// ## How to fix
-    /// Set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`),
-    /// `NCCL_SOCKET_IFNAME` to the bootstrap interface, and check the log for
-    /// `NET/IB` with `NCCL_DEBUG=INFO`.
+    /// Optionally set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`)
+    /// and `NCCL_DEBUG=INFO`, and check the log for `NET/IB`.
     ///
     /// ## Example
     ///
     /// On `crates/zerohop-lint/tests/fixtures/ZL064/fail/`:
     ///
     /// ```text
-    /// warning[ZL064]: pod requests gpus and `rdma/rdma_shared_a` but sets no NCCL_* environment
+    /// info[ZL064]: pod requests gpus and `rdma/rdma_shared_a` but sets no NCCL_* environment
     ///   --> fail/input.yaml:18:11
     ///    |
     /// 18 |           rdma/rdma_shared_a: 1
@@ -875,7 +944,7 @@ declare_rule! {
     pub(crate) static RDMA_WITHOUT_NCCL_ENV = {
         id: "ZL064",
         name: "rdma-without-nccl-env",
-        severity: Warning,
+        severity: Info,
         check: rdma_without_nccl_env,
     };
 }
