@@ -91,6 +91,13 @@ const MUST_FLAG: &[(&str, &str)] = &[
         "machine-config-operator/from-docs/MachineConfig__block04_L147-156.yaml",
         "ZL001",
     ),
+    // Not in §D, which records schema failures: the guide's RoCE policy
+    // (`isRdma`, Ethernet by default) sets `mtu: 1500`, which the doctor's
+    // QOS001 fails on the nodes.
+    (
+        "network-operator-docs/sriov-network-rdma/30-sriovnetworknodepolicy.yaml",
+        "ZL056",
+    ),
 ];
 
 /// Correct upstream samples that still get an error-level finding, and why
@@ -228,14 +235,22 @@ fn upstream_samples_against_upstream_crds() {
     }
 
     // Each network-operator-docs scenario is one deployment: the
-    // cross-object rules (networks, resources, IPC_LOCK) must pass on it.
+    // cross-object rules (networks, resources, IPC_LOCK) must pass on it,
+    // but for what its files are known to be flagged for.
     let scenarios = samples.join("network-operator-docs");
     for entry in fs::read_dir(&scenarios).into_iter().flatten().flatten() {
         let mut set = Vec::new();
         files(&entry.path(), &mut set);
         let inputs: Vec<Input> = set.iter().map(|p| input(&samples, p)).collect();
         let outcome = lint(&inputs, &options);
-        let failed = errors(&outcome.findings);
+        let failed: Vec<String> = errors(&outcome.findings)
+            .into_iter()
+            .filter(|error| {
+                !MUST_FLAG.iter().any(|(file, id)| {
+                    error.starts_with(&format!("{file}:")) && error.contains(&format!(" {id} "))
+                })
+            })
+            .collect();
         if !failed.is_empty() {
             problems.push(format!("scenario {}: {failed:?}", entry.path().display()));
         }

@@ -15,6 +15,7 @@ mod networks;
 mod openshift_scc;
 mod pod_runtime;
 pub(crate) mod resources;
+mod roce_mtu;
 pub(crate) mod schema;
 mod sriov;
 mod storage;
@@ -71,6 +72,7 @@ pub static RULES: &[&Rule] = &[
     &storage_network::WHEREABOUTS_RANGE_HOLDS_STORAGE_ADDRESS,
     &storage_network::WHEREABOUTS_NOT_INSTALLED,
     &storage_network::NCCL_POD_ON_STORAGE_NETWORK,
+    &roce_mtu::ROCE_MTU_BELOW_MINIMUM,
     &workloads::RDMA_WITHOUT_IPC_LOCK,
     &workloads::HUGEPAGES_REQUEST_LIMIT_MISMATCH,
     &workloads::HUGEPAGES_WITHOUT_CPU_OR_MEMORY,
