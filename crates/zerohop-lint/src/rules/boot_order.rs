@@ -2,6 +2,8 @@
 //! path unit starts, and which storage modules a unit loads before the
 //! containerised DOCA driver.
 
+use std::collections::{HashMap, HashSet};
+
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Mark, Node, PathStep, Span};
 use zerohop_known::operators::{DOCA_DRIVER_READY_FILE, NETWORK_OPERATOR_GROUP};
@@ -51,26 +53,23 @@ struct UnitGroup<'w, 'a> {
 /// each role, whichever MachineConfig carries them, and the host files
 /// under each node root.
 fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
-    let mut groups: Vec<(String, UnitGroup<'w, 'a>)> = Vec::new();
+    // Groups in the order first met, found by key in one hash lookup.
+    let mut groups: Vec<UnitGroup<'w, 'a>> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
     fn group<'g, 'w, 'a>(
-        groups: &'g mut Vec<(String, UnitGroup<'w, 'a>)>,
+        groups: &'g mut Vec<UnitGroup<'w, 'a>>,
+        by_key: &mut HashMap<String, usize>,
         key: String,
         none_of: String,
     ) -> &'g mut Vec<SetUnit<'w, 'a>> {
-        let at = match groups.iter().position(|(k, _)| *k == key) {
-            Some(at) => at,
-            None => {
-                groups.push((
-                    key,
-                    UnitGroup {
-                        none_of,
-                        units: Vec::new(),
-                    },
-                ));
-                groups.len() - 1
-            }
-        };
-        &mut groups[at].1.units
+        let at = *by_key.entry(key).or_insert_with(|| {
+            groups.push(UnitGroup {
+                none_of,
+                units: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        &mut groups[at].units
     }
     for object in workspace.of_kind(GROUP, "MachineConfig") {
         let role = object
@@ -86,14 +85,14 @@ fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
         } else {
             format!("no MachineConfig of role `{}`", short(role))
         };
-        group(&mut groups, format!("role:{role}"), none_of).extend(units(object).into_iter().map(
-            |unit| SetUnit {
+        group(&mut groups, &mut by_key, format!("role:{role}"), none_of).extend(
+            units(object).into_iter().map(|unit| SetUnit {
                 name: unit.name,
                 contents: unit.contents,
                 enabled: unit.enabled,
                 origin: Origin::MachineConfig(object, unit.index),
-            },
-        ));
+            }),
+        );
     }
     for host in &workspace.host_files {
         let root = host.root();
@@ -102,14 +101,14 @@ fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
         } else {
             format!("no host file under `{}`", short(root))
         };
-        group(&mut groups, format!("host:{root}"), none_of).push(SetUnit {
+        group(&mut groups, &mut by_key, format!("host:{root}"), none_of).push(SetUnit {
             name: host.base_name(),
             contents: host.text,
             enabled: false,
             origin: Origin::Host(*host),
         });
     }
-    groups.into_iter().map(|(_, group)| group).collect()
+    groups
 }
 
 /// Reports at a unit: a MachineConfig unit's `field`, or the line of a
@@ -195,24 +194,25 @@ declare_rule! {
 
 fn path_unit_starts_missing_service(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for group in unit_groups(workspace) {
+        let names: HashSet<&str> = group.units.iter().map(|unit| unit.name).collect();
+        // Each stem's first unit that a path unit may mean to start.
+        let mut targets: HashMap<&str, &str> = HashMap::new();
+        for unit in &group.units {
+            if let Some((stem, suffix)) = unit.name.rsplit_once('.')
+                && !matches!(suffix, "path" | "service")
+            {
+                targets.entry(stem).or_insert(unit.name);
+            }
+        }
         for unit in &group.units {
             let Some(started) = started_by_path(unit.name, unit.contents) else {
                 continue;
             };
-            if directive(unit.contents, "Unit").is_some()
-                || group.units.iter().any(|other| other.name == started)
-            {
+            if directive(unit.contents, "Unit").is_some() || names.contains(started.as_str()) {
                 continue;
             }
             let stem = unit.name.trim_end_matches(".path");
-            let Some(sibling) = group.units.iter().find(|other| {
-                other
-                    .name
-                    .rsplit_once('.')
-                    .is_some_and(|(other_stem, suffix)| {
-                        other_stem == stem && !matches!(suffix, "path" | "service")
-                    })
-            }) else {
+            let Some(sibling) = targets.get(stem) else {
                 continue;
             };
             report_at(
@@ -225,10 +225,10 @@ fn path_unit_starts_missing_service(workspace: &Workspace<'_>, sink: &mut Sink<'
                     short(unit.name),
                     short(&started),
                     group.none_of,
-                    short(sibling.name)
+                    short(sibling)
                 ),
                 Remediation::new("name the unit to start in the [Path] section")
-                    .command(format!("Unit={}", sibling.name))
+                    .command(format!("Unit={sibling}"))
                     .doc("https://www.freedesktop.org/software/systemd/man/latest/systemd.path.html#Unit="),
             );
         }
@@ -344,8 +344,13 @@ fn nvme_rdma_at_boot_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Si
         return;
     };
     for group in unit_groups(workspace) {
+        // Each MachineConfig of the group looked at once, however many
+        // units it carries.
+        let mut seen: HashSet<*const Node> = HashSet::new();
         let rdma_discovery = group.units.iter().any(|unit| match unit.origin {
-            Origin::MachineConfig(object, _) => discovers_over_rdma(object),
+            Origin::MachineConfig(object, _) => {
+                seen.insert(std::ptr::from_ref(object.node)) && discovers_over_rdma(object)
+            }
             Origin::Host(_) => false,
         });
         for unit in &group.units {

@@ -2,6 +2,8 @@
 //! under `restricted-v2`, and which service accounts the set lets ask for
 //! more.
 
+use std::collections::HashSet;
+
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 use zerohop_known::shell::quote;
@@ -141,23 +143,129 @@ fn service_account<'a>(template: &PodTemplate<'a>) -> &'a str {
         .unwrap_or("default")
 }
 
-/// Whether an RBAC subject is the service account `account` of `namespace`,
-/// or a group holding it. `home` is the binding's own namespace, where a
-/// ServiceAccount subject without one lives.
-fn subject_is(subject: &Node, namespace: &str, account: &str, home: &str) -> bool {
-    let field = |key: &str| subject.get(key).and_then(Node::as_str);
-    match field("kind") {
-        Some("ServiceAccount") => {
-            field("name") == Some(account) && field("namespace").unwrap_or(home) == namespace
+/// The service accounts the set lets use an SCC beyond the default, found
+/// in one pass over the set.
+#[derive(Default)]
+struct Grants {
+    /// `(namespace, account)`.
+    accounts: HashSet<(String, String)>,
+    /// Namespaces all of whose service accounts may.
+    namespaces: HashSet<String>,
+    /// Every service account may.
+    everyone: bool,
+}
+
+impl Grants {
+    /// The grants of the set: SCCs listing accounts (or their groups) in
+    /// `users` or `groups`, and RoleBindings or ClusterRoleBindings binding
+    /// them to a `system:openshift:scc:*` ClusterRole or to a role of the set
+    /// that grants `use` on `securitycontextconstraints`. A RoleBinding
+    /// grants only in its own namespace.
+    fn of(workspace: &Workspace<'_>) -> Grants {
+        let mut grants = Grants::default();
+        for scc in workspace.of_kind(SCC_GROUP, "SecurityContextConstraints") {
+            for key in ["users", "groups"] {
+                for name in scc
+                    .get(&[PathStep::Key(key)])
+                    .map(Node::items)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(Node::as_str)
+                {
+                    grants.add_name(name, None);
+                }
+            }
         }
-        Some("Group") => field("name").is_some_and(|group| {
-            group == "system:serviceaccounts"
-                || group.strip_prefix("system:serviceaccounts:") == Some(namespace)
-        }),
-        Some("User") => {
-            field("name") == Some(format!("system:serviceaccount:{namespace}:{account}").as_str())
+        let granting: HashSet<(&str, &str, &str)> = workspace
+            .objects
+            .iter()
+            .filter(|role| {
+                (role.is(RBAC_GROUP, "Role") || role.is(RBAC_GROUP, "ClusterRole"))
+                    && role_grants_use(role)
+            })
+            .map(|role| {
+                let namespace = if role.kind == "Role" {
+                    role.namespace_or_default()
+                } else {
+                    ""
+                };
+                (role.kind, namespace, role.name)
+            })
+            .collect();
+        for binding in &workspace.objects {
+            let cluster_wide = binding.is(RBAC_GROUP, "ClusterRoleBinding");
+            if !cluster_wide && !binding.is(RBAC_GROUP, "RoleBinding") {
+                continue;
+            }
+            let home = binding.namespace_or_default();
+            let role_kind = binding
+                .str_at(&[PathStep::Key("roleRef"), PathStep::Key("kind")])
+                .unwrap_or("");
+            let role_name = binding
+                .str_at(&[PathStep::Key("roleRef"), PathStep::Key("name")])
+                .unwrap_or("");
+            let role_namespace = if role_kind == "Role" { home } else { "" };
+            let grants_use = role_name.starts_with(SCC_ROLE_PREFIX)
+                || granting.contains(&(role_kind, role_namespace, role_name));
+            if !grants_use {
+                continue;
+            }
+            let only_in = (!cluster_wide).then_some(home);
+            for subject in binding
+                .get(&[PathStep::Key("subjects")])
+                .map(Node::items)
+                .unwrap_or_default()
+            {
+                let field = |key: &str| subject.get(key).and_then(Node::as_str);
+                match (field("kind"), field("name")) {
+                    (Some("ServiceAccount"), Some(name)) => {
+                        let namespace = field("namespace").unwrap_or(home);
+                        if only_in.is_none_or(|home| home == namespace) {
+                            grants
+                                .accounts
+                                .insert((namespace.to_owned(), name.to_owned()));
+                        }
+                    }
+                    (Some("Group" | "User"), Some(name)) => grants.add_name(name, only_in),
+                    _ => {}
+                }
+            }
         }
-        _ => false,
+        grants
+    }
+
+    /// Adds a user or group name (`system:serviceaccount:NS:SA`,
+    /// `system:serviceaccounts:NS`, `system:serviceaccounts`), granted in
+    /// namespace `only_in` alone when given.
+    fn add_name(&mut self, name: &str, only_in: Option<&str>) {
+        let here = |namespace: &str| only_in.is_none_or(|home| home == namespace);
+        if let Some(rest) = name.strip_prefix("system:serviceaccount:") {
+            if let Some((namespace, account)) = rest.split_once(':')
+                && here(namespace)
+            {
+                self.accounts
+                    .insert((namespace.to_owned(), account.to_owned()));
+            }
+        } else if let Some(namespace) = name.strip_prefix("system:serviceaccounts:") {
+            if here(namespace) {
+                self.namespaces.insert(namespace.to_owned());
+            }
+        } else if name == "system:serviceaccounts" {
+            match only_in {
+                Some(home) => {
+                    self.namespaces.insert(home.to_owned());
+                }
+                None => self.everyone = true,
+            }
+        }
+    }
+
+    fn allow(&self, namespace: &str, account: &str) -> bool {
+        self.everyone
+            || self.namespaces.contains(namespace)
+            || self
+                .accounts
+                .contains(&(namespace.to_owned(), account.to_owned()))
     }
 }
 
@@ -178,70 +286,6 @@ fn role_grants_use(role: &Object<'_>) -> bool {
             };
             has("resources", &["securitycontextconstraints", "*"]) && has("verbs", &["use", "*"])
         })
-}
-
-/// Whether the set lets service account `account` of `namespace` use an SCC
-/// beyond the default: an SCC listing it (or its groups) in `users` or
-/// `groups`, or a RoleBinding or ClusterRoleBinding binding it to a
-/// `system:openshift:scc:*` ClusterRole or to a role of the set that grants
-/// `use` on `securitycontextconstraints`.
-fn granted_an_scc(workspace: &Workspace<'_>, namespace: &str, account: &str) -> bool {
-    let user = format!("system:serviceaccount:{namespace}:{account}");
-    let groups = [
-        "system:serviceaccounts".to_owned(),
-        format!("system:serviceaccounts:{namespace}"),
-    ];
-    let listed = workspace
-        .of_kind(SCC_GROUP, "SecurityContextConstraints")
-        .any(|scc| {
-            let names = |key: &'static str| {
-                scc.get(&[PathStep::Key(key)])
-                    .map(Node::items)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(Node::as_str)
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            };
-            names("users").contains(&user) || names("groups").iter().any(|g| groups.contains(g))
-        });
-    if listed {
-        return true;
-    }
-    workspace.objects.iter().any(|binding| {
-        let cluster_wide = binding.is(RBAC_GROUP, "ClusterRoleBinding");
-        if !cluster_wide && !binding.is(RBAC_GROUP, "RoleBinding") {
-            return false;
-        }
-        let home = binding.namespace_or_default();
-        if !cluster_wide && home != namespace {
-            return false;
-        }
-        let bound = binding
-            .get(&[PathStep::Key("subjects")])
-            .map(Node::items)
-            .unwrap_or_default()
-            .iter()
-            .any(|subject| subject_is(subject, namespace, account, home));
-        if !bound {
-            return false;
-        }
-        let role_kind = binding.str_at(&[PathStep::Key("roleRef"), PathStep::Key("kind")]);
-        let role_name = binding
-            .str_at(&[PathStep::Key("roleRef"), PathStep::Key("name")])
-            .unwrap_or("");
-        if role_name.starts_with(SCC_ROLE_PREFIX) {
-            return true;
-        }
-        workspace.objects.iter().any(|role| {
-            let kind_matches = match role_kind {
-                Some("ClusterRole") => role.is(RBAC_GROUP, "ClusterRole"),
-                Some("Role") => role.is(RBAC_GROUP, "Role") && role.namespace_or_default() == home,
-                _ => false,
-            };
-            kind_matches && role.name == role_name && role_grants_use(role)
-        })
-    })
 }
 
 declare_rule! {
@@ -310,6 +354,7 @@ fn pod_beyond_restricted_scc(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     if !is_openshift(workspace) {
         return;
     }
+    let grants = Grants::of(workspace);
     for template in pod_templates(workspace) {
         let beyond = beyond_restricted_v2(template);
         let Some(first) = beyond.first() else {
@@ -317,7 +362,7 @@ fn pod_beyond_restricted_scc(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         };
         let namespace = template.object.namespace_or_default();
         let account = service_account(template);
-        if granted_an_scc(workspace, namespace, account) {
+        if grants.allow(namespace, account) {
             continue;
         }
         let more = match beyond.len() {

@@ -1,6 +1,8 @@
 //! What the node gives a GPU pod at run time: its QoS class, its
 //! `/dev/shm`.
 
+use std::collections::{BTreeMap, HashSet};
+
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
@@ -10,20 +12,16 @@ use crate::model::{PodTemplate, Workspace, pod_templates};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
 
-/// The GPUs each container of a template asks for, by container index.
+/// The GPUs each container of a template asks for, by container index, in
+/// container order.
 fn gpus_by_container(template: &PodTemplate<'_>) -> Vec<(usize, i64)> {
-    let mut gpus: Vec<(usize, i64)> = Vec::new();
+    let mut gpus: BTreeMap<usize, i64> = BTreeMap::new();
     for request in &template.requests {
-        if !is_gpu_resource(request.resource) {
-            continue;
-        }
-        let count = request.count.unwrap_or(1);
-        match gpus.iter_mut().find(|(c, _)| *c == request.container) {
-            Some((_, total)) => *total += count,
-            None => gpus.push((request.container, count)),
+        if is_gpu_resource(request.resource) {
+            *gpus.entry(request.container).or_default() += request.count.unwrap_or(1);
         }
     }
-    gpus
+    gpus.into_iter().collect()
 }
 
 /// Whether no container sets a CPU or memory request or limit above zero:
@@ -128,15 +126,33 @@ fn gpu_pod_best_effort(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-/// Whether the container gets a `/dev/shm` larger than the runtime's
-/// default: it mounts a memory-backed `emptyDir` there, or the pod shares
-/// the host's IPC namespace (and so its `/dev/shm`).
-fn has_large_shm(template: &PodTemplate<'_>, container: &Node) -> bool {
+/// The names of a pod's memory-backed `emptyDir` volumes, or `None` when
+/// the pod shares the host's IPC namespace (and so its `/dev/shm`).
+fn memory_volumes<'a>(template: &PodTemplate<'a>) -> Option<HashSet<&'a str>> {
     let spec = |key: &'static str| template.object.get(&template.path(&[PathStep::Key(key)]));
     if spec("hostIPC").and_then(Node::as_bool) == Some(true) {
-        return true;
+        return None;
     }
-    let volumes = spec("volumes").map(Node::items).unwrap_or_default();
+    Some(
+        spec("volumes")
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .filter(|volume| {
+                volume
+                    .get("emptyDir")
+                    .and_then(|dir| dir.get("medium"))
+                    .and_then(Node::as_str)
+                    == Some("Memory")
+            })
+            .filter_map(|volume| volume.get("name").and_then(Node::as_str))
+            .collect(),
+    )
+}
+
+/// Whether the container mounts one of `memory` (a pod's memory-backed
+/// volumes) at `/dev/shm`.
+fn mounts_memory_shm(container: &Node, memory: &HashSet<&str>) -> bool {
     container
         .get("volumeMounts")
         .map(Node::items)
@@ -149,16 +165,7 @@ fn has_large_shm(template: &PodTemplate<'_>, container: &Node) -> bool {
                 .is_some_and(|path| path.trim_end_matches('/') == "/dev/shm")
         })
         .filter_map(|mount| mount.get("name").and_then(Node::as_str))
-        .any(|name| {
-            volumes.iter().any(|volume| {
-                volume.get("name").and_then(Node::as_str) == Some(name)
-                    && volume
-                        .get("emptyDir")
-                        .and_then(|dir| dir.get("medium"))
-                        .and_then(Node::as_str)
-                        == Some("Memory")
-            })
-        })
+        .any(|name| memory.contains(name))
 }
 
 declare_rule! {
@@ -215,11 +222,18 @@ declare_rule! {
 
 fn multi_gpu_container_without_shm(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
-        for (container, count) in gpus_by_container(template) {
+        let gpus = gpus_by_container(template);
+        if gpus.iter().all(|(_, count)| *count < 2) {
+            continue;
+        }
+        let Some(memory) = memory_volumes(template) else {
+            continue;
+        };
+        for (container, count) in gpus {
             let Some((container_path, node)) = template.containers.get(container) else {
                 continue;
             };
-            if count < 2 || has_large_shm(template, node) {
+            if count < 2 || mounts_memory_shm(node, &memory) {
                 continue;
             }
             let name = node.get("name").and_then(Node::as_str).unwrap_or("");

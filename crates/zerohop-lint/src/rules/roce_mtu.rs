@@ -1,6 +1,8 @@
 //! The MTU of RoCE networks, held to the one floor the doctor holds the
 //! nodes to ([`zerohop_known::roce::MIN_MTU`]).
 
+use std::collections::HashSet;
+
 use serde_json::Value as Json;
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
@@ -65,7 +67,7 @@ fn smallest_mtu(plugins: &[Json]) -> Option<u64> {
 /// policy of the set advertises (an SR-IOV network's `resourceName`, a
 /// NAD's `k8s.v1.cni.cncf.io/resourceName`), or its plugins include the
 /// `rdma` CNI over a non-InfiniBand device.
-fn is_roce_network(workspace: &Workspace<'_>, object: &Object<'_>, plugins: &[Json]) -> bool {
+fn is_roce_network(roce: &HashSet<&str>, object: &Object<'_>, plugins: &[Json]) -> bool {
     let resource = match object.group() {
         SRIOV_GROUP => object.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")]),
         _ => object
@@ -76,11 +78,7 @@ fn is_roce_network(workspace: &Workspace<'_>, object: &Object<'_>, plugins: &[Js
             ])
             .map(|full| full.rsplit_once('/').map_or(full, |(_, name)| name)),
     };
-    let by_resource = resource.is_some_and(|name| {
-        advertised(workspace)
-            .iter()
-            .any(|a| a.roce && a.name == name)
-    });
+    let by_resource = resource.is_some_and(|name| roce.contains(name));
     let rdma_cni = plugins
         .iter()
         .any(|plugin| plugin.get("type").and_then(Json::as_str) == Some("rdma"));
@@ -177,6 +175,12 @@ fn report(
 }
 
 fn roce_mtu_below_minimum(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    // The resources RoCE policies advertise.
+    let roce: HashSet<&str> = advertised(workspace)
+        .iter()
+        .filter(|a| a.roce)
+        .map(|a| a.name.as_str())
+        .collect();
     for object in &workspace.objects {
         if object.is(SRIOV_GROUP, "SriovNetworkNodePolicy") {
             let path = [PathStep::Key("spec"), PathStep::Key("mtu")];
@@ -197,7 +201,7 @@ fn roce_mtu_below_minimum(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let Some(mtu) = smallest_mtu(&list).filter(|&mtu| mtu < u64::from(MIN_MTU)) else {
             continue;
         };
-        if is_roce_network(workspace, object, &list) {
+        if is_roce_network(&roce, object, &list) {
             let what = format!("network ({} `{}`)", short(object.kind), short(object.name));
             report(
                 sink,

@@ -3,6 +3,7 @@
 //! them out, the IPAM that must be installed, and the workloads that attach
 //! to the storage rail.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use serde_json::Value as Json;
@@ -13,7 +14,7 @@ use zerohop_known::operators::NETWORK_OPERATOR_GROUP;
 use super::facts::is_openshift;
 use super::machine_config::{self, data_url, directive, units};
 use super::networks::ipam_field;
-use super::whereabouts::{Address, Whereabouts, ipam_blocks};
+use super::whereabouts::{Address, Range, Whereabouts, ipam_blocks};
 use super::workloads::{networks, pod_networks};
 use crate::model::{Object, Workspace, pod_templates};
 use crate::registry::declare_rule;
@@ -249,8 +250,20 @@ declare_rule! {
     };
 }
 
+/// The storage addresses sorted, with the first server at each.
+fn sorted_servers(storage: &[StorageAddress]) -> (Vec<Address>, HashMap<Address, &StorageAddress>) {
+    let mut by_address: HashMap<Address, &StorageAddress> = HashMap::new();
+    for server in storage {
+        by_address.entry(server.address).or_insert(server);
+    }
+    let mut sorted: Vec<Address> = by_address.keys().copied().collect();
+    sorted.sort_unstable();
+    (sorted, by_address)
+}
+
 fn whereabouts_range_holds_storage_address(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let storage = storage_addresses(workspace);
+    let (sorted, by_address) = sorted_servers(&storage);
     for object in &workspace.objects {
         let Some((path, configs)) = whereabouts_of(object) else {
             continue;
@@ -264,14 +277,23 @@ fn whereabouts_range_holds_storage_address(workspace: &Workspace<'_>, sink: &mut
                     text: text.clone(),
                     what: "its own gateway".to_owned(),
                 });
-            for server in storage.iter().chain(gateway.iter()) {
-                let Some(range) = config
-                    .ranges
-                    .iter()
-                    .find(|range| range.hands_out(server.address))
-                else {
-                    continue;
-                };
+            // Per range, the first server it hands out; then the gateway.
+            let mut found: Vec<(&Range, &StorageAddress)> = Vec::new();
+            for range in &config.ranges {
+                if let Some(server) = range
+                    .first_handed_out(&sorted)
+                    .and_then(|address| by_address.get(&address))
+                    && !found.iter().any(|(_, s)| s.address == server.address)
+                {
+                    found.push((range, server));
+                }
+            }
+            if let Some(gateway) = &gateway
+                && let Some(range) = config.ranges.iter().find(|r| r.hands_out(gateway.address))
+            {
+                found.push((range, gateway));
+            }
+            for (range, server) in found {
                 let host_prefix = if server.text.contains(':') { 128 } else { 32 };
                 let exclude = format!("\"exclude\": [\"{}/{host_prefix}\"]", server.text);
                 sink.report(
@@ -458,21 +480,27 @@ fn nccl_pod_on_storage_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     if storage.is_empty() {
         return;
     }
-    // Each network that reaches a storage server: where pods find it, and
-    // the subnet and server.
-    let mut storage_networks = Vec::new();
+    let (sorted, by_address) = sorted_servers(&storage);
+    // Each network that reaches a storage server, by where pods find it:
+    // its subnet and the server.
+    let mut storage_networks: HashMap<(&str, &str), (String, &StorageAddress)> = HashMap::new();
     for network in networks(workspace) {
         let Some((_, configs)) = whereabouts_of(&network.object) else {
             continue;
         };
         let reached = configs.iter().flat_map(|c| &c.ranges).find_map(|range| {
-            storage
-                .iter()
-                .find(|server| range.net.contains(server.address))
-                .map(|server| (range.net.display(), server))
+            let (low, high) = range.net.block();
+            let at = sorted.partition_point(|a| *a < low);
+            sorted
+                .get(at)
+                .filter(|a| **a <= high)
+                .and_then(|a| by_address.get(a))
+                .map(|server| (range.net.display(), *server))
         });
-        if let Some((subnet, server)) = reached {
-            storage_networks.push((network.namespace, network.name, subnet, server));
+        if let Some(reached) = reached {
+            storage_networks
+                .entry((network.namespace, network.name))
+                .or_insert(reached);
         }
     }
     for template in pod_templates(workspace) {
@@ -480,15 +508,15 @@ fn nccl_pod_on_storage_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             continue;
         }
         let attached = pod_networks(template);
-        let hits: Vec<_> = storage_networks
+        let hits: Vec<(&str, &(String, &StorageAddress))> = attached
             .iter()
-            .filter(|(namespace, name, _, _)| {
-                attached
-                    .iter()
-                    .any(|(ns, n)| ns.as_str() == *namespace && n.as_str() == *name)
+            .filter_map(|(namespace, name)| {
+                storage_networks
+                    .get(&(namespace.as_str(), name.as_str()))
+                    .map(|hit| (name.as_str(), hit))
             })
             .collect();
-        let Some((_, name, subnet, server)) = hits.first() else {
+        let Some((name, (subnet, server))) = hits.first() else {
             continue;
         };
         let mut path = template.prefix.clone();
@@ -500,11 +528,7 @@ fn nccl_pod_on_storage_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         let more = if hits.len() > 1 {
             format!(
                 " (also {})",
-                join_some(
-                    hits.iter()
-                        .skip(1)
-                        .map(|(_, n, _, _)| format!("`{}`", short(n)))
-                )
+                join_some(hits.iter().skip(1).map(|(n, _)| format!("`{}`", short(n))))
             )
         } else {
             String::new()

@@ -20,7 +20,7 @@ use std::net::IpAddr;
 use serde_json::Value as Json;
 
 /// An address as a number, with its family: IPv4 and IPv6 never compare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Address {
     v6: bool,
     value: u128,
@@ -94,6 +94,21 @@ impl Cidr {
         address.v6 == self.written.v6 && address.value & self.mask() == self.network()
     }
 
+    /// The first and last address of the block.
+    pub(crate) fn block(self) -> (Address, Address) {
+        let v6 = self.written.v6;
+        (
+            Address {
+                v6,
+                value: self.network(),
+            },
+            Address {
+                v6,
+                value: self.broadcast(),
+            },
+        )
+    }
+
     /// The network address and prefix, as whereabouts prints a range.
     pub(crate) fn display(self) -> String {
         let network = if self.written.v6 {
@@ -164,11 +179,13 @@ impl Range {
         })
     }
 
-    /// Whether whereabouts can hand out `address` from this range
-    /// (`GetIPRange`, then the exclusions of `IterateForAssignment`).
-    pub(crate) fn hands_out(&self, address: Address) -> bool {
-        if !self.net.contains(address) || self.net.written.bits() - self.net.prefix < 2 {
-            return false;
+    /// The addresses whereabouts hands out from this range before
+    /// exclusions (`GetIPRange`): from the first usable to the last usable,
+    /// narrowed by `range_start`/`range_end` where those lie inside; `None`
+    /// for a block without usable addresses (/31, /32).
+    fn bounds(&self) -> Option<(Address, Address)> {
+        if self.net.written.bits() - self.net.prefix < 2 {
+            return None;
         }
         let mut first = self.net.network() + 1;
         let mut last = self.net.broadcast() - 1;
@@ -178,8 +195,46 @@ impl Range {
         if let Some(end) = self.end.filter(|e| (first..=last).contains(&e.value)) {
             last = end.value;
         }
-        (first..=last).contains(&address.value)
-            && !self.exclude.iter().any(|cidr| cidr.contains(address))
+        let v6 = self.net.written.v6;
+        Some((Address { v6, value: first }, Address { v6, value: last }))
+    }
+
+    /// Whether whereabouts can hand out `address` from this range
+    /// (`GetIPRange`, then the exclusions of `IterateForAssignment`).
+    pub(crate) fn hands_out(&self, address: Address) -> bool {
+        self.first_handed_out(std::slice::from_ref(&address))
+            .is_some()
+    }
+
+    /// The first of `sorted` (ascending) that this range hands out: the
+    /// candidates between its bounds, found by binary search, walked against
+    /// the excluded blocks sorted by start, so that the cost is linear in
+    /// both lists however many addresses and exclusions there are.
+    pub(crate) fn first_handed_out(&self, sorted: &[Address]) -> Option<Address> {
+        let (first, last) = self.bounds()?;
+        let from = sorted.partition_point(|a| *a < first);
+        let to = sorted.partition_point(|a| *a <= last);
+        let mut excluded: Vec<(u128, u128)> = self
+            .exclude
+            .iter()
+            .filter(|cidr| cidr.written.v6 == first.v6)
+            .map(|cidr| (cidr.network(), cidr.broadcast()))
+            .collect();
+        excluded.sort_unstable();
+        // The largest end of the blocks that start at or before a candidate.
+        let (mut next, mut reach) = (0, None::<u128>);
+        for &candidate in sorted.get(from..to).unwrap_or_default() {
+            while let Some(&(start, end)) = excluded.get(next)
+                && start <= candidate.value
+            {
+                reach = Some(reach.map_or(end, |r| r.max(end)));
+                next += 1;
+            }
+            if reach.is_none_or(|end| end < candidate.value) {
+                return Some(candidate);
+            }
+        }
+        None
     }
 }
 

@@ -769,24 +769,17 @@ declare_rule! {
     };
 }
 
-/// How many NICs the SR-IOV policies of the set take the VFs of
-/// `resources` from, when every such policy names its NICs (`pfNames`,
-/// `rootDevices`): the distinct PFs, a `pfNames` range (`ens1f0#0-3`)
-/// counting its PF once. `None` when a policy selects by vendor or device
-/// ID only, or no policy serves them.
-fn nics_behind(workspace: &Workspace<'_>, resources: &[&str]) -> Option<usize> {
-    let names: Vec<&str> = resources
-        .iter()
-        .map(|r| r.rsplit_once('/').map_or(*r, |(_, name)| name))
-        .collect();
-    let mut pfs: Vec<&str> = Vec::new();
-    let mut any = false;
+/// The NICs each resource's SR-IOV policies take their VFs from, by
+/// resource name: the distinct PFs they name (`pfNames`, a range such as
+/// `ens1f0#0-3` counting its PF once, `rootDevices`), or `None` when a
+/// policy of the resource selects by vendor or device ID only.
+fn nics_by_resource<'a>(workspace: &Workspace<'a>) -> HashMap<&'a str, Option<HashSet<&'a str>>> {
+    let mut by_resource: HashMap<&str, Option<HashSet<&str>>> = HashMap::new();
     for policy in workspace.of_kind(SRIOV_GROUP, "SriovNetworkNodePolicy") {
-        let name = policy.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")]);
-        if !name.is_some_and(|name| names.contains(&name)) {
+        let Some(name) = policy.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
+        else {
             continue;
-        }
-        any = true;
+        };
         let selector = |key: &'static str| {
             policy
                 .get(&[
@@ -805,21 +798,35 @@ fn nics_behind(workspace: &Workspace<'_>, resources: &[&str]) -> Option<usize> {
             .map(|pf| pf.split_once('#').map_or(pf, |(pf, _)| pf))
             .chain(selector("rootDevices"))
             .collect();
-        if named.is_empty() {
-            return None;
-        }
-        for pf in named {
-            if !pfs.contains(&pf) {
-                pfs.push(pf);
-            }
+        let entry = by_resource
+            .entry(name)
+            .or_insert_with(|| Some(HashSet::new()));
+        match (entry.as_mut(), named.is_empty()) {
+            (Some(_), true) => *entry = None,
+            (Some(pfs), false) => pfs.extend(named),
+            (None, _) => {}
         }
     }
-    any.then_some(pfs.len())
+    by_resource
+}
+
+/// How many NICs the VFs of `resources` come from, when every policy of
+/// each names its NICs; `None` when one does not, or none serves them.
+fn nics_behind(nics: &HashMap<&str, Option<HashSet<&str>>>, resources: &[&str]) -> Option<usize> {
+    let mut all: HashSet<&str> = HashSet::new();
+    for resource in resources {
+        let name = resource
+            .rsplit_once('/')
+            .map_or(*resource, |(_, name)| name);
+        all.extend(nics.get(name)?.as_ref()?);
+    }
+    Some(all.len())
 }
 
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
     let index = Index::new(all);
+    let nics = nics_by_resource(workspace);
     for template in pod_templates(workspace) {
         let requests = &template.requests;
         let gpus = total(requests, |r| resources::is_gpu_resource(r.resource));
@@ -834,8 +841,8 @@ fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             .filter(|r| is_vf_request(r, &index))
             .map(|r| r.resource)
             .collect();
-        let nics = nics_behind(workspace, &vf_resources);
-        if nics.is_some_and(|nics| i64::try_from(nics).is_ok_and(|nics| vfs >= nics)) {
+        let behind = nics_behind(&nics, &vf_resources);
+        if behind.is_some_and(|nics| i64::try_from(nics).is_ok_and(|nics| vfs >= nics)) {
             continue;
         }
         let Some(gpu) = requests
