@@ -14,9 +14,12 @@
 //! loading alone costs.
 //!
 //! Run with `cargo bench -p zerohop-lint --bench lint`; `cargo bench -p
-//! zerohop-lint --bench lint -- shapes` runs the shapes only. Prints the
-//! median of the repeats for loading only (YAML to spanned nodes), for
-//! loading plus every rule, and for writing the human report.
+//! zerohop-lint --bench lint -- shapes` runs the shapes only, and `--
+//! shapes WORD` those whose description holds WORD. Prints the median of
+//! the repeats for loading only (YAML to spanned nodes), for loading plus
+//! every rule, and for writing the human report. With
+//! `ZEROHOP_BENCH_SHAPES_DIR=DIR`, each shape's text is also written to
+//! `DIR/<n>.yaml`, for measuring other parsers on the same bytes.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -315,7 +318,23 @@ fn shapes() {
         "| shape | MiB | held MiB | findings | load (CPU) | load + rules (CPU) | load + rules (wall) | human report (CPU) |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for (description, text, needs_crds) in shape_inputs(limits.max_bytes) {
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| arg != "shapes" && !arg.starts_with('-'))
+        .collect();
+    let dump = std::env::var_os("ZEROHOP_BENCH_SHAPES_DIR").map(std::path::PathBuf::from);
+    for (number, (description, text, needs_crds)) in
+        shape_inputs(limits.max_bytes).into_iter().enumerate()
+    {
+        if !filter
+            .iter()
+            .all(|word| description.contains(word.as_str()))
+        {
+            continue;
+        }
+        if let Some(dir) = &dump {
+            std::fs::write(dir.join(format!("{number}.yaml")), &text).expect("shape written");
+        }
         let mut options = Options::default();
         if needs_crds {
             if !crds.is_dir() {

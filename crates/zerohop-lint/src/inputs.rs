@@ -41,6 +41,25 @@ pub fn is_manifest_name(path: &Path) -> bool {
         .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "yaml" | "yml" | "json"))
 }
 
+/// Whether a file is a host file lint reads inside a directory, as the
+/// node configuration of a set for plain Kubernetes, where MachineConfigs
+/// do not exist: a systemd unit (`*.mount`, `*.automount`, `*.path`,
+/// `*.service`) or an NVMe-oF `nvme/discovery.conf`.
+pub fn is_host_file_name(path: &Path) -> bool {
+    let unit = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "mount" | "automount" | "path" | "service"));
+    let discovery = path
+        .file_name()
+        .is_some_and(|name| name == "discovery.conf")
+        && path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|dir| dir == "nvme");
+    unit || discovery
+}
+
 /// Reads standard input, at most `limit + 1` bytes.
 pub fn stdin(limit: usize) -> Input {
     Input {
@@ -95,7 +114,8 @@ pub struct Found {
     pub manifests: usize,
 }
 
-/// Searches `dir` for manifests: recursively up to
+/// Searches `dir` for manifests and host files ([`is_host_file_name`]):
+/// recursively up to
 /// [`MAX_DIRECTORY_DEPTH`] levels when `recursive`, else its own entries
 /// only. Each input is handed to `visit` as soon as it is read, so that the
 /// caller can load it and drop its bytes before the next one is read; an
@@ -173,7 +193,7 @@ impl<E> Search<'_, E> {
                 } else {
                     self.directory(&path, depth + 1)?;
                 }
-            } else if is_manifest_name(&path) {
+            } else if is_manifest_name(&path) || is_host_file_name(&path) {
                 let input = if file_type.is_symlink() {
                     match self.symlink(&path) {
                         Some(input) => input,

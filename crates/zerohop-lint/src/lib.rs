@@ -24,7 +24,7 @@ use zerohop_k8s::schema::CrdCatalog;
 use zerohop_k8s::yaml::{self, Limits};
 
 pub use loaded::{Batch, CollectError, Loaded, MAX_HELD_BYTES, load, load_crds, texts};
-pub use model::{InputFailure, Object, Workspace};
+pub use model::{HostFile, InputFailure, Object, Workspace};
 pub use registry::Rule;
 pub use rules::{RULES, rule, rules};
 pub use scope::Scope;
@@ -206,6 +206,7 @@ fn lint_cluster<'a>(loaded: impl Iterator<Item = &'a Loaded>, options: &Options)
             Content::Invalid { error, .. } => workspace
                 .failed_inputs
                 .push((name, InputFailure::Invalid(error))),
+            Content::HostFile { text } => workspace.host_files.push(HostFile { file: name, text }),
             Content::Documents {
                 documents,
                 cufile: true,

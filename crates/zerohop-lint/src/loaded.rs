@@ -57,6 +57,9 @@ pub(crate) enum Content {
     },
     /// Not read.
     NotRead(NotRead),
+    /// A host file ([`inputs::is_host_file_name`]): its text, read as
+    /// the program that uses it reads it, by the rules that need it.
+    HostFile { text: String },
 }
 
 impl Loaded {
@@ -68,6 +71,7 @@ impl Loaded {
                 text, documents, ..
             } => text.capacity() + documents.iter().map(weight).sum::<usize>(),
             Content::Invalid { line, .. } => line.as_ref().map_or(0, String::capacity),
+            Content::HostFile { text } => text.capacity(),
             Content::NotRead(_) => 0,
         }
     }
@@ -81,6 +85,17 @@ pub fn load(input: Input, limits: &Limits) -> Loaded {
     let content = match content {
         Err(not_read) => Content::NotRead(not_read),
         Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) if inputs::is_host_file_name(Path::new(&name)) => {
+                if text.len() > limits.max_bytes {
+                    // Too large: the loader says so, as for any input.
+                    match yaml::load_str(&text, limits) {
+                        Err(error) => Content::Invalid { error, line: None },
+                        Ok(_) => Content::HostFile { text },
+                    }
+                } else {
+                    Content::HostFile { text }
+                }
+            }
             Ok(text) => {
                 let (documents, cufile) = if is_cufile(&name) {
                     (load_cufile(&text, limits), true)
@@ -374,9 +389,10 @@ impl Batch {
                     let cluster = match self.scope {
                         Scope::All => Cluster::Run,
                         Scope::File => Cluster::Alone(self.loaded.len()),
-                        Scope::Auto => kustomizations
-                            .of(path, Path::new(&input.name))
-                            .map_or(Cluster::Alone(self.loaded.len()), Cluster::Kustomization),
+                        Scope::Auto => kustomizations.of(path, Path::new(&input.name)).map_or_else(
+                            || Cluster::Directory(path.to_path_buf()),
+                            Cluster::Kustomization,
+                        ),
                     };
                     self.add_to(input, cluster)
                 })?;
@@ -433,7 +449,9 @@ pub fn texts(loaded: &[Loaded]) -> Texts<'_> {
     let mut texts = Texts::default();
     for input in loaded {
         match &input.content {
-            Content::Documents { text, .. } => texts.add(&input.name, text),
+            Content::Documents { text, .. } | Content::HostFile { text } => {
+                texts.add(&input.name, text);
+            }
             Content::Invalid {
                 error,
                 line: Some(line),
@@ -447,11 +465,15 @@ pub fn texts(loaded: &[Loaded]) -> Texts<'_> {
 /// Reads the CustomResourceDefinitions in `dir` (its own `*.yaml`, `*.yml`
 /// and `*.json` files, not subdirectories) the way lint reads manifests:
 /// regular files only, no symlink out of the directory, each input within
-/// `limits`. Other documents are ignored.
+/// `limits`. The CRDs of a list (`kubectl get crd -o yaml`) are read; other
+/// documents are ignored. [`CrdCatalog::crd_count`] says how many were
+/// loaded.
 ///
 /// # Errors
 /// A message naming the file that could not be read or parsed, or the CRD
-/// that is not valid; it never quotes the file's content.
+/// that is not valid; it never quotes the file's content. A directory with
+/// no CRD at all is an error too: validating against nothing would pass
+/// every custom resource without a word.
 pub fn load_crds(dir: &Path, limits: &Limits) -> Result<CrdCatalog, String> {
     let mut documents = Vec::new();
     inputs::search(dir, false, limits.max_bytes, &mut |input| {
@@ -469,9 +491,18 @@ pub fn load_crds(dir: &Path, limits: &Limits) -> Result<CrdCatalog, String> {
             }
             Content::Invalid { error, .. } => Err(format!("{name}: {error}")),
             Content::NotRead(not_read) => Err(format!("{name}: {not_read}")),
+            // Not searched for here: only manifests are listed.
+            Content::HostFile { .. } => Ok(()),
         }
     })?;
-    CrdCatalog::from_documents(documents).map_err(|err| err.to_string())
+    let catalog = CrdCatalog::from_documents(documents).map_err(|err| err.to_string())?;
+    if catalog.crd_count() == 0 {
+        return Err(
+            "no CustomResourceDefinition in its *.yaml, *.yml or *.json files (a `kind: List` of them, as `kubectl get crd -o yaml` writes, is read too)"
+                .to_owned(),
+        );
+    }
+    Ok(catalog)
 }
 
 #[cfg(test)]

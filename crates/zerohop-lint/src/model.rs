@@ -75,6 +75,18 @@ impl<'a> Object<'a> {
         self.get(path).and_then(Node::as_str)
     }
 
+    /// Whether `other` is the same object: same API group, kind, namespace
+    /// and a name. Applied to one cluster, the later of two such documents
+    /// replaces the earlier (`kubectl apply` keys objects by them), so two
+    /// copies are one object, never two that clash.
+    pub fn is_same_object(&self, other: &Object<'_>) -> bool {
+        !self.name.is_empty()
+            && self.name == other.name
+            && self.kind == other.kind
+            && self.group() == other.group()
+            && self.namespace_or_default() == other.namespace_or_default()
+    }
+
     /// The reference to this object that findings carry.
     pub fn object_ref(&self) -> ObjectRef {
         ObjectRef {
@@ -105,6 +117,8 @@ pub struct Workspace<'a> {
     pub helm_values: Vec<(&'a str, &'a Node)>,
     /// `cufile.json` documents, with their file.
     pub cufiles: Vec<(&'a str, &'a Node)>,
+    /// Host files: the node configuration of a set for plain Kubernetes.
+    pub host_files: Vec<HostFile<'a>>,
     /// Inputs that could not be read or parsed.
     pub failed_inputs: Vec<(&'a str, InputFailure<'a>)>,
     /// Paths skipped on purpose while searching directories, with why.
@@ -117,6 +131,46 @@ pub struct Workspace<'a> {
     /// The advertised resources, found on first use and shared (finding
     /// them parses every device plugin config).
     pub(crate) advertised: OnceCell<Vec<Advertised<'a>>>,
+}
+
+/// A host file of the set (a systemd unit, an NVMe-oF `discovery.conf`),
+/// written under a node root as `zerohop plan` writes them:
+/// `host/<pool>/etc/systemd/system/mnt-data.mount`.
+#[derive(Debug, Clone, Copy)]
+pub struct HostFile<'a> {
+    /// The input's name.
+    pub file: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+impl<'a> HostFile<'a> {
+    /// The file's own name (`mnt-data.mount`). Only `/` separates: a
+    /// backslash is part of an escaped unit name (`mnt-ai\x2ddata.mount`).
+    pub fn base_name(&self) -> &'a str {
+        self.file.rsplit('/').next().unwrap_or(self.file)
+    }
+
+    /// The node root the file lies under: its name up to the `etc/` of
+    /// its path on the node (`host/<pool>/`), empty when it has none. Files
+    /// under one root are on the same nodes.
+    pub fn root(&self) -> &'a str {
+        let file = self.file;
+        if file.starts_with("etc/") {
+            return "";
+        }
+        file.find("/etc/").map_or("", |at| &file[..=at])
+    }
+
+    /// The line (1-based) of the first line of the text that starts with
+    /// `prefix` once trimmed, or 1.
+    pub fn line_of(&self, prefix: &str) -> u32 {
+        self.text
+            .lines()
+            .position(|line| line.trim_start().starts_with(prefix))
+            .and_then(|index| u32::try_from(index + 1).ok())
+            .unwrap_or(1)
+    }
 }
 
 /// Why an input could not be linted.
@@ -187,7 +241,8 @@ fn containers(spec: &Node) -> Vec<(Vec<PathStep<'static>>, &Node)> {
 }
 
 /// Every pod template in the workspace: Pods and the templates of
-/// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
+/// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and
+/// MPIJobs (launcher and workers).
 /// Found once per run.
 pub fn pod_templates<'w, 'a>(workspace: &'w Workspace<'a>) -> &'w [PodTemplate<'a>] {
     workspace
@@ -203,8 +258,32 @@ fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
         PathStep::Key("spec"),
         PathStep::Key("template"),
     ];
+    /// The replica types of a kubeflow MPIJob (`kubeflow.org/v2beta1`,
+    /// kubeflow/mpi-operator `pkg/apis/kubeflow/v2beta1/types.go`,
+    /// `MPIReplicaTypeLauncher`, `MPIReplicaTypeWorker`), each with a pod
+    /// template.
+    const MPI_REPLICAS: [[PathStep<'static>; 4]; 2] = [
+        [
+            PathStep::Key("spec"),
+            PathStep::Key("mpiReplicaSpecs"),
+            PathStep::Key("Launcher"),
+            PathStep::Key("template"),
+        ],
+        [
+            PathStep::Key("spec"),
+            PathStep::Key("mpiReplicaSpecs"),
+            PathStep::Key("Worker"),
+            PathStep::Key("template"),
+        ],
+    ];
     let mut templates = Vec::new();
     for object in &workspace.objects {
+        if object.is("kubeflow.org", "MPIJob") {
+            for prefix in &MPI_REPLICAS {
+                push_template(&mut templates, object, prefix);
+            }
+            continue;
+        }
         let prefix: &[PathStep<'static>] = match (object.group(), object.kind) {
             ("", "Pod") => &[],
             ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
@@ -213,20 +292,29 @@ fn find_pod_templates<'a>(workspace: &Workspace<'a>) -> Vec<PodTemplate<'a>> {
             ("batch", "CronJob") => CRON_TEMPLATE,
             _ => continue,
         };
-        let mut spec_path = prefix.to_vec();
-        spec_path.push(PathStep::Key("spec"));
-        if let Some(spec) = object.get(&spec_path) {
-            let containers = containers(spec);
-            let requests = resources::requests(&containers);
-            templates.push(PodTemplate {
-                object: *object,
-                prefix: prefix.to_vec(),
-                containers,
-                requests,
-            });
-        }
+        push_template(&mut templates, object, prefix);
     }
     templates
+}
+
+/// Adds the pod template at `prefix` of `object`, when it has a spec.
+fn push_template<'a>(
+    templates: &mut Vec<PodTemplate<'a>>,
+    object: &Object<'a>,
+    prefix: &[PathStep<'static>],
+) {
+    let mut spec_path = prefix.to_vec();
+    spec_path.push(PathStep::Key("spec"));
+    if let Some(spec) = object.get(&spec_path) {
+        let containers = containers(spec);
+        let requests = resources::requests(&containers);
+        templates.push(PodTemplate {
+            object: *object,
+            prefix: prefix.to_vec(),
+            containers,
+            requests,
+        });
+    }
 }
 
 /// Writes a path as `spec.containers[0].env[1]`, each key clipped as

@@ -3,17 +3,25 @@
 //!
 //! A network a pod names, a resource a policy advertises, a second
 //! ClusterPolicy: these judgements hold only among objects that are applied
-//! to the same cluster. Linting a folder of unrelated examples as one set
-//! would blame one example for another's objects; linting a deployment file
-//! by file would miss what its files say to each other. [`Scope::Auto`]
-//! takes the unit that tools apply together:
+//! to the same cluster. Linting a deployment file by file would miss what
+//! its files say to each other: a guide's manifests are a plain directory of
+//! numbered files, applied with `kubectl apply -f DIR`, which applies them
+//! all. [`Scope::Auto`] takes the unit that tools apply together:
 //! - a directory holding a `kustomization.yaml` (`.yml`, or `Kustomization`)
 //!   is one cluster, everything under it included: `kubectl apply -k` and
 //!   `kustomize build` apply it as one (the topmost such directory below a
 //!   linted one wins, so overlays and their bases stay together);
+//! - every other file found under a directory named on the command line
+//!   belongs to that directory's cluster, as `kubectl apply -R -f DIR`
+//!   applies it;
 //! - the files named on the command line, and standard input, are one
-//!   cluster: whoever lists them means them together;
-//! - any other file found in a linted directory is a cluster of its own.
+//!   cluster: whoever lists them means them together.
+//!
+//! Objects of one cluster that cannot meet are not compared: the rules
+//! resolve names within a namespace, and compare node policies only when
+//! their node selectors can select the same node, so a folder of unrelated
+//! examples in their own namespaces or for their own nodes raises no
+//! cross-object alarm. `--scope file` lints every file alone.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,8 +29,8 @@ use std::path::{Path, PathBuf};
 /// How the inputs of a run are grouped into clusters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Scope {
-    /// Kustomization directories, the files named on the command line, and
-    /// every other file alone (see the module documentation).
+    /// Kustomization directories, each directory named on the command line,
+    /// and the files named on it (see the module documentation).
     #[default]
     Auto,
     /// Every input of the run is one cluster.
@@ -39,6 +47,9 @@ pub(crate) enum Cluster {
     Run,
     /// Everything under a directory with a kustomization.
     Kustomization(PathBuf),
+    /// The files under a directory named on the command line that no
+    /// kustomization holds.
+    Directory(PathBuf),
     /// The input alone: its index in the batch.
     Alone(usize),
 }

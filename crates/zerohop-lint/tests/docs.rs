@@ -18,7 +18,10 @@ zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|s
 ```
 
 - `PATH`: files, directories (searched recursively for `*.yaml`, `*.yml`,
-  `*.json`, in name order) or `-` for standard input. Multi-document YAML,
+  `*.json`, in name order, and for the host files of a Kubernetes set:
+  systemd units `*.mount`, `*.automount`, `*.path`, `*.service` and
+  `nvme/discovery.conf`, as `zerohop plan` writes them under `host/<pool>/`)
+  or `-` for standard input. Multi-document YAML,
   `kind: List` (and `*List` kinds with `items`) and the output of `helm
   template` / `kustomize build` are read as streams of objects. A cuFile
   configuration is found by its content, not its name: a file named
@@ -27,8 +30,11 @@ zerohop lint PATH… [--crds DIR] [--scope auto|all|file] [--format human|json|s
 - `--scope`: which inputs are one cluster (see [What one cluster
   is](#what-one-cluster-is)); `auto` by default.
 - `--crds DIR`: validate custom resources against the CRDs in `DIR` (its
-  own `*.yaml`, `*.yml`, `*.json` files): unknown and misspelled fields,
-  required fields, types, enums, bounds.
+  own `*.yaml`, `*.yml`, `*.json` files, the output of `kubectl get crd -o
+  yaml`, a `kind: List`, included): unknown and misspelled fields, required
+  fields, types, enums, bounds. How many CRDs were loaded is said on
+  standard error; a directory without any CRD is an error (exit 2), never a
+  run that validates against nothing.
 - `--format`: `human` (rustc-style diagnostics with the source line and a
   caret under the span), `json` (the report shared with `zerohop doctor`),
   `sarif` (SARIF 2.1.0 for code scanning; columns count Unicode code points,
@@ -59,19 +65,24 @@ to the same cluster. `--scope` says which inputs those are:
 - `auto` (the default): a directory holding a `kustomization.yaml` (or
   `kustomization.yml`, `Kustomization`) is one cluster, with everything
   under it, as `kubectl apply -k` applies it; the topmost such directory
-  below a linted one wins, so overlays and their bases stay together. The
-  files named on the command line (and standard input) are one cluster.
-  Any other file found in a linted directory is a cluster of its own. So
-  `zerohop lint deploy/` checks a kustomized deployment as one, the output
-  of `zerohop plan` included; `zerohop lint examples/` checks a folder of
-  unrelated examples one by one, without blaming one for another's objects;
-  `zerohop lint deploy/*.yaml` checks the listed files together.
+  below a linted one wins, so overlays and their bases stay together. Every
+  other file under a directory named on the command line belongs to that
+  directory's cluster, as `kubectl apply -R -f DIR` applies it: a guide's
+  numbered manifests are one set. The files named on the command line (and
+  standard input) are one cluster. So `zerohop lint deploy/` checks a
+  deployment as one, the output of `zerohop plan` included, and `zerohop
+  lint deploy/*.yaml` checks the listed files together.
 - `all`: every input of the run is one cluster (a deployment split over
-  directories without a kustomization).
-- `file`: every file is a cluster of its own.
+  directories).
+- `file`: every file is a cluster of its own (a folder of unrelated
+  examples or alternatives).
 
-Rules that resolve names (networks, resources, machine-config pools) stay
-silent when a cluster has nothing to resolve against; rules about operator
+Objects of one cluster that cannot meet raise no cross-object alarm: two
+documents with the same group, kind, namespace and name are one object (the
+later replaces the earlier); rules that resolve names (networks, resources,
+machine-config pools) stay silent when a cluster has nothing to resolve
+against, and a pod in a namespace the input gives no network, naming a
+network the input defines nowhere, is left alone; rules about operator
 namespaces compare objects of the same operator only (two SR-IOV operator
 namespaces are two operators).
 

@@ -664,21 +664,84 @@ fn many_pools(n: usize) -> String {
     text
 }
 
+fn many_units(n: usize) -> String {
+    let mut text = String::from(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: mc\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    systemd:\n      units:\n",
+    );
+    for index in 0..n {
+        text.push_str(&format!(
+            "      - name: m{index}.mount\n        contents: \"[Mount]\\nWhat=10.0.0.{}:/e\\nType=nfs\\n\"\n      - name: m{index}.path\n        contents: \"[Path]\\nPathExists=/run/x\\n\"\n",
+            index % 250
+        ));
+    }
+    text
+}
+
+fn many_pods_and_bindings(n: usize) -> String {
+    let mut text = String::from(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: mc\n",
+    );
+    for index in 0..n {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p{index}\n  namespace: ns\nspec:\n  serviceAccountName: sa{index}\n  containers:\n  - name: c\n    securityContext: {{capabilities: {{add: [IPC_LOCK]}}}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: b{index}\n  namespace: ns\nroleRef: {{kind: ClusterRole, name: system:openshift:scc:privileged}}\nsubjects: [{{kind: ServiceAccount, name: other{index}}}]\n"
+        ));
+    }
+    text
+}
+
+fn many_servers_and_ranges(n: usize) -> String {
+    let mut text = String::new();
+    for index in 0..n {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: v{index}\nspec:\n  nfs: {{server: 10.{}.{}.{}, path: /e}}\n---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: n{index}\nspec:\n  config: '{{\"type\": \"macvlan\", \"ipam\": {{\"type\": \"whereabouts\", \"range\": \"10.0.0.0/8\", \"exclude\": [\"10.{}.0.0/16\"]}}}}'\n",
+            index / 65536 % 256,
+            index / 256 % 256,
+            index % 256 + 1,
+            index % 256
+        ));
+    }
+    text
+}
+
+fn many_gpu_containers(n: usize) -> String {
+    let mut text =
+        String::from("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  volumes:\n");
+    for index in 0..n {
+        text.push_str(&format!(
+            "  - {{name: v{index}, emptyDir: {{medium: Memory}}}}\n"
+        ));
+    }
+    text.push_str("  containers:\n");
+    for index in 0..n {
+        text.push_str(&format!(
+            "  - name: c{index}\n    volumeMounts: [{{name: v{index}, mountPath: /data}}]\n    resources: {{limits: {{nvidia.com/gpu: 2}}}}\n"
+        ));
+    }
+    text
+}
+
 #[test]
 fn wide_objects_lint_in_near_linear_time() {
     // Shapes that once took quadratic time: a mapping of many (repeated)
     // keys, a pod of many containers, a container of many resources, a
     // device plugin config of many resources, a pod naming many networks,
-    // many MachineConfigs and pools. Four times the elements must cost
+    // many MachineConfigs and pools; and for the rules that look across
+    // objects since: many units of one MachineConfig, many pods and
+    // RoleBindings on OpenShift, many storage servers and whereabouts
+    // ranges, many multi-GPU containers and volumes. Four times the elements must cost
     // about four times the CPU time, not sixteen; the limit leaves room
     // for noise and for O(n log n).
-    let shapes: [(&str, Shape, usize); 6] = [
+    let shapes: [(&str, Shape, usize); 10] = [
         ("configmap", wide_configmap, 10_000),
         ("containers", many_containers, 2_500),
         ("resources", many_resources, 10_000),
         ("advertised", many_advertised, 10_000),
         ("networks", many_networks, 2_500),
         ("pools", many_pools, 2_500),
+        ("units", many_units, 2_500),
+        ("scc", many_pods_and_bindings, 2_500),
+        ("storage", many_servers_and_ranges, 2_500),
+        ("gpu containers", many_gpu_containers, 2_500),
     ];
     for (name, make, n) in shapes {
         let (small, findings) = cost(make, n);

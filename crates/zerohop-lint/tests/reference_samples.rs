@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use zerohop_core::{Finding, Status};
 use zerohop_k8s::schema::CrdCatalog;
-use zerohop_lint::{Batch, Input, MAX_HELD_BYTES, NotRead, Options, lint, lint_batch};
+use zerohop_lint::{Batch, Input, MAX_HELD_BYTES, NotRead, Options, Scope, lint, lint_batch};
 
 const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference");
 
@@ -90,6 +90,13 @@ const MUST_FLAG: &[(&str, &str)] = &[
     (
         "machine-config-operator/from-docs/MachineConfig__block04_L147-156.yaml",
         "ZL001",
+    ),
+    // Not in §D, which records schema failures: the guide's RoCE policy
+    // (`isRdma`, Ethernet by default) sets `mtu: 1500`, which the doctor's
+    // QOS001 fails on the nodes.
+    (
+        "network-operator-docs/sriov-network-rdma/30-sriovnetworknodepolicy.yaml",
+        "ZL056",
     ),
 ];
 
@@ -206,10 +213,12 @@ fn upstream_samples_against_upstream_crds() {
         }
     }
 
-    // The samples directory linted as a whole, with the default scope, is
-    // a folder of examples: it fails exactly where its files fail one by
-    // one, no example blamed for another's objects.
-    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES);
+    // The samples directory is a folder of alternatives (three ClusterPolicies,
+    // a standalone device plugin beside the operator's policies), not one
+    // deployment, which a plain directory is by default: linted with
+    // `--scope file`, it fails exactly where its files fail one by one, no
+    // example blamed for another's objects.
+    let mut batch = Batch::new(options.limits, MAX_HELD_BYTES).with_scope(Scope::File);
     batch.add_path(&samples).expect("samples directory");
     let prefix = format!("{}/", samples.display());
     let mut whole: Vec<String> = errors(&lint_batch(&batch, &options).findings)
@@ -226,14 +235,22 @@ fn upstream_samples_against_upstream_crds() {
     }
 
     // Each network-operator-docs scenario is one deployment: the
-    // cross-object rules (networks, resources, IPC_LOCK) must pass on it.
+    // cross-object rules (networks, resources, IPC_LOCK) must pass on it,
+    // but for what its files are known to be flagged for.
     let scenarios = samples.join("network-operator-docs");
     for entry in fs::read_dir(&scenarios).into_iter().flatten().flatten() {
         let mut set = Vec::new();
         files(&entry.path(), &mut set);
         let inputs: Vec<Input> = set.iter().map(|p| input(&samples, p)).collect();
         let outcome = lint(&inputs, &options);
-        let failed = errors(&outcome.findings);
+        let failed: Vec<String> = errors(&outcome.findings)
+            .into_iter()
+            .filter(|error| {
+                !MUST_FLAG.iter().any(|(file, id)| {
+                    error.starts_with(&format!("{file}:")) && error.contains(&format!(" {id} "))
+                })
+            })
+            .collect();
         if !failed.is_empty() {
             problems.push(format!("scenario {}: {failed:?}", entry.path().display()));
         }

@@ -219,3 +219,25 @@ fn messages_are_lowercase_fragments() {
         }
     }
 }
+
+#[test]
+fn a_fixture_directory_is_one_set_as_the_command_line_reads_it() {
+    // `zerohop lint DIR` on a plain directory (no kustomization) runs the
+    // cross-object rules over all its files, as `kubectl apply -f DIR`
+    // applies them: every failing fixture, several files for the rules that
+    // look across objects, fails when its directory is named.
+    let options = options();
+    let mut problems = Vec::new();
+    for rule in RULES {
+        let id = rule.info.id;
+        let mut batch = zerohop_lint::Batch::new(Limits::default(), zerohop_lint::MAX_HELD_BYTES);
+        batch
+            .add_path(&fixtures().join(id).join("fail"))
+            .expect("fixture directory");
+        let outcome = zerohop_lint::lint_batch(&batch, &options);
+        if !outcome.findings.iter().any(|f| f.id == id) {
+            problems.push(id);
+        }
+    }
+    assert!(problems.is_empty(), "{problems:?}");
+}

@@ -1,6 +1,7 @@
-//! What one cluster is (`--scope`): a folder of unrelated examples is not
-//! merged into one cluster, a kustomization directory is one, the files
-//! named on the command line are one.
+//! What one cluster is (`--scope`): a plain directory is one, a
+//! kustomization directory is one, the files named on the command line are
+//! one; objects that cannot meet (copies of one object, other namespaces)
+//! raise no cross-object alarm.
 
 use std::fs;
 use std::path::Path;
@@ -36,14 +37,47 @@ fn failing(scope: Scope, paths: &[&Path]) -> Vec<String> {
 }
 
 #[test]
-fn a_folder_of_examples_is_one_cluster_per_file() {
+fn a_plain_directory_is_one_cluster() {
     let root = tempfile::tempdir().unwrap();
     two_policies(root.path());
-    // Two ClusterPolicies are a defect in one cluster (ZL022), not in two
-    // examples side by side.
-    assert_eq!(failing(Scope::Auto, &[root.path()]), Vec::<String>::new());
+    // A guide's manifests are a directory applied with `kubectl apply -f`:
+    // two ClusterPolicies in it are a defect of that one cluster (ZL022).
+    assert_eq!(failing(Scope::Auto, &[root.path()]), vec!["ZL022"]);
     assert_eq!(failing(Scope::File, &[root.path()]), Vec::<String>::new());
     assert_eq!(failing(Scope::All, &[root.path()]), vec!["ZL022"]);
+}
+
+#[test]
+fn copies_of_one_object_do_not_clash() {
+    // The same ClusterPolicy in two files of a set is one object: the later
+    // replaces the earlier when applied.
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.yaml"), cluster_policy("cluster-policy")).unwrap();
+    fs::write(root.path().join("b.yaml"), cluster_policy("cluster-policy")).unwrap();
+    assert_eq!(failing(Scope::Auto, &[root.path()]), Vec::<String>::new());
+}
+
+#[test]
+fn a_pod_of_another_namespace_is_not_blamed_on_the_networks() {
+    // The networks serve `ai-training`; a pod in `default`, naming a network
+    // the directory does not define anywhere, was applied beside them, not
+    // with them.
+    let root = tempfile::tempdir().unwrap();
+    fs::write(
+        root.path().join("10-network.yaml"),
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: rail0\n  namespace: ai-training\nspec:\n  config: '{\"cniVersion\": \"1.0.0\", \"type\": \"macvlan\", \"name\": \"rail0\"}'\n",
+    )
+    .unwrap();
+    let pod = |namespace: &str, network: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: {namespace}\n  annotations:\n    k8s.v1.cni.cncf.io/networks: {network}\nspec:\n  containers:\n  - name: c\n    image: busybox:1.36\n"
+        )
+    };
+    fs::write(root.path().join("20-pod.yaml"), pod("default", "other-net")).unwrap();
+    assert_eq!(failing(Scope::Auto, &[root.path()]), Vec::<String>::new());
+    // In the networks' namespace, a name they do not have is a defect.
+    fs::write(root.path().join("20-pod.yaml"), pod("ai-training", "rail1")).unwrap();
+    assert_eq!(failing(Scope::Auto, &[root.path()]), vec!["ZL050"]);
 }
 
 #[test]

@@ -84,12 +84,16 @@ pub struct CrdCatalog {
     served: BTreeMap<(String, String), Vec<ServedSchema>>,
     patterns: HashMap<String, Option<Regex>>,
     skipped: Vec<SkippedConstraint>,
+    /// How many CustomResourceDefinition documents were loaded.
+    crds: usize,
 }
 
 impl CrdCatalog {
     /// Reads every `*.yaml`/`*.yml`/`*.json` file in `dir` (multi-document
     /// YAML allowed), keeps the CustomResourceDefinitions
-    /// (apiextensions.k8s.io/v1), skips other documents. Files are read in
+    /// (apiextensions.k8s.io/v1), including those in the `items` of a list
+    /// (`kubectl get crd -o yaml` writes a `kind: List`), skips other
+    /// documents. Files are read in
     /// name order, so the result does not depend on the file system.
     pub fn load_dir(dir: &Path) -> Result<CrdCatalog, SchemaError> {
         let mut files = Vec::new();
@@ -191,12 +195,29 @@ impl CrdCatalog {
             .map(|(api_version, kind)| (api_version.as_str(), kind.as_str()))
     }
 
+    /// How many CustomResourceDefinitions were loaded (a CRD given twice
+    /// counts twice); zero when the documents held none.
+    pub fn crd_count(&self) -> usize {
+        self.crds
+    }
+
     /// Constraints present in the loaded schemas that are not checked.
     pub fn skipped(&self) -> &[SkippedConstraint] {
         &self.skipped
     }
 
     fn add(&mut self, doc: Value) -> Result<(), SchemaError> {
+        if is_list(&doc) {
+            // A list nests no deeper than the API writes it: items that are
+            // lists themselves are not CRDs and are skipped like any other
+            // document, which also bounds the recursion.
+            if let Some(Value::Array(items)) = doc.get("items") {
+                for item in items.iter().filter(|item| !is_list(item)) {
+                    self.add(item.clone())?;
+                }
+            }
+            return Ok(());
+        }
         let is_crd = doc.get("apiVersion").and_then(Value::as_str)
             == Some("apiextensions.k8s.io/v1")
             && doc.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition");
@@ -246,6 +267,7 @@ impl CrdCatalog {
                 .or_default()
                 .push(ServedSchema { schema });
         }
+        self.crds += 1;
         Ok(())
     }
 
@@ -279,6 +301,17 @@ impl CrdCatalog {
             }
         }
     }
+}
+
+/// Whether a document is a list of objects: `kind: List` (what `kubectl get
+/// -o yaml` writes for several objects, kubernetes
+/// `staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion` `List`)
+/// or a typed `…List` such as `CustomResourceDefinitionList`, with `items`.
+fn is_list(doc: &Value) -> bool {
+    doc.get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"))
+        && doc.get("items").is_some_and(Value::is_array)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SchemaError + '_ {

@@ -203,6 +203,24 @@ fn malformed_crds_are_load_errors_and_other_documents_are_skipped() {
 }
 
 #[test]
+fn crds_inside_a_list_are_loaded_and_counted() {
+    // `kubectl get crd -o yaml` writes one `kind: List` whose items are the
+    // CRDs; `CustomResourceDefinitionList` is what the API itself returns.
+    let crd: Value = serde_saphyr::from_str(FIXTURE_CRD).expect("fixture crd parses");
+    for kind in ["List", "CustomResourceDefinitionList"] {
+        let list =
+            json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": [crd.clone()]});
+        let catalog = CrdCatalog::from_documents([list]).expect("list loads");
+        assert!(catalog.knows("example.com/v1", "Widget"), "{kind}");
+        assert_eq!(catalog.crd_count(), 1, "{kind}");
+    }
+    // A list of other objects, or a list in a list, holds no CRD.
+    let nested = json!({"kind": "List", "items": [{"kind": "List", "items": [crd]}]});
+    let catalog = CrdCatalog::from_documents([nested]).expect("skipped");
+    assert_eq!(catalog.crd_count(), 0);
+}
+
+#[test]
 fn load_dir_reports_unreadable_and_unparsable_files() {
     let err = CrdCatalog::load_dir(Path::new("/nonexistent/zerohop")).expect_err("missing dir");
     assert!(

@@ -1,20 +1,25 @@
 //! Scalar resolution the way Kubernetes' YAML library (goyaml.v2, YAML 1.1)
 //! does it, noting where YAML 1.2 would disagree.
 
+use std::borrow::Cow;
+
 use super::{Node, Span, Value, Yaml11, Yaml11Reading};
 
-/// Resolves a plain (unquoted, untagged) scalar.
-pub(super) fn resolve_plain(text: &str, span: Span) -> Node {
-    let (value, yaml11) = plain_value(text);
+/// Resolves a plain (unquoted, untagged) scalar. The text the parser hands
+/// over is kept as the string value when it is one, not copied: most
+/// scalars of a manifest are strings.
+pub(super) fn resolve_plain(text: Cow<'_, str>, span: Span) -> Node {
+    let (value, yaml11) = plain_reading(&text);
+    let reading = yaml11.map(|kind| {
+        Box::new(Yaml11Reading {
+            kind,
+            text: text.as_ref().to_owned(),
+        })
+    });
     Node {
         span,
-        value,
-        yaml11: yaml11.map(|kind| {
-            Box::new(Yaml11Reading {
-                kind,
-                text: text.to_owned(),
-            })
-        }),
+        value: value.unwrap_or_else(|| Value::String(text.into_owned())),
+        yaml11: reading,
     }
 }
 
@@ -24,17 +29,17 @@ pub(super) fn resolve_plain(text: &str, span: Span) -> Node {
 pub(super) fn resolve_tagged(text: &str, suffix: &str, span: Span) -> Node {
     let resolved = match suffix {
         "null" => Some(Value::Null),
-        "bool" => match plain_value(text).0 {
-            value @ Value::Bool(_) => Some(value),
+        "bool" => match plain_reading(text).0 {
+            Some(value @ Value::Bool(_)) => Some(value),
             _ => None,
         },
-        "int" => match plain_value(text).0 {
-            value @ Value::Int(_) => Some(value),
+        "int" => match plain_reading(text).0 {
+            Some(value @ Value::Int(_)) => Some(value),
             _ => None,
         },
-        "float" => match plain_value(text).0 {
-            Value::Int(number) => Some(Value::Float(number as f64)),
-            value @ Value::Float(_) => Some(value),
+        "float" => match plain_reading(text).0 {
+            Some(Value::Int(number)) => Some(Value::Float(number as f64)),
+            Some(value @ Value::Float(_)) => Some(value),
             _ => None,
         },
         _ => None,
@@ -46,33 +51,35 @@ pub(super) fn resolve_tagged(text: &str, suffix: &str, span: Span) -> Node {
     }
 }
 
-fn plain_value(text: &str) -> (Value, Option<Yaml11>) {
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return (Value::Null, None),
-        "true" | "True" | "TRUE" => return (Value::Bool(true), None),
-        "false" | "False" | "FALSE" => return (Value::Bool(false), None),
+/// How Kubernetes reads a plain scalar: its value, `None` for a scalar
+/// that stays a string (so that the caller can keep the text it has), and
+/// where YAML 1.2 would read it otherwise.
+fn plain_reading(text: &str) -> (Option<Value>, Option<Yaml11>) {
+    let value = match text {
+        "" | "~" | "null" | "Null" | "NULL" => Value::Null,
+        "true" | "True" | "TRUE" => Value::Bool(true),
+        "false" | "False" | "FALSE" => Value::Bool(false),
         "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => {
-            return (Value::Bool(true), Some(Yaml11::Boolean));
+            return (Some(Value::Bool(true)), Some(Yaml11::Boolean));
         }
         "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => {
-            return (Value::Bool(false), Some(Yaml11::Boolean));
+            return (Some(Value::Bool(false)), Some(Yaml11::Boolean));
         }
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
-            return (Value::Float(f64::INFINITY), None);
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Value::Float(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => Value::Float(f64::NAN),
+        _ => {
+            let first = text.as_bytes().first().copied().unwrap_or(b'x');
+            if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.')) {
+                return (None, None);
+            }
+            if let Some((value, yaml11)) = number(text) {
+                return (Some(value), yaml11);
+            }
+            return (None, is_sexagesimal(text).then_some(Yaml11::Sexagesimal));
         }
-        "-.inf" | "-.Inf" | "-.INF" => return (Value::Float(f64::NEG_INFINITY), None),
-        ".nan" | ".NaN" | ".NAN" => return (Value::Float(f64::NAN), None),
-        _ => {}
-    }
-    let first = text.as_bytes().first().copied().unwrap_or(b'x');
-    if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.')) {
-        return (Value::String(text.to_owned()), None);
-    }
-    if let Some(reading) = number(text) {
-        return reading;
-    }
-    let kind = is_sexagesimal(text).then_some(Yaml11::Sexagesimal);
-    (Value::String(text.to_owned()), kind)
+    };
+    (Some(value), None)
 }
 
 /// An integer or float as goyaml.v2 reads it: underscores ignored, `0x`,
@@ -147,7 +154,11 @@ mod tests {
     use super::*;
 
     fn value(text: &str) -> (Value, Option<Yaml11>) {
-        plain_value(text)
+        let (value, yaml11) = plain_reading(text);
+        (
+            value.unwrap_or_else(|| Value::String(text.to_owned())),
+            yaml11,
+        )
     }
 
     #[test]

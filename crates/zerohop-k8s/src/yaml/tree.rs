@@ -245,7 +245,7 @@ impl Builder<'_> {
                 } else if let Some(suffix) = tag.as_deref().and_then(Tag::core_suffix) {
                     resolve_tagged(&text, suffix, at)
                 } else if style == ScalarStyle::Plain {
-                    resolve_plain(&text, at)
+                    resolve_plain(text, at)
                 } else {
                     Node {
                         span: at,

@@ -1,7 +1,9 @@
 //! Facts the rules share: the DOCA driver's environment variables,
-//! quantities. NIC models and device IDs are in [`zerohop_known::nic`].
+//! quantities, the platform. NIC models and device IDs are in [`zerohop_known::nic`].
 
 use zerohop_k8s::yaml::Node;
+
+use crate::model::Workspace;
 
 /// The environment variables the DOCA-OFED driver container reads
 /// (Mellanox/doca-driver-build entrypoint, network-operator
@@ -45,6 +47,19 @@ pub(crate) fn quantity(node: &Node) -> Option<f64> {
         return Some(number as f64);
     }
     zerohop_known::quantity::value(node.scalar_text()?.trim())
+}
+
+/// Whether the set is for OpenShift: it holds an object only OpenShift
+/// serves (a MachineConfig, SecurityContextConstraints, a `config.openshift.io`
+/// object). The SR-IOV operator's `sriovnetwork.openshift.io` runs on plain
+/// Kubernetes too and does not count.
+pub(crate) fn is_openshift(workspace: &Workspace<'_>) -> bool {
+    workspace.objects.iter().any(|object| {
+        matches!(
+            object.group(),
+            "machineconfiguration.openshift.io" | "security.openshift.io" | "config.openshift.io"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 use zerohop_known::operators;
 
-use crate::model::Workspace;
+use crate::model::{Object, Workspace};
 use crate::registry::declare_rule;
 use crate::sink::{Sink, short};
 use zerohop_known::operators::GPU_OPERATOR_GROUP;
@@ -204,7 +204,13 @@ declare_rule! {
 }
 
 fn multiple_clusterpolicies(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
-    let policies: Vec<_> = workspace.of_kind(GROUP, "ClusterPolicy").collect();
+    // Copies of one ClusterPolicy (the same name) are one object.
+    let mut policies: Vec<&Object<'_>> = Vec::new();
+    for policy in workspace.of_kind(GROUP, "ClusterPolicy") {
+        if !policies.iter().any(|seen| seen.is_same_object(policy)) {
+            policies.push(policy);
+        }
+    }
     if let [first, rest @ ..] = policies.as_slice() {
         for object in rest {
             sink.report(

@@ -13,23 +13,27 @@ use zerohop_known::operators::DOCA_DRIVER_READY_FILE;
 use zerohop_known::operators::NETWORK_OPERATOR_GROUP;
 use zerohop_known::systemd::escape_path as systemd_escape_path;
 
-const GROUP: &str = "machineconfiguration.openshift.io";
-const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
+pub(super) const GROUP: &str = "machineconfiguration.openshift.io";
+pub(super) const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 
 /// The MachineConfigPools every OpenShift cluster has, each selecting the
 /// MachineConfigs of the role of its name.
 const DEFAULT_POOLS: [&str; 2] = ["master", "worker"];
 
 /// A systemd unit of a MachineConfig's Ignition config.
-struct Unit<'a> {
-    index: usize,
-    name: &'a str,
-    contents: &'a str,
+pub(super) struct Unit<'a> {
+    /// Its index in `spec.config.systemd.units`.
+    pub(super) index: usize,
+    /// The unit's file name.
+    pub(super) name: &'a str,
+    /// The unit file's text (empty for a unit only enabled or masked).
+    pub(super) contents: &'a str,
     /// `enabled: true`: started at boot through its `[Install]` section.
-    enabled: bool,
+    pub(super) enabled: bool,
 }
 
-fn units<'a>(object: &Object<'a>) -> Vec<Unit<'a>> {
+/// The systemd units of a MachineConfig.
+pub(super) fn units<'a>(object: &Object<'a>) -> Vec<Unit<'a>> {
     let path = [
         PathStep::Key("spec"),
         PathStep::Key("config"),
@@ -53,7 +57,8 @@ fn units<'a>(object: &Object<'a>) -> Vec<Unit<'a>> {
         .collect()
 }
 
-fn unit_path(index: usize, field: &'static str) -> [PathStep<'static>; 6] {
+/// The path of field `field` of unit `index` of a MachineConfig.
+pub(super) fn unit_path(index: usize, field: &'static str) -> [PathStep<'static>; 6] {
     [
         PathStep::Key("spec"),
         PathStep::Key("config"),
@@ -65,7 +70,7 @@ fn unit_path(index: usize, field: &'static str) -> [PathStep<'static>; 6] {
 }
 
 /// The value of `key=` in a unit file (the last one wins, as in systemd).
-fn directive<'a>(contents: &'a str, key: &str) -> Option<&'a str> {
+pub(super) fn directive<'a>(contents: &'a str, key: &str) -> Option<&'a str> {
     contents
         .lines()
         .filter_map(|line| line.trim().strip_prefix(key)?.strip_prefix('='))
@@ -644,11 +649,12 @@ declare_rule! {
     /// does not exist and orders nothing.
     ///
     /// ## How to fix
-    /// Do not enable the mount unit; start it from a path unit of the same
-    /// name whose `PathExists=` is the driver's ready file,
+    /// Do not enable the mount unit; start it from a path unit whose
+    /// `PathExists=` is the driver's ready file,
     /// `/run/mellanox/drivers/.driver-ready` (`entrypoint/internal/config/config.go`,
-    /// `DriverReadyPath`), and set `UNLOAD_STORAGE_MODULES` in the
-    /// NicClusterPolicy (ZL038).
+    /// `DriverReadyPath`), and whose `Unit=` names the mount unit (without
+    /// it, a path unit starts the `.service` of its own name, ZL076); and
+    /// set `UNLOAD_STORAGE_MODULES` in the NicClusterPolicy (ZL038).
     ///
     /// ## Example
     ///
@@ -664,6 +670,7 @@ declare_rule! {
     ///    = help: leave the mount disabled and start it from a path unit on the driver's ready file
     ///            [Path]
     ///            PathExists=/run/mellanox/drivers/.driver-ready
+    ///            Unit=var-mnt-datasets.mount
     /// ```
     pub(crate) static NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER = {
         id: "ZL075",
@@ -729,7 +736,10 @@ fn nfs_rdma_mount_before_doca_driver(workspace: &Workspace<'_>, sink: &mut Sink<
                     short(driver.name)
                 ),
                 Remediation::new("leave the mount disabled and start it from a path unit on the driver's ready file")
-                    .command(format!("[Path]\nPathExists={DOCA_DRIVER_READY_FILE}")),
+                    .command(format!(
+                        "[Path]\nPathExists={DOCA_DRIVER_READY_FILE}\nUnit={}",
+                        unit.name
+                    )),
             );
         }
     }
@@ -787,7 +797,7 @@ pub(super) fn configured_pfc<'w, 'a>(
 /// The text of an RFC 2397 `data:` URL, as Ignition reads a file's
 /// `contents.source`: base64 after `;base64,`, percent-encoded otherwise.
 /// `None` for another scheme, bad encoding or text that is not UTF-8.
-fn data_url(url: &str) -> Option<String> {
+pub(super) fn data_url(url: &str) -> Option<String> {
     use base64::Engine as _;
     let (header, data) = url.strip_prefix("data:")?.split_once(',')?;
     let bytes = if header.ends_with(";base64") {

@@ -2,6 +2,7 @@
 //! `declare_rule!` and the function that applies it; a new one is listed
 //! in [`RULES`].
 
+mod boot_order;
 mod container_env;
 mod facts;
 mod gpu_operator;
@@ -11,11 +12,16 @@ mod machine_config;
 mod nccl;
 mod network_operator;
 mod networks;
+mod openshift_scc;
+mod pod_runtime;
 pub(crate) mod resources;
+mod roce_mtu;
 pub(crate) mod schema;
 mod sriov;
 mod storage;
+mod storage_network;
 mod topology;
+mod whereabouts;
 mod workloads;
 
 use zerohop_core::RuleInfo;
@@ -63,18 +69,27 @@ pub static RULES: &[&Rule] = &[
     &workloads::UNRESOLVED_NETWORK_ANNOTATION,
     &workloads::UNADVERTISED_RESOURCE_REQUEST,
     &workloads::NAD_RESOURCE_NOT_REQUESTED,
+    &storage_network::WHEREABOUTS_RANGE_HOLDS_STORAGE_ADDRESS,
+    &storage_network::WHEREABOUTS_NOT_INSTALLED,
+    &storage_network::NCCL_POD_ON_STORAGE_NETWORK,
+    &roce_mtu::ROCE_MTU_BELOW_MINIMUM,
     &workloads::RDMA_WITHOUT_IPC_LOCK,
     &workloads::HUGEPAGES_REQUEST_LIMIT_MISMATCH,
     &workloads::HUGEPAGES_WITHOUT_CPU_OR_MEMORY,
     &workloads::FEWER_VFS_THAN_GPUS,
     &workloads::RDMA_WITHOUT_NCCL_ENV,
     &workloads::ROCE_WITHOUT_LOSSLESS_TRAFFIC_CLASS,
+    &openshift_scc::POD_BEYOND_RESTRICTED_SCC,
+    &pod_runtime::GPU_POD_BEST_EFFORT,
+    &pod_runtime::MULTI_GPU_CONTAINER_WITHOUT_SHM,
     &machine_config::MOUNT_UNIT_NAME_MISMATCH,
     &machine_config::NFS_RDMA_WITHOUT_PORT_20049,
     &machine_config::NFS_RDMA_WITHOUT_NCONNECT,
     &machine_config::ROLE_WITHOUT_POOL,
     &machine_config::ISOLCPUS_DOMAIN_ON_SHARED_POOL,
     &machine_config::NFS_RDMA_MOUNT_BEFORE_DOCA_DRIVER,
+    &boot_order::PATH_UNIT_STARTS_MISSING_SERVICE,
+    &boot_order::NVME_RDMA_AT_BOOT_BEFORE_DOCA_DRIVER,
     &storage::XFS_NOBARRIER,
     &storage::UNKNOWN_CUFILE_KEY,
     &topology::POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER,

@@ -748,7 +748,11 @@ fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
                 .min()
             }
         };
-        let earlier = earlier.filter(|&earlier| earlier < index).map(|i| &all[i]);
+        // A copy of the same object replaces it rather than adding to it.
+        let earlier = earlier
+            .filter(|&earlier| earlier < index)
+            .map(|i| &all[i])
+            .filter(|earlier| !earlier.object.is_same_object(&later.object));
         if let Some(earlier) = earlier
             && !sink.counted_only(later.object.file)
         {

@@ -18,7 +18,7 @@ const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// The kinds of network that render a NetworkAttachmentDefinition, with
 /// their API group and the `spec` field holding their IPAM configuration.
-fn ipam_field(object: &Object<'_>) -> Option<&'static str> {
+pub(super) fn ipam_field(object: &Object<'_>) -> Option<&'static str> {
     match (object.group(), object.kind) {
         (SRIOV_GROUP, "SriovNetwork" | "SriovIBNetwork" | "OVSNetwork")
         | (NETWORK_OPERATOR_GROUP, "HostDeviceNetwork" | "MacvlanNetwork" | "IPoIBNetwork") => {

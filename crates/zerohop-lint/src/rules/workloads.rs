@@ -20,12 +20,13 @@ const RESOURCE_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
 
 /// A network a pod can attach to: a NetworkAttachmentDefinition, or an
 /// operator network CR that renders one.
-struct Network<'a> {
-    object: Object<'a>,
+pub(super) struct Network<'a> {
+    /// The object that defines (or renders) the NAD.
+    pub(super) object: Object<'a>,
     /// The namespace the NAD lives (or will be rendered) in.
-    namespace: &'a str,
+    pub(super) namespace: &'a str,
     /// The name of the NAD.
-    name: &'a str,
+    pub(super) name: &'a str,
     /// The resource the NAD hands out: `Some((prefix, name))`, the prefix
     /// `None` when the operator decides it.
     resource: Option<(Option<&'a str>, &'a str)>,
@@ -39,7 +40,9 @@ fn by_place<'x, 'a>(networks: &'x [Network<'a>]) -> HashMap<(&'a str, &'a str), 
         .collect()
 }
 
-fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
+/// Every network of the workspace: NADs and the operator networks that
+/// render them, where pods find them.
+pub(super) fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
     let mut out = Vec::new();
     for object in &workspace.objects {
         let spec_str = |key: &str| object.str_at(&[PathStep::Key("spec"), PathStep::Key(key)]);
@@ -178,7 +181,10 @@ declare_rule! {
     /// in `spec.networkNamespace`; HostDeviceNetwork, MacvlanNetwork,
     /// IPoIBNetwork in `spec.networkNamespace`, default `default`) in the
     /// input. A name without a namespace resolves in the pod's namespace.
-    /// Runs only when the input defines at least one network.
+    /// Runs only when the input defines at least one network; a pod whose
+    /// namespace gets no network from the input, naming a network the input
+    /// does not define anywhere, is left alone (it belongs to something
+    /// applied beside the input's networks, not to them).
     ///
     /// ## Why it matters
     /// Multus cannot find the NAD: the pod sandbox fails to start
@@ -220,6 +226,11 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     for network in &networks {
         by_name.entry(network.name).or_default().push(network);
     }
+    // The namespaces the input defines networks for: a pod in another
+    // namespace, naming a network the input does not have at all, belongs
+    // to something else applied beside it (an example, another team's
+    // workload), not to this set of networks.
+    let served: HashSet<&str> = networks.iter().map(|n| n.namespace).collect();
     for template in pod_templates(workspace) {
         for (namespace, name) in pod_networks(template) {
             if places.contains_key(&(namespace.as_str(), name.as_str()))
@@ -231,6 +242,9 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
                 .get(name.as_str())
                 .map(Vec::as_slice)
                 .unwrap_or_default();
+            if elsewhere.is_empty() && !served.contains(namespace.as_str()) {
+                continue;
+            }
             let (message, fix) = if elsewhere.is_empty() {
                 (
                     format!(
@@ -717,13 +731,18 @@ declare_rule! {
     ///
     /// ## What it checks
     /// Per pod, the GPUs requested (`nvidia.com/gpu`, MIG devices) against
-    /// the SR-IOV VFs requested, when the pod requests both.
+    /// the SR-IOV VFs requested, when the pod requests both. A pod with a VF
+    /// from each NIC the set's SriovNetworkNodePolicies take its VFs from
+    /// (each naming its NICs by `pfNames` or `rootDevices`) passes, however
+    /// many GPUs it has: a node with two NICs gives at most two rails.
     ///
     /// ## Why it matters
     /// GPUDirect RDMA is fastest when each GPU talks to a NIC under the same
     /// PCIe switch; with fewer VFs than GPUs, several GPUs share one NIC and
     /// traffic crosses the CPU interconnect. NVIDIA recommends one VF per
-    /// GPU.
+    /// GPU, on the rail-optimised nodes that have a NIC per GPU; where the
+    /// node has fewer NICs, more VFs of the same NIC add nothing (they share
+    /// its port and PCIe link), so one VF per NIC is the most to ask.
     ///
     /// ## How to fix
     /// Request one VF (from the rail's network) per GPU, with the topology
@@ -750,27 +769,94 @@ declare_rule! {
     };
 }
 
+/// The NICs each resource's SR-IOV policies take their VFs from, by
+/// resource name: the distinct PFs they name (`pfNames`, a range such as
+/// `ens1f0#0-3` counting its PF once, `rootDevices`), or `None` when a
+/// policy of the resource selects by vendor or device ID only.
+fn nics_by_resource<'a>(workspace: &Workspace<'a>) -> HashMap<&'a str, Option<HashSet<&'a str>>> {
+    let mut by_resource: HashMap<&str, Option<HashSet<&str>>> = HashMap::new();
+    for policy in workspace.of_kind(SRIOV_GROUP, "SriovNetworkNodePolicy") {
+        let Some(name) = policy.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
+        else {
+            continue;
+        };
+        let selector = |key: &'static str| {
+            policy
+                .get(&[
+                    PathStep::Key("spec"),
+                    PathStep::Key("nicSelector"),
+                    PathStep::Key(key),
+                ])
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Node::as_str)
+                .collect::<Vec<&str>>()
+        };
+        let named: Vec<&str> = selector("pfNames")
+            .into_iter()
+            .map(|pf| pf.split_once('#').map_or(pf, |(pf, _)| pf))
+            .chain(selector("rootDevices"))
+            .collect();
+        let entry = by_resource
+            .entry(name)
+            .or_insert_with(|| Some(HashSet::new()));
+        match (entry.as_mut(), named.is_empty()) {
+            (Some(_), true) => *entry = None,
+            (Some(pfs), false) => pfs.extend(named),
+            (None, _) => {}
+        }
+    }
+    by_resource
+}
+
+/// How many NICs the VFs of `resources` come from, when every policy of
+/// each names its NICs; `None` when one does not, or none serves them.
+fn nics_behind(nics: &HashMap<&str, Option<HashSet<&str>>>, resources: &[&str]) -> Option<usize> {
+    let mut all: HashSet<&str> = HashSet::new();
+    for resource in resources {
+        let name = resource
+            .rsplit_once('/')
+            .map_or(*resource, |(_, name)| name);
+        all.extend(nics.get(name)?.as_ref()?);
+    }
+    Some(all.len())
+}
+
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     let all = advertised(workspace);
     let index = Index::new(all);
+    let nics = nics_by_resource(workspace);
     for template in pod_templates(workspace) {
         let requests = &template.requests;
         let gpus = total(requests, |r| resources::is_gpu_resource(r.resource));
         let vfs = total(requests, |r| is_vf_request(r, &index));
-        if gpus > 0 && vfs > 0 && vfs < gpus {
-            let Some(gpu) = requests
-                .iter()
-                .find(|r| resources::is_gpu_resource(r.resource))
-            else {
-                continue;
-            };
-            sink.report(
-                &template.object,
-                &gpu.path(template),
-                format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
-                Remediation::new(format!("request {gpus} vfs, one per gpu")),
-            );
+        if gpus == 0 || vfs == 0 || vfs >= gpus {
+            continue;
         }
+        // A VF per NIC is all a node with fewer NICs than GPUs can give:
+        // two VFs of one NIC share its port and its PCIe link.
+        let vf_resources: Vec<&str> = requests
+            .iter()
+            .filter(|r| is_vf_request(r, &index))
+            .map(|r| r.resource)
+            .collect();
+        let behind = nics_behind(&nics, &vf_resources);
+        if behind.is_some_and(|nics| i64::try_from(nics).is_ok_and(|nics| vfs >= nics)) {
+            continue;
+        }
+        let Some(gpu) = requests
+            .iter()
+            .find(|r| resources::is_gpu_resource(r.resource))
+        else {
+            continue;
+        };
+        sink.report(
+            &template.object,
+            &gpu.path(template),
+            format!("pod requests {gpus} gpus but {vfs} vfs; one vf per gpu is recommended for gpudirect rdma"),
+            Remediation::new(format!("request {gpus} vfs, one per gpu")),
+        );
     }
 }
 
@@ -821,7 +907,7 @@ fn sets_any_nccl(container: &Node) -> bool {
 }
 
 declare_rule! {
-    /// A GPU pod with RDMA devices sets no NCCL environment.
+    /// A GPU pod with RDMA devices sets no NCCL environment: advice, NCCL finds its devices itself.
     ///
     /// ## What it checks
     /// Pods requesting both GPUs and RDMA or SR-IOV resources whose
@@ -831,21 +917,25 @@ declare_rule! {
     /// use NCCL and are left alone.
     ///
     /// ## Why it matters
-    /// Without `NCCL_IB_HCA`, NCCL may pick the wrong HCA (or one the pod
-    /// cannot use) and silently fall back to TCP sockets; without
-    /// `NCCL_DEBUG=INFO` nobody sees it happen.
+    /// It is information, not a fault: NCCL takes every RDMA device with an
+    /// active InfiniBand or Ethernet port it can open, and `NCCL_IB_HCA`
+    /// only narrows that list (NVIDIA/nccl `src/transport/net_ib.cc`,
+    /// `ncclIbInit`, at 48bb7fec7953112ff37499a272317f6663f8f600: without
+    /// the variable every device matches); in a pod, those are the devices
+    /// of its VFs. Setting the variables makes the choice explicit and
+    /// `NCCL_DEBUG=INFO` shows it: a pod whose devices are not usable
+    /// falls back to TCP sockets silently otherwise.
     ///
     /// ## How to fix
-    /// Set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`),
-    /// `NCCL_SOCKET_IFNAME` to the bootstrap interface, and check the log for
-    /// `NET/IB` with `NCCL_DEBUG=INFO`.
+    /// Optionally set `NCCL_IB_HCA` to the pod's RDMA devices (e.g. `mlx5`)
+    /// and `NCCL_DEBUG=INFO`, and check the log for `NET/IB`.
     ///
     /// ## Example
     ///
     /// On `crates/zerohop-lint/tests/fixtures/ZL064/fail/`:
     ///
     /// ```text
-    /// warning[ZL064]: pod requests gpus and `rdma/rdma_shared_a` but sets no NCCL_* environment
+    /// info[ZL064]: pod requests gpus and `rdma/rdma_shared_a` but sets no NCCL_* environment
     ///   --> fail/input.yaml:18:11
     ///    |
     /// 18 |           rdma/rdma_shared_a: 1
@@ -861,7 +951,7 @@ declare_rule! {
     pub(crate) static RDMA_WITHOUT_NCCL_ENV = {
         id: "ZL064",
         name: "rdma-without-nccl-env",
-        severity: Warning,
+        severity: Info,
         check: rdma_without_nccl_env,
     };
 }

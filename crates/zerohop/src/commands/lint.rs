@@ -16,11 +16,14 @@ use crate::output::{self, Format};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Files or directories to lint; directories are searched recursively for
-    /// *.yaml, *.yml and *.json (symlinks leaving them are not followed);
-    /// `-` reads standard input.
+    /// *.yaml, *.yml and *.json, and host files (systemd units,
+    /// nvme/discovery.conf) (symlinks leaving them are not followed); `-`
+    /// reads standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// Validate custom resources against the CRDs in this directory.
+    /// Validate custom resources against the CRDs in this directory (its own
+    /// *.yaml, *.yml and *.json files; `kubectl get crd -o yaml` output is
+    /// read); a directory without any CRD is an error.
     #[arg(long, value_name = "DIR")]
     crds: Option<PathBuf>,
     /// Output format.
@@ -44,8 +47,8 @@ pub(crate) struct Args {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ScopeArg {
     /// A directory with a kustomization.yaml, everything under it included;
-    /// the files named on the command line together; any other file found
-    /// in a directory alone.
+    /// the other files under each directory named together; the files named
+    /// on the command line together.
     Auto,
     /// Everything given is one cluster.
     All,
@@ -77,6 +80,14 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     if let Some(dir) = &args.crds {
         let catalog = zerohop_lint::load_crds(dir, &options.limits)
             .map_err(|err| usage(format!("cannot load CRDs from {}: {err}", dir.display())))?;
+        // Said on every format: on stderr it leaves a JSON or SARIF report
+        // intact, and a run that validated against fewer CRDs than meant
+        // is visible.
+        eprintln!(
+            "note: validating custom resources against {} CustomResourceDefinitions from {}",
+            catalog.crd_count(),
+            printable(&dir.display().to_string())
+        );
         options.catalog = Some(catalog);
     }
 
