@@ -44,7 +44,9 @@ pub fn is_manifest_name(path: &Path) -> bool {
 /// Whether a file is a host file lint reads inside a directory, as the
 /// node configuration of a set for plain Kubernetes, where MachineConfigs
 /// do not exist: a systemd unit (`*.mount`, `*.automount`, `*.path`,
-/// `*.service`) or an NVMe-oF `nvme/discovery.conf`.
+/// `*.service`) or an NVMe-oF `nvme/discovery.conf`; or the set's
+/// instructions, a `README.md`, whose commands install what the set's
+/// objects need but do not carry (whereabouts on Kubernetes).
 pub fn is_host_file_name(path: &Path) -> bool {
     let unit = path
         .extension()
@@ -57,7 +59,14 @@ pub fn is_host_file_name(path: &Path) -> bool {
             .parent()
             .and_then(Path::file_name)
             .is_some_and(|dir| dir == "nvme");
-    unit || discovery
+    unit || discovery || is_instructions(path)
+}
+
+/// Whether a file is a set's instructions: a `README.md`.
+pub fn is_instructions(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.eq_ignore_ascii_case("readme.md"))
 }
 
 /// Reads standard input, at most `limit + 1` bytes.
@@ -200,7 +209,10 @@ impl<E> Search<'_, E> {
                         None => continue,
                     }
                 } else {
-                    self.manifests += 1;
+                    // Instructions alone are nothing to lint.
+                    if !is_instructions(&path) {
+                        self.manifests += 1;
+                    }
                     Input {
                         name: path.display().to_string(),
                         content: read_regular(&path, Follow::NoLinks, self.limit),

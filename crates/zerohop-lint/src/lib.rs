@@ -206,6 +206,9 @@ fn lint_cluster<'a>(loaded: impl Iterator<Item = &'a Loaded>, options: &Options)
             Content::Invalid { error, .. } => workspace
                 .failed_inputs
                 .push((name, InputFailure::Invalid(error))),
+            Content::HostFile { text } if inputs::is_instructions(std::path::Path::new(name)) => {
+                workspace.instructions.push(HostFile { file: name, text })
+            }
             Content::HostFile { text } => workspace.host_files.push(HostFile { file: name, text }),
             Content::Documents {
                 documents,

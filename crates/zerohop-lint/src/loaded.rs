@@ -396,7 +396,14 @@ impl Batch {
                     };
                     self.add_to(input, cluster)
                 })?;
-                let added = self.loaded.get(before..).unwrap_or_default();
+                // Instructions (a README) alone are nothing to lint.
+                let added: Vec<&Loaded> = self
+                    .loaded
+                    .get(before..)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|input| !inputs::is_instructions(Path::new(&input.name)))
+                    .collect();
                 // An unreadable directory is reported as such (ZL001), not
                 // as an empty one.
                 let all_skipped = added.iter().all(|input| {

@@ -119,6 +119,9 @@ pub struct Workspace<'a> {
     pub cufiles: Vec<(&'a str, &'a Node)>,
     /// Host files: the node configuration of a set for plain Kubernetes.
     pub host_files: Vec<HostFile<'a>>,
+    /// The set's instructions (`README.md`), whose commands install what
+    /// the objects need but do not carry.
+    pub instructions: Vec<HostFile<'a>>,
     /// Inputs that could not be read or parsed.
     pub failed_inputs: Vec<(&'a str, InputFailure<'a>)>,
     /// Paths skipped on purpose while searching directories, with why.

@@ -88,3 +88,31 @@ fn cross_object_rules_see_a_guides_directory_as_one_set() {
         assert!(!fired(id, Scope::File), "{id}: found in one file alone");
     }
 }
+
+/// Whether ZL054 fires on its failing fixture in a directory beside a
+/// `README.md` of `readme`.
+fn whereabouts_missing_beside(readme: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture("ZL054").join("input.yaml");
+    fs::copy(&fixture, dir.path().join("40-networks.yaml")).unwrap();
+    fs::write(dir.path().join("README.md"), readme).unwrap();
+    let mut batch = Batch::new(Limits::default(), MAX_HELD_BYTES).with_scope(Scope::Auto);
+    batch.add_path(dir.path()).expect("directory");
+    lint_batch(&batch, &Options::default())
+        .findings
+        .iter()
+        .any(|finding| finding.id == "ZL054")
+}
+
+#[test]
+fn a_readme_that_installs_whereabouts_installs_it_for_the_set() {
+    // `zerohop plan` installs whereabouts on Kubernetes with its own
+    // manifests, applied by the README's command (whereabouts' README, tag
+    // v0.9.4): the set then installs what its networks use.
+    let installs = "```sh\nkubectl apply -f https://raw.githubusercontent.com/k8snetworkplumbingwg/whereabouts/v0.9.4/doc/crds/daemonset-install.yaml\n```\n";
+    assert!(!whereabouts_missing_beside(installs));
+    // A README that only mentions it installs nothing.
+    assert!(whereabouts_missing_beside(
+        "# Networks\nUses whereabouts.\n"
+    ));
+}

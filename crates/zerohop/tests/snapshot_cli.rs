@@ -219,9 +219,10 @@ fn many_functions(dir: &Path, functions: usize) {
 }
 
 /// An interrupted snapshot stops before it writes (or finishes the write
-/// it began): exit 130 and never a temporary file left beside the output.
+/// it began): exit 143 (128 + SIGTERM) and never a temporary file left
+/// beside the output.
 #[test]
-fn an_interrupted_snapshot_exits_130_and_leaves_no_temporary_file() {
+fn an_interrupted_snapshot_exits_143_and_leaves_no_temporary_file() {
     let host = tempfile::tempdir().unwrap();
     many_functions(host.path(), 2_000);
     let dir = tempfile::tempdir().unwrap();
@@ -246,7 +247,7 @@ fn an_interrupted_snapshot_exits_130_and_leaves_no_temporary_file() {
         .unwrap();
     assert!(killed.success());
     let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
     assert!(
         text(&output.stderr).starts_with("interrupted"),
         "{}",

@@ -10,9 +10,9 @@ use zerohop_host::parse::nvidia::{ModuleFlavour, kernel_version};
 use zerohop_known::kernel_log as signatures;
 use zerohop_known::nccl;
 
-use crate::checks::gaps::{gap_value, unknown_from};
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
+use crate::context::gap_value;
 use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{join, write_to};
@@ -36,7 +36,7 @@ fn no_gpu(ctx: &Context<'_>) -> Option<Outcome> {
         return None;
     }
     Some(match ctx.facts.pci.unidentified() {
-        Some(gap) => unknown_from(gap),
+        Some(gap) => Outcome::gap(gap),
         None => Outcome::not_applicable("no nvidia gpu"),
     })
 }
@@ -187,7 +187,7 @@ fn driver_missing(ctx: &Context<'_>) -> Vec<Outcome> {
                 (None, _) if in_list => Outcome::pass(format!("listed by driver {version}"))
                     .evidence(format!("{GPUS_DIR}/{}", gpu.address), "<present>"),
                 (None, None) => match &nvidia.version {
-                    Err(gap) => unknown_from(gap),
+                    Err(gap) => Outcome::gap(gap),
                     _ => Outcome::unknown(
                         "no driver bound, and nothing shows whether the nvidia driver is loaded: /proc/modules and /proc/driver/nvidia are absent, and /sys/module (which a capture may hold in part) has no nvidia",
                     )
@@ -323,7 +323,7 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     let Some((flavour, evidence)) = flavour(ctx) else {
         return vec![match &ctx.facts.nvidia.version {
-            Err(gap) => unknown_from(gap),
+            Err(gap) => Outcome::gap(gap),
             Ok(Some(line)) => Outcome::unknown(
                 "cannot tell open from proprietary: /sys/module/nvidia/taint is absent and the version line names no kernel module",
             )
@@ -913,7 +913,7 @@ fn no_pairing(ctx: &Context<'_>) -> Outcome {
     };
     if listed.is_empty() {
         return match ctx.facts.pci.unidentified() {
-            Some(gap) => unknown_from(gap),
+            Some(gap) => Outcome::gap(gap),
             None => Outcome::not_applicable("no nvidia gpu on the pci bus"),
         };
     }
@@ -923,7 +923,7 @@ fn no_pairing(ctx: &Context<'_>) -> Outcome {
         listed.join(" ")
     );
     match &ctx.facts.rdma.devices {
-        Err(gap) => unknown_from(gap),
+        Err(gap) => Outcome::gap(gap),
         Ok(devices) if devices.as_ref().is_none_or(Vec::is_empty) => {
             Outcome::not_applicable(format!("{gpus}, but no rdma device to pair them with"))
                 .evidence(GPUS_DIR, listed.join(" "))
@@ -953,7 +953,7 @@ fn gpu_nic_distance(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     if topology.nics.is_empty() {
         return vec![match &ctx.facts.rdma.devices {
-            Err(gap) => unknown_from(gap),
+            Err(gap) => Outcome::gap(gap),
             Ok(_) => Outcome::not_applicable("no rdma device backed by a pci physical function"),
         }];
     }

@@ -18,7 +18,6 @@ use zerohop_known::kernel_log::{
 };
 use zerohop_known::xid::{self, XidAction};
 
-use crate::checks::gaps::unknown_from;
 use crate::checks::need;
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -33,7 +32,7 @@ fn log<'a>(ctx: &'a Context<'_>) -> Result<&'a KernelLog, Box<Outcome>> {
     ctx.facts
         .kernel_log
         .as_ref()
-        .map_err(|gap| Box::new(unknown_from(gap)))
+        .map_err(|gap| Box::new(Outcome::gap(gap)))
 }
 
 /// Adds `records` as evidence, at most [`MAX_LINES`] of them (the first

@@ -1,7 +1,6 @@
 //! Every check, one module per group, and the registry slice.
 
 pub mod conformance;
-pub(crate) mod gaps;
 pub mod gds;
 pub mod gpu;
 pub mod io_uring;

@@ -4,7 +4,6 @@ use zerohop_core::{Remediation, Status};
 use zerohop_host::facts::pci::{class, vendor};
 use zerohop_host::facts::{PciDevice, PciLink};
 
-use crate::checks::gaps::unknown_from;
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -182,7 +181,7 @@ fn judge_link(ctx: &Context<'_>, device: &PciDevice) -> Outcome {
     let dir = device.sysfs();
     let label = device.label();
     let link = match &device.link {
-        Err(gap) => return unknown_from(gap),
+        Err(gap) => return Outcome::gap(gap),
         Ok(None) => {
             return Outcome::unknown(format!("{label} exposes no link speed or width files"))
                 .evidence(format!("{dir}/current_link_speed"), "<missing>")
@@ -375,7 +374,7 @@ fn numa_node_unknown(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|(device, on_path)| {
             let path = format!("{}/numa_node", device.sysfs());
             let outcome = match &device.numa_node {
-                Err(gap) => unknown_from(gap),
+                Err(gap) => Outcome::gap(gap),
                 Ok(None) => Outcome::unknown(format!("{} has no numa_node file", device.label()))
                     .evidence(&path, "<missing>"),
                 Ok(Some(-1)) => Outcome::warn(format!(

@@ -7,7 +7,6 @@ use zerohop_host::facts::rdma::CONFIGFS_DIR;
 use zerohop_host::facts::{NetDevice, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::GidType;
 
-use crate::checks::gaps::unknown_from;
 use crate::checks::rdma::{MODULE_CHAIN, no_devices, port_name, ports};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -137,7 +136,7 @@ fn mtu_too_small(ctx: &Context<'_>) -> Vec<Outcome> {
             };
             let path = format!("{}/mtu", net.sysfs());
             let mtu = match &net.mtu {
-                Err(gap) => return unknown_from(gap).subject(subject),
+                Err(gap) => return Outcome::gap(gap).subject(subject),
                 Ok(None) => {
                     return Outcome::unknown("netdev has no mtu file")
                         .subject(subject)
@@ -371,7 +370,7 @@ fn dcqcn(ctx: &Context<'_>) -> Vec<Outcome> {
             let np_path = format!("{dir}/roce_np/enable/{prio}");
             let rp_path = format!("{dir}/roce_rp/enable/{prio}");
             let (np, rp) = match (&net.ecn.np, &net.ecn.rp) {
-                (Err(gap), _) | (_, Err(gap)) => return unknown_from(gap).subject(roce.name),
+                (Err(gap), _) | (_, Err(gap)) => return Outcome::gap(gap).subject(roce.name),
                 (Ok(None), _) | (_, Ok(None)) => {
                     let pci = roce.device.pci.as_deref().unwrap_or("<pci>");
                     return Outcome::unknown(format!(
@@ -480,7 +479,7 @@ fn roce_mode(ctx: &Context<'_>) -> Vec<Outcome> {
         .map(|(device, port)| {
             let path = format!("{CONFIGFS_DIR}/{}/ports/{}/default_roce_mode", device.name, port.number);
             let outcome = match &port.roce_mode {
-                Err(gap) => unknown_from(gap),
+                Err(gap) => Outcome::gap(gap),
                 Ok(None) => Outcome::unknown(format!(
                     "no configfs entry for {}: the kernel default roce mode applies, v2 on current kernels",
                     device.name

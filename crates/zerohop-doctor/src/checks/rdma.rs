@@ -11,7 +11,6 @@ use zerohop_host::facts::{Modules, RdmaDevice, RdmaPort};
 use zerohop_host::parse::rdma::{GidType, PhysState, PortState};
 use zerohop_known::nic;
 
-use crate::checks::gaps::unknown_from;
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
 use crate::declare_check;
@@ -442,7 +441,7 @@ fn abi(ctx: &Context<'_>) -> Vec<Outcome> {
     }
     let modules_known = matches!(ctx.facts.modules, Ok(Some(_)));
     let verbs = match &rdma.verbs_abi {
-        Err(gap) => unknown_from(gap),
+        Err(gap) => Outcome::gap(gap),
         Ok(Some(0)) => Outcome::fail("verbs abi version is 0: user space cannot use the devices")
             .evidence(VERBS_ABI, "0")
             .fix(abi_fix()),
@@ -457,7 +456,7 @@ fn abi(ctx: &Context<'_>) -> Vec<Outcome> {
             .fix(abi_fix()),
     };
     let mad = match &rdma.mad_abi {
-        Err(gap) => unknown_from(gap),
+        Err(gap) => Outcome::gap(gap),
         Ok(Some(version)) if *version > 0 => Outcome::pass(format!("mad abi version {version}"))
             .evidence(MAD_ABI, version.to_string()),
         Ok(Some(_)) => Outcome::warn("mad abi version is 0: ibstat and subnet manager tools fail")
@@ -554,7 +553,7 @@ fn device_nodes(ctx: &Context<'_>) -> Vec<Outcome> {
             .command("modprobe -a ib_uverbs rdma_ucm && ls -l /dev/infiniband")
     };
     let nodes = match &rdma.device_nodes {
-        Err(gap) => return vec![unknown_from(gap)],
+        Err(gap) => return vec![Outcome::gap(gap)],
         Ok(None) => {
             return vec![
                 Outcome::fail("/dev/infiniband is absent: user space cannot open any rdma device")
@@ -654,7 +653,7 @@ fn port_down(ctx: &Context<'_>) -> Vec<Outcome> {
     for device in devices {
         let dir = device.sysfs();
         match &device.ports {
-            Err(gap) => outcomes.push(unknown_from(gap).subject(&device.name)),
+            Err(gap) => outcomes.push(Outcome::gap(gap).subject(&device.name)),
             Ok(None) => outcomes.push(
                 Outcome::unknown("device has no ports directory")
                     .subject(&device.name)
@@ -670,7 +669,7 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
     let dir = device.port_dir(port.number);
     let name = port_name(device, port);
     let state = match &port.state {
-        Err(gap) => return unknown_from(gap).subject(name),
+        Err(gap) => return Outcome::gap(gap).subject(name),
         Ok(None) => {
             return Outcome::unknown("port directory has no state file")
                 .subject(name)
@@ -680,7 +679,7 @@ fn port_state(device: &RdmaDevice, port: &RdmaPort) -> Outcome {
     };
     let phys = match &port.phys_state {
         Err(gap) => {
-            return unknown_from(gap)
+            return Outcome::gap(gap)
                 .subject(name)
                 .evidence(format!("{dir}/state"), state.as_str());
         }
@@ -803,7 +802,7 @@ fn port_rate(ctx: &Context<'_>) -> Vec<Outcome> {
             let path = format!("{}/rate", device.port_dir(port.number));
             let name = port_name(device, port);
             let rate = match &port.rate {
-                Err(gap) => return unknown_from(gap).subject(name),
+                Err(gap) => return Outcome::gap(gap).subject(name),
                 Ok(None) => {
                     return Outcome::unknown("active port has no rate file")
                         .subject(name)
@@ -959,7 +958,7 @@ fn netdev_carrier(ctx: &Context<'_>) -> Vec<Outcome> {
             _ if operstate == "down" => Outcome::fail(format!("{netdev} is down"))
                 .evidence(&carrier_path, "<unreadable>")
                 .fix(fix()),
-            Err(gap) => unknown_from(gap),
+            Err(gap) => Outcome::gap(gap),
             Ok(None) => Outcome::unknown(format!("{netdev} has no carrier file"))
                 .evidence(&carrier_path, "<missing>"),
         };
@@ -1042,7 +1041,7 @@ fn roce_v2_gid(ctx: &Context<'_>) -> Vec<Outcome> {
             let dir = device.port_dir(port.number);
             let name = port_name(device, port);
             let table = match &port.gids {
-                Err(gap) => return unknown_from(gap).subject(name),
+                Err(gap) => return Outcome::gap(gap).subject(name),
                 Ok(None) => {
                     return Outcome::unknown("roce port has no gids directory").subject(name).evidence(format!("{dir}/gids"), "<missing>");
                 }

@@ -16,7 +16,6 @@ const SUBNET_ERRORS: [Counter; 3] = [
     known::VL15_DROPPED,
 ];
 
-use crate::checks::gaps::unknown_from;
 use crate::checks::qos::DEFAULT_ROCE_PRIORITY;
 use crate::checks::rdma::{MODULE_CHAIN, no_devices, port_name, ports};
 use crate::context::{Context, Outcome};
@@ -136,14 +135,14 @@ declare_check! {
 
 fn port_errors(ctx: &Context<'_>) -> Vec<Outcome> {
     let devices = match &ctx.facts.rdma.devices {
-        Err(gap) => return vec![unknown_from(gap)],
+        Err(gap) => return vec![Outcome::gap(gap)],
         Ok(Some(devices)) if !devices.is_empty() => devices,
         Ok(_) => return vec![no_devices(ctx)],
     };
     let mut outcomes = Vec::new();
     for device in devices {
         if let Err(gap) = &device.ports {
-            outcomes.push(unknown_from(gap).subject(&device.name));
+            outcomes.push(Outcome::gap(gap).subject(&device.name));
         }
     }
     outcomes.extend(ports(ctx).map(|(device, port)| judge_port(ctx, device, port)));
@@ -180,7 +179,7 @@ fn judge_port(ctx: &Context<'_>, device: &RdmaDevice, port: &RdmaPort) -> Outcom
     let dir = device.port_dir(port.number);
     let name = port_name(device, port);
     let counters = match &port.counters {
-        Err(gap) => return unknown_from(gap).subject(name),
+        Err(gap) => return Outcome::gap(gap).subject(name),
         Ok(None) => {
             return Outcome::unknown(
                 "port has neither counters/ nor hw_counters/: not captured, or the driver exposes none",

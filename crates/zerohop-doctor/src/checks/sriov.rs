@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, HashSet};
 use zerohop_core::Remediation;
 use zerohop_host::facts::PciDevice;
 
-use crate::checks::gaps::unknown_from;
 use crate::checks::rdma::{MODULE_CHAIN, wants_rdma};
 use crate::checks::{need, require};
 use crate::context::{Context, Outcome};
@@ -158,7 +157,7 @@ fn not_capable(ctx: &Context<'_>) -> Vec<Outcome> {
                     ]))
             };
             match &pf.sriov {
-                Err(gap) => unknown_from(gap),
+                Err(gap) => Outcome::gap(gap),
                 Ok(None) => Outcome::fail(format!(
                     "{} has no sr-iov capability: sr-iov off in firmware or bios",
                     pf.label()

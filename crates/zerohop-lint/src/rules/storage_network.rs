@@ -313,10 +313,19 @@ fn whereabouts_range_holds_storage_address(workspace: &Workspace<'_>, sink: &mut
 }
 
 /// Whether the set installs whereabouts: its
-/// CustomResourceDefinition or objects of its API group, or a workload
-/// running its image.
+/// CustomResourceDefinition or objects of its API group, a workload
+/// running its image, or its instructions applying whereabouts' own
+/// DaemonSet manifest (`doc/crds/daemonset-install.yaml`, as its README
+/// and `zerohop plan` install it).
 fn installs_whereabouts(workspace: &Workspace<'_>) -> bool {
     const GROUP: &str = "whereabouts.cni.cncf.io";
+    let instructed = workspace.instructions.iter().any(|readme| {
+        readme.text.lines().any(|line| {
+            line.contains("kubectl apply")
+                && line.contains("k8snetworkplumbingwg/whereabouts/")
+                && line.contains("daemonset-install.yaml")
+        })
+    });
     workspace.objects.iter().any(|object| {
         object.group() == GROUP
             || (object.is("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -328,7 +337,7 @@ fn installs_whereabouts(workspace: &Workspace<'_>) -> bool {
                 .and_then(Node::as_str)
                 .is_some_and(|image| image.contains("whereabouts"))
         })
-    })
+    }) || instructed
 }
 
 declare_rule! {
