@@ -104,6 +104,7 @@ pub(crate) fn exit_code() -> i32 {
 /// `code`, the exit code of a command that ran until it returned, unless a
 /// signal is what made it return (the agent, `fleet --watch`): then
 /// 128 + the signal's number.
+#[cfg(feature = "cluster")]
 pub(crate) fn unless_signalled(code: i32) -> i32 {
     received().map_or(code, ExitCode::signalled)
 }
