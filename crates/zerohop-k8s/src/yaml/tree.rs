@@ -21,12 +21,14 @@ enum Frame {
     Sequence {
         start: Mark,
         anchor: usize,
-        items: Vec<Node>,
+        /// Where its items begin in `Builder::items`.
+        base: usize,
     },
     Mapping {
         start: Mark,
         anchor: usize,
-        entries: Vec<Entry>,
+        /// Where its entries begin in `Builder::entries`.
+        base: usize,
         /// The key read, waiting for its value; `is_merge` for a plain `<<`.
         pending: Option<(String, Span, bool)>,
         /// The mappings brought in by `<<` merge keys, in order, applied at
@@ -52,6 +54,15 @@ struct Anchored {
 struct Builder<'a> {
     limits: &'a Limits,
     stack: Vec<Frame>,
+    /// The items of every open sequence, innermost last. Children are
+    /// gathered here and moved into a vector of their final size when their
+    /// collection closes: one allocation and one copy per collection,
+    /// where a vector of its own would grow by doubling and then be
+    /// trimmed, copying its children several times.
+    items: Vec<Node>,
+    /// The entries of every open mapping, innermost last, gathered as
+    /// `items` are.
+    entries: Vec<Entry>,
     /// The anchors some alias refers to; no other anchored node is copied.
     aliased: HashSet<usize>,
     anchors: HashMap<usize, Anchored>,
@@ -70,6 +81,8 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
     let mut builder = Builder {
         limits,
         stack: Vec::new(),
+        items: Vec::new(),
+        entries: Vec::new(),
         aliased: aliased_anchors(text, limits)?,
         anchors: HashMap::new(),
         documents: Vec::new(),
@@ -275,7 +288,7 @@ impl Builder<'_> {
                 Frame::Sequence {
                     start: at.start,
                     anchor,
-                    items: Vec::new(),
+                    base: self.items.len(),
                 },
                 at,
             ),
@@ -283,7 +296,7 @@ impl Builder<'_> {
                 Frame::Mapping {
                     start: at.start,
                     anchor,
-                    entries: Vec::new(),
+                    base: self.entries.len(),
                     pending: None,
                     merged: Vec::new(),
                 },
@@ -357,21 +370,19 @@ impl Builder<'_> {
     }
 
     fn close(&mut self, at: Span) -> Result<(), LoadError> {
-        // Collections are trimmed to their length once complete: a vector
-        // grows by doubling from four slots, and a tree of small mappings
-        // would otherwise hold several times the memory its nodes need.
+        // A collection's children move from the shared stacks into a vector
+        // of exactly their number (a drained range collects into one
+        // allocation of its length): a tree of small mappings holds no
+        // spare slots.
         let (node, anchor) = match self.stack.pop() {
             Some(Frame::Sequence {
                 start,
                 anchor,
-                mut items,
+                base,
             }) => (
                 Node {
                     span: Span { start, end: at.end },
-                    value: Value::Sequence({
-                        items.shrink_to_fit();
-                        items
-                    }),
+                    value: Value::Sequence(self.items.drain(base..).collect()),
                     yaml11: None,
                 },
                 anchor,
@@ -379,14 +390,14 @@ impl Builder<'_> {
             Some(Frame::Mapping {
                 start,
                 anchor,
-                mut entries,
+                base,
                 merged,
                 ..
             }) => {
+                let mut entries: Vec<Entry> = self.entries.drain(base..).collect();
                 if !merged.is_empty() {
                     merge(&mut entries, merged);
                 }
-                entries.shrink_to_fit();
                 (
                     Node {
                         span: Span { start, end: at.end },
@@ -429,12 +440,9 @@ impl Builder<'_> {
         }
         match self.stack.last_mut() {
             None => self.documents.push(node),
-            Some(Frame::Sequence { items, .. }) => items.push(node),
+            Some(Frame::Sequence { .. }) => self.items.push(node),
             Some(Frame::Mapping {
-                entries,
-                pending,
-                merged,
-                ..
+                pending, merged, ..
             }) => match pending.take() {
                 None => {
                     let key = match node.value {
@@ -461,13 +469,13 @@ impl Builder<'_> {
                             }
                         }
                     }
-                    _ => entries.push(Entry {
+                    _ => self.entries.push(Entry {
                         key,
                         key_span,
                         value: node,
                     }),
                 },
-                Some((key, key_span, false)) => entries.push(Entry {
+                Some((key, key_span, false)) => self.entries.push(Entry {
                     key,
                     key_span,
                     value: node,

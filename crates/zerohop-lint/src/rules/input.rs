@@ -1,6 +1,7 @@
 //! Rules about the input itself: readable, valid YAML, read as intended.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry as Slot;
 
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
@@ -159,18 +160,27 @@ fn walk_duplicates<'a>(
     match &node.value {
         Value::Mapping(entries) => {
             // The first entry of each key: a scan of the few entries of a
-            // small mapping, one pass with a map over a large one.
-            let mut seen: HashMap<&str, &Entry> = HashMap::new();
+            // small mapping, one pass with a map over a large one. The map
+            // is sized for every key up front and hashes with foldhash,
+            // faster than the default SipHash on short keys; its seed is
+            // random per process (foldhash is "minimally DoS-resistant"),
+            // so a file cannot be written to make its keys collide.
+            let mut seen: HashMap<&str, &Entry, foldhash::fast::RandomState> =
+                if entries.len() <= SMALL_MAPPING {
+                    HashMap::default()
+                } else {
+                    HashMap::with_capacity_and_hasher(entries.len(), Default::default())
+                };
             for (index, entry) in entries.iter().enumerate() {
                 let first = if entries.len() <= SMALL_MAPPING {
                     entries
                         .get(..index)
                         .and_then(|before| before.iter().find(|e| e.key == entry.key))
                 } else {
-                    match seen.get(entry.key.as_str()) {
-                        Some(first) => Some(*first),
-                        None => {
-                            seen.insert(&entry.key, entry);
+                    match seen.entry(entry.key.as_str()) {
+                        Slot::Occupied(first) => Some(*first.get()),
+                        Slot::Vacant(slot) => {
+                            slot.insert(entry);
                             None
                         }
                     }
