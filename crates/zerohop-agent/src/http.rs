@@ -46,13 +46,14 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// connection is closed (a client still sending may see it reset before
 /// it reads the answer).
 ///
-/// hyper's `max_buf_size` alone does not bound this: in hyper 1.12
-/// (`src/proto/h1/io.rs`, `Buffered::parse`) the buffer's size is compared
-/// with it only after a parse came out incomplete, and a read fills all the
-/// spare capacity of the buffer, which grows by doubling past the cap
-/// (`poll_read_from_io`), so a head that arrives in one read up to that
-/// capacity parses whole and is served: heads of about 100 KiB were.
-/// `max_header_size` is checked against the parsed length of a complete
+/// hyper's `max_buf_size` alone does not bound this. In hyper 1.12
+/// (`src/proto/h1/io.rs`, `Buffered::parse`) the buffer's length is
+/// compared with it only after a parse came out incomplete, and a read
+/// fills all of the buffer's spare capacity (`poll_read_from_io`, through
+/// `BytesMut::chunk_mut`), which `reserve` grows by doubling; so a head
+/// over the cap that lands in that capacity parses whole and is served, as
+/// heads of up to about 100 KiB were. hyper's `max_header_size`, set in
+/// [`serve_connection`], is checked against the parsed length of a complete
 /// head (`src/proto/h1/role.rs`, `Server::parse`) as well as against an
 /// incomplete one.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
