@@ -5,7 +5,8 @@
 //! the last published snapshot, whose encodings are shared bytes. The
 //! server bounds what a client can hold: a fixed number of connections,
 //! a deadline on reading request headers (a client that opens a
-//! connection and says nothing is dropped) and one on each write (a client
+//! connection and says nothing is dropped), a limit on their size
+//! ([`MAX_HEADER_BYTES`]) and a deadline on each write (a client
 //! that does not read its answers is dropped), and it always accepts: at
 //! the cap, the connection longest without a complete request makes room
 //! (see [`crate::connections`]), so that the probes stay answered while
@@ -23,6 +24,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -37,6 +39,24 @@ pub const MAX_CONNECTIONS: usize = 64;
 
 /// How long a client may take to send its request headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most bytes a request's head may take: the request line and the
+/// headers, up to and including the blank line that ends them. A larger
+/// one is answered `431 Request Header Fields Too Large` and the
+/// connection is closed (a client still sending may see it reset before
+/// it reads the answer).
+///
+/// hyper's `max_buf_size` alone does not bound this. In hyper 1.12
+/// (`src/proto/h1/io.rs`, `Buffered::parse`) the buffer's length is
+/// compared with it only after a parse came out incomplete, and a read
+/// fills all of the buffer's spare capacity (`poll_read_from_io`, through
+/// `BytesMut::chunk_mut`), which `reserve` grows by doubling; so a head
+/// over the cap that lands in that capacity parses whole and is served, as
+/// heads of up to about 100 KiB were. hyper's `max_header_size`, set in
+/// [`serve_connection`], is checked against the parsed length of a complete
+/// head (`src/proto/h1/role.rs`, `Server::parse`) as well as against an
+/// incomplete one.
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
 /// What the endpoints answer from.
 #[derive(Debug)]
@@ -70,25 +90,44 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let held = Arc::clone(&admitted);
-            let service = service_fn(move |request| {
-                held.requested();
-                let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(answer(&shared, &request)) }
-            });
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .max_buf_size(64 * 1024)
-                .serve_connection(
-                    TokioIo::new(WriteDeadline::new(stream, WRITE_TIMEOUT)),
-                    service,
-                );
+            let connection = serve_connection(stream, shared, move || held.requested());
             tokio::select! {
                 _ = connection => {}
                 () = admitted.evicted() => {}
             }
         });
     }
+}
+
+/// Serves HTTP/1.1 on one connection, as [`serve`] does each one it
+/// accepts, until the client closes it or it fails: the header deadline,
+/// the head's size limit and the write deadline hold on any stream.
+/// `on_request` is called on each complete request.
+pub async fn serve_connection<S>(
+    stream: S,
+    shared: Arc<Shared>,
+    on_request: impl Fn() + Send + 'static,
+) -> Result<(), hyper::Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        on_request();
+        let shared = Arc::clone(&shared);
+        async move { Ok::<_, Infallible>(answer(&shared, &request)) }
+    });
+    http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_header_size(MAX_HEADER_BYTES)
+        // Bounds the read buffer while a body is read, and the write
+        // buffer; the head is bounded by the line above.
+        .max_buf_size(MAX_HEADER_BYTES)
+        .serve_connection(
+            TokioIo::new(WriteDeadline::new(stream, WRITE_TIMEOUT)),
+            service,
+        )
+        .await
 }
 
 /// The response to one request.

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use zerohop_agent::api;
 use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
-use zerohop_agent::http::{self, HEADER_TIMEOUT, MAX_CONNECTIONS, Shared};
+use zerohop_agent::http::{self, HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_HEADER_BYTES, Shared};
 use zerohop_agent::metrics::Live;
 
 /// Serves the endpoints on a runtime of their own; returns the address.
@@ -107,6 +107,58 @@ fn oversized_request_headers_are_refused_not_buffered() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(request(address, HEALTHZ).starts_with("HTTP/1.1 200"));
+}
+
+/// A `GET /metrics` whose head (request line, headers and the blank line
+/// that ends them) is exactly `size` bytes.
+fn head_of(size: usize) -> Vec<u8> {
+    let start = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: ";
+    let mut head = start.to_vec();
+    head.resize(size - 4, b'a');
+    head.extend_from_slice(b"\r\n\r\n");
+    assert_eq!(head.len(), size);
+    head
+}
+
+/// What the server answers to `text`, and how reading the answer ended.
+fn answer_and_end(address: SocketAddr, text: &[u8]) -> (String, std::io::Result<usize>) {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = stream.write_all(text);
+    let mut answer = Vec::new();
+    let end = stream.read_to_end(&mut answer);
+    (String::from_utf8_lossy(&answer).into_owned(), end)
+}
+
+#[test]
+fn request_heads_over_64_kib_are_refused_and_up_to_it_served() {
+    let (address, _runtime) = serve();
+    assert_eq!(MAX_HEADER_BYTES, 64 * 1024, "docs/agent.md says 64 KiB");
+    for size in [MAX_HEADER_BYTES - 1, MAX_HEADER_BYTES] {
+        let (answer, end) = answer_and_end(address, &head_of(size));
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.contains("zerohop_"),
+            "a head of {size} bytes: {end:?} {}",
+            &answer[..answer.len().min(200)]
+        );
+    }
+    // Just over, and the ~100 KiB that a read-buffer cap alone let through.
+    for size in [MAX_HEADER_BYTES + 1, MAX_HEADER_BYTES + 2, 100 << 10] {
+        let (answer, end) = answer_and_end(address, &head_of(size));
+        // hyper answers 431 and closes; a close with the request not read
+        // to its end resets the connection, which may discard the answer.
+        let reset = answer.is_empty()
+            && end
+                .as_ref()
+                .is_err_and(|err| err.kind() == std::io::ErrorKind::ConnectionReset);
+        assert!(
+            answer.starts_with("HTTP/1.1 431") || reset,
+            "a head of {size} bytes: {end:?} {}",
+            &answer[..answer.len().min(200)]
+        );
+    }
 }
 
 #[test]

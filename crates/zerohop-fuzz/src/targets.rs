@@ -22,7 +22,7 @@ use zerohop_validate::judge::{Capture, Expectations, judge_as};
 use zerohop_validate::kind::Kind;
 
 use crate::seeds::{Sources, files_under, named};
-use crate::{archive, tree};
+use crate::{agent_http, archive, tree};
 
 /// One fuzz target.
 pub struct Target {
@@ -226,6 +226,13 @@ pub static TARGETS: &[Target] = &[
         seeds: tree::seeds,
         dictionary: tree::TOKENS,
         run: tree::run,
+    },
+    Target {
+        name: "http",
+        covers: "the agent's HTTP serving path (zerohop_agent::http::serve_connection: hyper's HTTP/1 parser with the agent's limits, and every endpoint) on one connection that sends the input",
+        seeds: agent_http::seeds,
+        dictionary: agent_http::TOKENS,
+        run: agent_http::run,
     },
 ];
 

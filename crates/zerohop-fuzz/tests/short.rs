@@ -95,5 +95,5 @@ macro_rules! short_runs {
 
 short_runs!(
     yaml, schema, lint, intent, cufile, cmdline, cpuset, meminfo, modules, kmsg, mountinfo,
-    mountstats, netaddr, nvidia, rdma, selected, validate, snapshot, diff, doctor,
+    mountstats, netaddr, nvidia, rdma, selected, validate, snapshot, diff, doctor, http,
 );
