@@ -97,7 +97,8 @@ fn corpus() -> Option<PathBuf> {
         return Some(dir);
     }
     assert!(
-        !shared.exists(),
+        // In CI (`CI` set) the data must be there: only a user's clone skips.
+        !shared.exists() && std::env::var_os("CI").is_none(),
         "{} lacks the corpus: CI must not pass without it",
         shared.display()
     );
