@@ -280,7 +280,7 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
         }));
         sink.report(
             &plugin.object,
-            &plugin.path,
+            plugin.path,
             format!(
                 "resource `{}` selects vf devices {} but the policies create vfs {}",
                 short(&plugin.name),
