@@ -3,7 +3,7 @@
 use std::cell::OnceCell;
 
 use zerohop_core::ObjectRef;
-use zerohop_k8s::schema::CrdCatalog;
+use zerohop_k8s::schema::{CrdCatalog, SchemaViolation};
 use zerohop_k8s::yaml::{LoadError, Node, PathStep};
 
 use crate::NotRead;
@@ -134,6 +134,10 @@ pub struct Workspace<'a> {
     /// The advertised resources, found on first use and shared (finding
     /// them parses every device plugin config).
     pub(crate) advertised: OnceCell<Vec<Advertised<'a>>>,
+    /// Each object's violations of its CRD's schema (empty for a kind no
+    /// CRD serves), found on first use and shared by the schema rules:
+    /// validating is the costliest step of a run with `--crds`.
+    pub(crate) violations: OnceCell<Vec<Vec<SchemaViolation>>>,
 }
 
 /// A host file of the set (a systemd unit, an NVMe-oF `discovery.conf`),

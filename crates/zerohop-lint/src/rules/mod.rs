@@ -13,6 +13,7 @@ mod nccl;
 mod network_operator;
 mod networks;
 mod openshift_scc;
+mod plugin_config;
 mod pod_runtime;
 pub(crate) mod resources;
 mod roce_mtu;

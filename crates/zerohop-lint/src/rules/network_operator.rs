@@ -510,7 +510,7 @@ fn sriov_dp_resource_without_prefix(workspace: &Workspace<'_>, sink: &mut Sink<'
         {
             sink.report(
                 &resource.object,
-                &resource.path,
+                resource.path,
                 format!("sriov device plugin resource `{}` has no resourcePrefix and is advertised as `intel.com/{}`", resource.name, resource.name),
                 Remediation::new("add \"resourcePrefix\": \"nvidia.com\" to the resource and request nvidia.com/<name> in pods"),
             );
@@ -579,7 +579,7 @@ fn invalid_resource_name(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         {
             sink.report(
                 &resource.object,
-                &resource.path,
+                resource.path,
                 format!("resource name `{}` is rejected: {who}", resource.name),
                 Remediation::new(format!("rename it to `{}`", suggested_name(&resource.name))),
             );
@@ -758,7 +758,7 @@ fn resource_advertised_twice(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         {
             sink.report(
                 &later.object,
-                &later.path,
+                later.path,
                 format!(
                     "resource `{}` is also advertised by {} `{}` ({}:{})",
                     short(&later.name),

@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value as Json;
 use zerohop_k8s::yaml::{Node, PathStep};
 
+use super::plugin_config;
 use crate::model::{Object, PodTemplate, Workspace};
 use crate::sink::short;
 use zerohop_known::operators::{
@@ -32,7 +32,7 @@ pub(crate) struct Advertised<'a> {
     /// The object that configures it.
     pub object: Object<'a>,
     /// Where in the object (the resource name, or the JSON config string).
-    pub path: Vec<PathStep<'static>>,
+    pub path: &'static [PathStep<'static>],
     /// What advertises it.
     pub by: Advertiser,
     /// The prefix; `None` when the input does not say which the deployment
@@ -43,8 +43,8 @@ pub(crate) struct Advertised<'a> {
     pub prefix_written: bool,
     /// The resource name without prefix.
     pub name: String,
-    /// Device-plugin selectors (the JSON object), when any.
-    pub selectors: Option<Json>,
+    /// The device IDs of a device plugin's `selectors.devices`.
+    pub devices: Vec<String>,
     /// Whether the devices are RDMA-capable.
     pub rdma: bool,
     /// Whether the devices are RoCE: a SriovNetworkNodePolicy with
@@ -72,15 +72,33 @@ impl Advertised<'_> {
     }
 }
 
-const NCP_SECTIONS: [(&str, Advertiser, &str, &str); 2] = [
+/// Where a SriovNetworkNodePolicy names its resource.
+const POLICY_RESOURCE_PATH: &[PathStep<'static>] =
+    &[PathStep::Key("spec"), PathStep::Key("resourceName")];
+
+/// A ConfigMap's data: a key of it is borrowed from the document, and the
+/// path keeps only static steps.
+const CONFIG_MAP_DATA_PATH: &[PathStep<'static>] = &[PathStep::Key("data")];
+
+/// The device plugin sections of a NicClusterPolicy or NicNodePolicy: the
+/// section, what it deploys, the config's list key and the default prefix.
+const NCP_SECTIONS: [(&[PathStep<'static>], Advertiser, &str, &str); 2] = [
     (
-        "sriovDevicePlugin",
+        &[
+            PathStep::Key("spec"),
+            PathStep::Key("sriovDevicePlugin"),
+            PathStep::Key("config"),
+        ],
         Advertiser::SriovDevicePlugin,
         "resourceList",
         "intel.com",
     ),
     (
-        "rdmaSharedDevicePlugin",
+        &[
+            PathStep::Key("spec"),
+            PathStep::Key("rdmaSharedDevicePlugin"),
+            PathStep::Key("config"),
+        ],
         Advertiser::RdmaSharedDevicePlugin,
         "configList",
         "rdma",
@@ -99,9 +117,7 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
     let mut out = Vec::new();
     for object in &workspace.objects {
         if object.is(SRIOV_GROUP, "SriovNetworkNodePolicy") {
-            if let Some(name) =
-                object.str_at(&[PathStep::Key("spec"), PathStep::Key("resourceName")])
-            {
+            if let Some(name) = object.str_at(POLICY_RESOURCE_PATH) {
                 let spec = object.get(&[PathStep::Key("spec")]);
                 let link_eth = spec
                     .and_then(|s| s.get("linkType"))
@@ -117,13 +133,13 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
                         .is_some_and(|t| t.eq_ignore_ascii_case("ib"));
                 out.push(Advertised {
                     object: *object,
-                    path: vec![PathStep::Key("spec"), PathStep::Key("resourceName")],
+                    path: POLICY_RESOURCE_PATH,
                     by: Advertiser::SriovOperator,
                     prefix: sriov_operator_prefix(workspace, object.namespace_or_default())
                         .map(str::to_owned),
                     prefix_written: false,
                     name: name.to_owned(),
-                    selectors: None,
+                    devices: Vec::new(),
                     rdma: is_rdma,
                     roce: is_rdma && link_eth,
                 });
@@ -131,13 +147,8 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
         } else if object.is(NETWORK_OPERATOR_GROUP, "NicClusterPolicy")
             || object.is(NETWORK_OPERATOR_GROUP, "NicNodePolicy")
         {
-            for (section, by, list_key, default_prefix) in NCP_SECTIONS {
-                let path = vec![
-                    PathStep::Key("spec"),
-                    PathStep::Key(section),
-                    PathStep::Key("config"),
-                ];
-                if let Some(config) = object.str_at(&path) {
+            for (path, by, list_key, default_prefix) in NCP_SECTIONS {
+                if let Some(config) = object.str_at(path) {
                     push_plugin_config(
                         &mut out,
                         object,
@@ -159,12 +170,10 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
                 };
                 for (_, by, list_key, default_prefix) in NCP_SECTIONS {
                     if config.contains(list_key) {
-                        // A ConfigMap key is borrowed from the document; the path
-                        // keeps only static steps, so point at `data`.
                         push_plugin_config(
                             &mut out,
                             object,
-                            vec![PathStep::Key("data")],
+                            CONFIG_MAP_DATA_PATH,
                             config,
                             by,
                             list_key,
@@ -181,41 +190,22 @@ fn find_advertised<'a>(workspace: &Workspace<'a>) -> Vec<Advertised<'a>> {
 fn push_plugin_config<'a>(
     out: &mut Vec<Advertised<'a>>,
     object: &Object<'a>,
-    path: Vec<PathStep<'static>>,
+    path: &'static [PathStep<'static>],
     config: &str,
     by: Advertiser,
     list_key: &str,
     default_prefix: &str,
 ) {
-    let Ok(json) = serde_json::from_str::<Json>(config) else {
-        return;
-    };
-    for resource in json
-        .get(list_key)
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(name) = resource.get("resourceName").and_then(Json::as_str) else {
-            continue;
-        };
-        let written = resource.get("resourcePrefix").and_then(Json::as_str);
-        let selectors = resource.get("selectors").cloned();
-        let rdma = by == Advertiser::RdmaSharedDevicePlugin
-            || selectors
-                .as_ref()
-                .and_then(|s| s.get("isRdma"))
-                .and_then(Json::as_bool)
-                .unwrap_or(false);
+    for resource in plugin_config::resources(config, list_key) {
         out.push(Advertised {
             object: *object,
-            path: path.clone(),
+            path,
             by,
-            prefix: Some(written.unwrap_or(default_prefix).to_owned()),
-            prefix_written: written.is_some(),
-            name: name.to_owned(),
-            selectors,
-            rdma,
+            prefix_written: resource.prefix.is_some(),
+            prefix: Some(resource.prefix.unwrap_or_else(|| default_prefix.to_owned())),
+            name: resource.name,
+            devices: resource.devices,
+            rdma: by == Advertiser::RdmaSharedDevicePlugin || resource.is_rdma,
             roce: false,
         });
     }

@@ -174,13 +174,19 @@ fn each_violation(
     let Some(catalog) = workspace.catalog else {
         return;
     };
-    for object in &workspace.objects {
-        if !catalog.knows(object.api_version, object.kind) {
-            continue;
-        }
-        let Ok(violations) = catalog.validate(&object.node.to_json()) else {
-            continue;
-        };
+    let violations = workspace.violations.get_or_init(|| {
+        workspace
+            .objects
+            .iter()
+            .map(|object| {
+                if !catalog.knows(object.api_version, object.kind) {
+                    return Vec::new();
+                }
+                catalog.validate(&object.node.to_json()).unwrap_or_default()
+            })
+            .collect()
+    });
+    for (object, violations) in workspace.objects.iter().zip(violations) {
         for violation in violations.iter().filter(|v| select(&v.kind)) {
             report(object, violation);
         }

@@ -140,19 +140,6 @@ fn vf_device_id_in_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-/// The device IDs listed under `selectors.devices` (SR-IOV device plugin).
-fn selector_devices(selectors: Option<&Json>) -> Vec<String> {
-    selectors
-        .and_then(|s| s.get("devices"))
-        .and_then(Json::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(|id| id.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 declare_rule! {
     /// An SR-IOV device plugin selector for VFs lists a PF device ID.
     ///
@@ -202,16 +189,16 @@ fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
         if resource.by != Advertiser::SriovDevicePlugin {
             continue;
         }
-        let devices = selector_devices(resource.selectors.as_ref());
+        let devices = &resource.devices;
         let has_vf = devices.iter().any(|id| nic::is_vf_id(id));
-        for id in &devices {
+        for id in devices {
             let Some((adapter, vf)) = adapter_with_pf(id) else {
                 continue;
             };
             if (has_vf || resource.rdma) && !sink.counted_only(resource.object.file) {
                 sink.report(
                     &resource.object,
-                    &resource.path,
+                    resource.path,
                     format!(
                         "resource `{}` selects device `{id}`, the pf id of {adapter}; its vfs are `{vf}`",
                         short(&resource.name)
@@ -278,7 +265,7 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
         .iter()
         .filter(|r| r.by == Advertiser::SriovDevicePlugin)
     {
-        let devices = selector_devices(plugin.selectors.as_ref());
+        let devices = &plugin.devices;
         if devices.is_empty() || !devices.iter().all(|id| nic::is_vf_id(id)) {
             continue;
         }
@@ -293,7 +280,7 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
         }));
         sink.report(
             &plugin.object,
-            &plugin.path,
+            plugin.path,
             format!(
                 "resource `{}` selects vf devices {} but the policies create vfs {}",
                 short(&plugin.name),
