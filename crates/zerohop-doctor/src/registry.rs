@@ -37,11 +37,16 @@ pub enum Group {
     /// Faults only the kernel log shows, across the layers above: judged
     /// last, since a setting that fails above explains its symptoms here.
     KernelLog,
+    /// The workload pod's own view, judged from inside it (`doctor --pod`):
+    /// its RDMA devices and RoCE addresses, its limits, its GPUs and the
+    /// NCCL environment it starts with. Only run when asked for or when
+    /// the doctor runs in a container at `/`.
+    Pod,
 }
 
 impl Group {
     /// Every group in deploy order.
-    pub const ALL: [Group; 13] = [
+    pub const ALL: [Group; 14] = [
         Group::Kernel,
         Group::Pcie,
         Group::Memory,
@@ -55,6 +60,7 @@ impl Group {
         Group::IoUring,
         Group::Conformance,
         Group::KernelLog,
+        Group::Pod,
     ];
 
     /// The kebab-case name used by `--only` and in reports.
@@ -73,6 +79,7 @@ impl Group {
             Group::IoUring => "io-uring",
             Group::Conformance => "conformance",
             Group::KernelLog => "kernel-log",
+            Group::Pod => "pod",
         }
     }
 
@@ -92,6 +99,7 @@ impl Group {
             Group::IoUring => "URING",
             Group::Conformance => "CONF",
             Group::KernelLog => "KLOG",
+            Group::Pod => "POD",
         }
     }
 

@@ -11,7 +11,9 @@ use crate::pool::NicPool;
 use crate::profile::Profile;
 use crate::registry::{Check, Group};
 
-/// Which checks to report: all, or those named by group or ID.
+/// Which checks to report: every host check, the pod's, or those named by
+/// group or ID. The pod checks judge the reading process's own container,
+/// so a host's run leaves them out unless they are named.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     groups: BTreeSet<Group>,
@@ -19,9 +21,17 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Every check.
+    /// Every check of a host: all but the [`Group::Pod`] checks.
     pub fn all() -> Selection {
         Selection::default()
+    }
+
+    /// The checks of the workload pod's own view ([`Group::Pod`]).
+    pub fn pod() -> Selection {
+        Selection {
+            groups: BTreeSet::from([Group::Pod]),
+            ids: BTreeSet::new(),
+        }
     }
 
     /// The checks named by `names`: group names (`kernel`) or check IDs
@@ -42,7 +52,7 @@ impl Selection {
     }
 
     fn selects(&self, check: &Check) -> bool {
-        (self.groups.is_empty() && self.ids.is_empty())
+        (self.groups.is_empty() && self.ids.is_empty() && check.group != Group::Pod)
             || self.groups.contains(&check.group)
             || self.ids.contains(check.info.id)
     }

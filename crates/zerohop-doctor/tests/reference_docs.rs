@@ -33,6 +33,18 @@ fn render() -> String {
             continue;
         }
         let _ = writeln!(out, "\n## Group `{}` ({})", group.name(), group.prefix());
+        if group == Group::Pod {
+            out.push_str(concat!(
+                "\nThese checks judge a workload pod from inside it, and run only there: ",
+                "`zerohop doctor --pod`, or `zerohop doctor` in a Kubernetes pod (`KUBERNETES_SERVICE_HOST` set) ",
+                "without `--only`; a node's run leaves them out. Each reads the pod's own view: ",
+                "its `/sys/class/infiniband` and `/dev/infiniband`, its netdevs and addresses, ",
+                "`/proc/self/limits`, `/proc/self/status` and `/proc/self/mountinfo`, ",
+                "`/proc/driver/nvidia/gpus` and `/dev/nvidia*`, and the `NCCL_*` variables of `/proc/self/environ`. ",
+                "In a training pod:\n\n",
+                "```sh\nkubectl exec -n <namespace> <pod> -c <container> -- zerohop doctor\n```\n",
+            ));
+        }
         for check in checks {
             let info = &check.info;
             let _ = writeln!(out, "\n### {}\n", info.id);

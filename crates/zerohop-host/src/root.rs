@@ -354,6 +354,15 @@ impl HostRoot {
             .transpose()
     }
 
+    /// Reads a file of at most `cap` bytes as they are, NUL bytes included:
+    /// for the few files that hold NUL-separated strings
+    /// (`/proc/<pid>/environ`). A missing file is `Ok(None)`.
+    pub fn read_bytes(&self, path: &str, cap: usize) -> Result<Option<Vec<u8>>, ReadError> {
+        self.op(path, move |tree, watchdog, path| {
+            tree.read_bytes(watchdog, path, cap)
+        })
+    }
+
     /// Reads a one-value file (a sysfs attribute), trimmed.
     pub fn read_value(&self, path: &str) -> Result<Option<String>, ReadError> {
         Ok(self

@@ -17,6 +17,27 @@
 /// `plan`, `lint` and the doctor all hold RoCE rails to it.
 pub const MIN_MTU: u32 = 4200;
 
+/// The bytes of RoCE v2 headers the kernel takes off a netdev's MTU to
+/// find the RDMA path MTU: GRH 40, UDP 8, BTH 12, XRC 4, AtomicETH 28 and
+/// ICRC 4 (`iboe_get_mtu`, include/rdma/ib_addr.h, Linux v6.12).
+pub const ROCE_HEADER_BYTES: u32 = 96;
+
+/// The RDMA path MTU (`active_mtu` of `ibv_devinfo`) a RoCE port runs with
+/// over a netdev of MTU `netdev_mtu`: the largest IB MTU (256…4096) that
+/// fits once [`ROCE_HEADER_BYTES`] are taken off; 0 when not even 256
+/// does (`iboe_get_mtu` returns 0 then).
+pub const fn roce_path_mtu(netdev_mtu: u32) -> u32 {
+    let payload = netdev_mtu.saturating_sub(ROCE_HEADER_BYTES);
+    let mut mtu = 4096;
+    while mtu >= 256 {
+        if payload >= mtu {
+            return mtu;
+        }
+        mtu /= 2;
+    }
+    0
+}
+
 /// The priority given PFC (lossless) and DCQCN.
 pub const LOSSLESS_PRIORITY: u8 = 3;
 
@@ -90,6 +111,15 @@ pub fn pfc_priorities(script: &str) -> std::collections::BTreeSet<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_mtu_of_a_netdev_as_the_kernel_computes_it() {
+        assert_eq!(roce_path_mtu(1500), 1024);
+        assert_eq!(roce_path_mtu(MIN_MTU), 4096);
+        assert_eq!(roce_path_mtu(4191), 2048);
+        assert_eq!(roce_path_mtu(9000), 4096);
+        assert_eq!(roce_path_mtu(300), 0);
+    }
 
     #[test]
     fn pfc_priorities_from_mlnx_qos_and_dcb() {

@@ -253,3 +253,66 @@ fn a_profile_file_sets_expectations_and_the_flags_override_it() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("not a regular file"));
 }
+
+#[test]
+fn pod_judges_a_pod_tree_and_leaves_the_node_checks_out() {
+    let root = fixture("POD005/fail-copied-environment");
+    let out = zerohop(&["doctor", "--pod", "--root", &root, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "a pod check fails");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    assert!(findings.iter().all(|f| f["group"] == "pod"), "{report:#}");
+    assert!(findings.iter().any(|f| f["id"] == "POD005"
+        && f["subject"] == "NCCL_SOCKET_IFNAME"
+        && f["status"] == "fail"));
+    // The same tree judged as a node has no pod finding.
+    let out = zerohop(&["doctor", "--root", &root, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["group"] != "pod")
+    );
+}
+
+#[test]
+fn in_a_kubernetes_pod_the_doctor_judges_the_pod() {
+    // The kubelet sets KUBERNETES_SERVICE_HOST in every container: read at
+    // this machine's `/`, the doctor then judges the pod it runs in.
+    let run = |pod: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_zerohop"));
+        command
+            .args(["doctor", "--verbose"])
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        if pod {
+            command.env("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+        }
+        command.output().expect("zerohop runs")
+    };
+    let out = run(true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stderr.contains("note: running in a kubernetes pod"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("POD005"), "{stdout}");
+    assert!(!stdout.contains("KRN001"), "{stdout}");
+    let out = run(false);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("POD005"), "{stdout}");
+    // --root judges the node even in a pod.
+    let root = fixture("KRN001/pass-intel-on-pt");
+    let out = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args(["doctor", "--verbose", "--root", &root])
+        .env("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("KRN001") && !stdout.contains("POD00"),
+        "{stdout}"
+    );
+}

@@ -368,7 +368,7 @@ fn proprietary_module(ctx: &Context<'_>) -> Vec<Outcome> {
 }
 
 /// Whether DMA-BUF GPUDirect RDMA is possible on this host.
-enum DmaBuf {
+pub(crate) enum DmaBuf {
     /// Yes, because of what the message says.
     Possible(String),
     /// No, because of what the message says.
@@ -377,7 +377,7 @@ enum DmaBuf {
     Unknown(String),
 }
 
-fn dma_buf(ctx: &Context<'_>) -> DmaBuf {
+pub(crate) fn dma_buf(ctx: &Context<'_>) -> DmaBuf {
     let open = match flavour(ctx) {
         Some((ModuleFlavour::Open, _)) => Some(true),
         Some((ModuleFlavour::Proprietary, _)) => {

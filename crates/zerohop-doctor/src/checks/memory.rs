@@ -13,7 +13,7 @@ use crate::fix::write_to;
 const GIB_KIB: u64 = 1 << 20;
 
 /// The memlock limit under which RDMA registration of large buffers fails.
-const MEMLOCK_MIN: u64 = 16 << 30;
+pub(crate) const MEMLOCK_MIN: u64 = 16 << 30;
 
 /// How many 1 GiB pages the doctor suggests reserving out of a memory of
 /// `total_kib`: half of it, whole pages. Pages reserved at boot leave

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod nfs;
 pub mod nvme;
 pub mod pcie;
+pub mod pod;
 pub mod qos;
 pub mod rdma;
 pub mod rdma_counters;
@@ -94,6 +95,11 @@ pub static CHECKS: &[&Check] = &[
     &kernel_log::NVIDIA_FS_ERRORS,
     &kernel_log::PCIE_AER_ERRORS,
     &kernel_log::GPU_XID_ERRORS,
+    &pod::devices::RDMA_DEVICES,
+    &pod::roce::ROCE_ADDRESSING,
+    &pod::limits::LIMITS_CHECK,
+    &pod::gpus::GPU_PAIRING,
+    &pod::nccl_env::NCCL_ENVIRONMENT,
 ];
 
 /// The value of a fact, or the outcome that ends the check: `unknown` with

@@ -18,6 +18,7 @@ pub mod numa;
 pub mod nvidia;
 pub mod nvme;
 pub mod pci;
+pub mod pod;
 pub mod rdma;
 
 use std::fmt;
@@ -36,6 +37,7 @@ pub use numa::NumaNode;
 pub use nvidia::NvidiaFacts;
 pub use nvme::{BlockDevice, DmDevice, NvmeController, NvmeFacts, NvmePath, NvmeSubsystem};
 pub use pci::{PciDevice, PciFacts, PciLink, Sriov};
+pub use pod::PodFacts;
 pub use rdma::{PortCounters, RdmaDevice, RdmaFacts, RdmaPort};
 
 /// A fact that is present, absent, or present but unusable.
@@ -178,6 +180,8 @@ pub struct Facts {
     pub net: NetFacts,
     /// The kernel log's records of the window (see [`kernel_log`]).
     pub kernel_log: Result<KernelLog, Gap>,
+    /// What the reading process sees of its own container (see [`pod`]).
+    pub pod: PodFacts,
 }
 
 /// Choices that change what is collected.
@@ -228,6 +232,7 @@ impl Facts {
             rdma: RdmaFacts::collect(root),
             net: NetFacts::collect(root),
             kernel_log: KernelLog::collect(root, options.log_window),
+            pod: PodFacts::collect(root),
         }
     }
 

@@ -281,6 +281,9 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         checks: vec![
             format!("kubectl -n {ns} exec {name} -- ibv_devinfo | grep -E 'hca_id|state'   # PORT_ACTIVE per rail"),
             format!("kubectl -n {ns} exec {name} -- sh -c 'cat /proc/self/status | grep Cpus_allowed_list'   # pinned cores"),
+            // The pod's own view, judged from inside it: what NCCL in this
+            // pod will use (`zerohop doctor --pod`, docs/checks.md).
+            format!("kubectl -n {ns} cp \"$(command -v zerohop)\" {name}:/tmp/zerohop && kubectl -n {ns} exec {name} -- /tmp/zerohop doctor --pod   # rdma devices, roce gids, memlock, /dev/shm, gpu-nic pairing, NCCL_* against the pod"),
         ],
     });
     steps

@@ -136,6 +136,34 @@ pub async fn log(client: &Client, namespace: &str, name: &str) -> Result<String,
     within(api.logs(name, &params)).await
 }
 
+/// The log of `container` of pod `name`, at most [`MAX_LOG_BYTES`].
+pub async fn container_log(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    container: &str,
+) -> Result<String, ApiError> {
+    let api = Api::<Pod>::namespaced(client.clone(), namespace);
+    let params = LogParams {
+        container: Some(container.to_owned()),
+        limit_bytes: Some(MAX_LOG_BYTES),
+        ..LogParams::default()
+    };
+    within(api.logs(name, &params)).await
+}
+
+/// Whether init container `name` of the pod ended with a non-zero exit
+/// code.
+pub fn init_failed(pod: &Pod, name: &str) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.init_container_statuses.as_ref())
+        .and_then(|statuses| statuses.iter().find(|c| c.name == name))
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .is_some_and(|t| t.exit_code != 0)
+}
+
 /// Deletes the pods that match `selector`, at once (no grace period: the
 /// tests hold GPUs and RDMA devices others wait for).
 pub async fn delete_pods(client: &Client, namespace: &str, selector: &str) -> Result<(), ApiError> {
@@ -163,5 +191,36 @@ fn now() -> DeleteParams {
     DeleteParams {
         grace_period_seconds: Some(0),
         ..DeleteParams::background()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(init: Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "perftest-server-rail0"},
+            "status": {"phase": "Failed", "initContainerStatuses": [init]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_a_non_zero_exit_of_the_named_init_container_is_a_failure() {
+        let status = |code: i32| {
+            serde_json::json!({
+                "name": "zerohop-pod-check", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"terminated": {"exitCode": code, "reason": "Error"}},
+            })
+        };
+        assert!(init_failed(&pod(status(1)), "zerohop-pod-check"));
+        assert!(!init_failed(&pod(status(0)), "zerohop-pod-check"));
+        assert!(!init_failed(&pod(status(1)), "other"));
+        let running = serde_json::json!({
+            "name": "zerohop-pod-check", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"running": {}},
+        });
+        assert!(!init_failed(&pod(running), "zerohop-pod-check"));
     }
 }

@@ -113,6 +113,7 @@ async fn run_async(
         findings: Mutex::new(Vec::new()),
         current: Mutex::new(None),
         progress,
+        stopped: std::sync::atomic::AtomicBool::new(false),
     };
     progress(&format!(
         "run {} in namespace {} (label {RUN_LABEL}={})",
@@ -203,6 +204,9 @@ struct Run<'a> {
     findings: Mutex<Vec<Finding>>,
     current: Mutex<Option<Current>>,
     progress: &'a (dyn Fn(&str) + Sync),
+    /// Set when a test pod's own check found it cannot carry the test: the
+    /// run stops with those findings.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Run<'_> {
@@ -240,9 +244,12 @@ impl Run<'_> {
     /// holds a GPU and a VF of both nodes), then nccl-tests.
     async fn tests(&self, workloads: &Workloads) -> Result<(), RunError> {
         for (index, pair) in workloads.perftest.iter().enumerate() {
+            if self.stopped() {
+                break;
+            }
             self.perftest(pair, index == 0).await?;
         }
-        if let Some(job) = &workloads.mpijob {
+        if let Some(job) = workloads.mpijob.as_ref().filter(|_| !self.stopped()) {
             self.nccl_tests(job, workloads.perftest.is_empty(), workloads.perftest.len())
                 .await?;
         }
@@ -378,6 +385,61 @@ impl Run<'_> {
         self.release_all(rail).await
     }
 
+    fn stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// When the pod's own check (`zerohop doctor --pod`, its
+    /// [`workloads::POD_CHECK`] init container) failed, adds its problems
+    /// and a finding of `judgement` that the test did not run, stops the
+    /// run, and says so.
+    async fn pod_check_failed(
+        &self,
+        subject: &str,
+        name: &str,
+        pod: &Pod,
+        judgement: &'static Judgement,
+    ) -> bool {
+        if !cluster::init_failed(pod, workloads::POD_CHECK) {
+            return false;
+        }
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let log = cluster::container_log(&self.client, &self.namespace, name, workloads::POD_CHECK)
+            .await
+            .unwrap_or_default();
+        // The log is the JSON document of `doctor --format json`.
+        let problems: Vec<Finding> = serde_json::from_str::<Value>(&log)
+            .ok()
+            .and_then(|document| {
+                serde_json::from_value::<Vec<Finding>>(document["findings"].clone()).ok()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.status.is_problem())
+            .collect();
+        let named: Vec<String> = problems
+            .iter()
+            .map(|f| format!("{} {}", f.id, f.subject))
+            .collect();
+        lock(&self.findings).extend(problems);
+        self.add(judge::without_capture(
+            judgement,
+            subject,
+            Status::Fail,
+            format!(
+                "not run: pod {name} cannot carry the test, its own check failed ({})",
+                if named.is_empty() {
+                    "its log holds no report".to_owned()
+                } else {
+                    named.join(", ")
+                }
+            ),
+            "fix what the pod check found (kubectl logs POD -c zerohop-pod-check), then run again",
+        ));
+        true
+    }
+
     /// Reads a finished pod's log and judges it; a pod that left nothing a
     /// parser recognises is a finding of `judgement` with its termination.
     /// `quiet_if_unread`: a server whose client was judged adds nothing when
@@ -390,6 +452,14 @@ impl Run<'_> {
         judgement: &'static Judgement,
         quiet_if_unread: bool,
     ) {
+        if let Some(pod) = pod
+            && self.pod_check_failed(subject, name, pod, judgement).await
+        {
+            return;
+        }
+        if pod.is_none() && self.stopped() {
+            return;
+        }
         let text = match cluster::log(&self.client, &self.namespace, name).await {
             Ok(text) => text,
             Err(err) if pod.is_some() => {

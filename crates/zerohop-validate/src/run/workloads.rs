@@ -21,6 +21,15 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 /// The node label the scheduler pins a pod to one node by.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
+/// The init container that judges a test pod from inside before its test
+/// runs: `zerohop doctor --pod`, which exits 1 when a check fails and so
+/// keeps the test from starting in a pod that cannot carry it.
+pub const POD_CHECK: &str = "zerohop-pod-check";
+
+/// The agent's manifest in a plan output, whose image is the zerohop
+/// image the plan's cluster pulls.
+const AGENT_FILE: &str = "65-zerohop-agent.yaml";
+
 /// One rail's perftest pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PerftestPair {
@@ -142,12 +151,57 @@ pub fn load(plan: &Path, pool: Option<&str>) -> Result<Workloads, String> {
     if perftest.is_empty() && mpijob.is_none() {
         return Err(format!("{} has no fabric test", dir.display()));
     }
+    let image = zerohop_image(plan)?;
+    for pair in &mut perftest {
+        check_pod_first(&mut pair.server, &image);
+        check_pod_first(&mut pair.client, &image);
+    }
     Ok(Workloads {
         pool,
         namespace: namespace.unwrap_or_else(|| "default".to_owned()),
         perftest,
         mpijob,
     })
+}
+
+/// The zerohop image of the plan: its agent's, else this release's.
+fn zerohop_image(plan: &Path) -> Result<String, String> {
+    let path = plan.join(AGENT_FILE);
+    if !path.exists() {
+        return Ok(zerohop_known::zerohop_api::default_image());
+    }
+    Ok(read_objects(&path)?
+        .iter()
+        .find_map(|object| {
+            object["spec"]["template"]["spec"]["containers"][0]["image"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(zerohop_known::zerohop_api::default_image))
+}
+
+/// Runs `zerohop doctor --pod` in `pod` before its test: an init container
+/// of `image` with the test container's environment, resources, mounts
+/// and security context, so that it sees the devices, limits, `/dev/shm`
+/// and NCCL variables the test will (init containers share the pod's
+/// network namespace, and the kubelet hands an init container's devices on
+/// to the app containers).
+pub fn check_pod_first(pod: &mut Value, image: &str) {
+    let test = &pod["spec"]["containers"][0];
+    let mut check = json!({
+        "name": POD_CHECK,
+        "image": image,
+        "command": ["zerohop", "doctor", "--pod", "--format", "json"],
+    });
+    for field in ["env", "resources", "volumeMounts", "securityContext"] {
+        if !test[field].is_null() {
+            check[field] = test[field].clone();
+        }
+    }
+    match pod["spec"]["initContainers"].as_array_mut() {
+        Some(init) => init.push(check),
+        None => pod["spec"]["initContainers"] = json!([check]),
+    }
 }
 
 /// The objects of one rendered file, opened without waiting and refused
@@ -225,6 +279,30 @@ pub fn pin_mpijob(job: &mut Value, nodes: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pod_check_sees_what_the_test_container_sees() {
+        let mut pod = json!({"spec": {"containers": [{
+            "name": "perftest",
+            "env": [{"name": "NCCL_IB_HCA", "value": "=mlx5_3"}],
+            "resources": {"limits": {"nvidia.com/gpu": "1", "rdma/rail0": "1"}},
+            "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+        }]}});
+        check_pod_first(&mut pod, "ghcr.io/example/zerohop:1.0");
+        let check = &pod["spec"]["initContainers"][0];
+        assert_eq!(check["name"], POD_CHECK);
+        assert_eq!(check["command"][2], "--pod");
+        assert_eq!(
+            check["resources"],
+            pod["spec"]["containers"][0]["resources"]
+        );
+        assert_eq!(check["env"][0]["value"], "=mlx5_3");
+        assert_eq!(
+            check["securityContext"]["capabilities"]["add"][0],
+            "IPC_LOCK"
+        );
+        assert!(check["volumeMounts"].is_null());
+    }
 
     #[test]
     fn an_mpijob_pinned_to_three_nodes_runs_a_rank_per_gpu_of_each() {

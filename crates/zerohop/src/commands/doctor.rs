@@ -30,6 +30,12 @@ pub(crate) struct Args {
     /// Also list checks that passed or do not apply.
     #[arg(long, short)]
     verbose: bool,
+    /// Judge the workload pod this runs in (the `pod` checks: its RDMA
+    /// devices, RoCE addresses, limits, GPUs and NCCL environment) instead
+    /// of the node. The default in a Kubernetes pod (`KUBERNETES_SERVICE_HOST`
+    /// is set) reading this machine's `/` without `--only`.
+    #[arg(long)]
+    pod: bool,
     /// What the host is expected to have: a YAML file with the expectations
     /// below as keys (`rdma: true`, `roce-mtu: 9000`, `mounts: [/data]`), the
     /// agent's `--profile`. The flags override it; it overrides `--intent`.
@@ -199,6 +205,17 @@ fn check(args: Args) -> Result<i32, CliError> {
         facts.probes = zerohop_host::probe::run(&root, target)
             .map_err(|missing| CliError::usage(format!("--probe {missing}")))?;
     }
+    let selection = match pod_mode(&args, &facts) {
+        Some(detected) => {
+            if detected && args.format == Format::Human {
+                eprintln!(
+                    "note: running in a kubernetes pod: judging the pod's view (--pod); --root /host judges the node"
+                );
+            }
+            Selection::pod()
+        }
+        None => selection,
+    };
     let profile = match intent::profile(&args.intent, &root, &facts)? {
         Some((expected, pool)) => {
             if args.format == Format::Human {
@@ -229,6 +246,22 @@ fn check(args: Args) -> Result<i32, CliError> {
     }
     output::report(&report, args.format, args.verbose)?;
     Ok(report.exit_code())
+}
+
+/// Whether to judge the pod rather than the node: `Some(false)` when
+/// `--pod` asks for it without `--only`, `Some(true)` when it is detected
+/// (this machine's `/`, read from inside a Kubernetes pod, no `--only`),
+/// `None` for a node's run. `--only pod` selects the pod checks as a
+/// group like any other.
+fn pod_mode(args: &Args, facts: &Facts) -> Option<bool> {
+    if !args.only.is_empty() {
+        return None;
+    }
+    if args.pod {
+        return Some(false);
+    }
+    let this_machine = args.host.root.is_none() && args.host.snapshot.is_none();
+    (this_machine && facts.pod.in_pod()).then_some(true)
 }
 
 /// The host's name as its root shows it, for the report: `None` when it
