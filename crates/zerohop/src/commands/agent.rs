@@ -73,9 +73,17 @@ pub(crate) struct Args {
         requires = "print_manifests"
     )]
     namespace: String,
-    /// Also print a Prometheus Operator monitor; repeatable.
+    /// Also print a Prometheus Operator monitor, or the alerts; repeatable.
     #[arg(long, value_enum, value_name = "KIND", requires = "print_manifests")]
     monitor: Vec<MonitorArg>,
+    /// A label of the printed monitors and alerts, for the Prometheus that
+    /// selects them (kube-prometheus-stack: `release=<its release>`); repeatable.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_label, requires = "print_manifests")]
+    monitor_label: Vec<(String, String)>,
+    /// Print a DaemonSet that does not read the kernel log: an
+    /// unprivileged container, whose kernel-log checks say unknown.
+    #[arg(long, requires = "print_manifests")]
+    no_kernel_log: bool,
     /// The platform of the printed deployment: OpenShift adds the
     /// SecurityContextConstraints that admit the agent.
     #[arg(
@@ -94,6 +102,14 @@ enum MonitorArg {
     ServiceMonitor,
     /// A PodMonitor.
     PodMonitor,
+    /// A PrometheusRule with the agent's alerts.
+    PrometheusRule,
+}
+
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not KEY=VALUE"))
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -109,12 +125,16 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             .map(|m| match m {
                 MonitorArg::ServiceMonitor => Monitor::ServiceMonitor,
                 MonitorArg::PodMonitor => Monitor::PodMonitor,
+                MonitorArg::PrometheusRule => Monitor::PrometheusRule,
             })
             .collect();
         let image = args
             .image
             .unwrap_or_else(zerohop_known::zerohop_api::default_image);
-        let settings = AgentPlan::new(args.namespace, image, monitors).map_err(CliError::usage)?;
+        let mut settings = AgentPlan::new(args.namespace, image, monitors)
+            .and_then(|plan| plan.with_monitor_labels(args.monitor_label.into_iter().collect()))
+            .map_err(CliError::usage)?;
+        settings.kernel_log = !args.no_kernel_log;
         let text = zerohop_plan::agent::render(&settings, Platform::from(args.platform));
         output::to_stdout(|out| out.write_all(text.as_bytes()))
             .context("failed to write the manifests")?;
