@@ -99,14 +99,22 @@ fn admit(policy: &Value, request: &Value) -> Admission {
     }
     let mut variables = json!({});
     for variable in spec["variables"].as_array().unwrap() {
-        let value = match eval(variable["expression"].as_str().unwrap(), request, &variables) {
+        let value = match eval(
+            variable["expression"].as_str().unwrap(),
+            request,
+            &variables,
+        ) {
             cel::Value::String(text) => Value::String(text.to_string()),
             other => panic!("variable {} gave {other:?}", variable["name"]),
         };
         variables[variable["name"].as_str().unwrap()] = value;
     }
     for validation in spec["validations"].as_array().unwrap() {
-        if truth(validation["expression"].as_str().unwrap(), request, &variables) {
+        if truth(
+            validation["expression"].as_str().unwrap(),
+            request,
+            &variables,
+        ) {
             continue;
         }
         let message = match validation["messageExpression"].as_str() {
@@ -130,7 +138,8 @@ fn request(
     (group, version, resource, sub): (&str, &str, &str, &str),
     name: &str,
 ) -> Value {
-    let mut user_info = json!({ "username": user, "uid": "u-1", "groups": ["system:serviceaccounts"] });
+    let mut user_info =
+        json!({ "username": user, "uid": "u-1", "groups": ["system:serviceaccounts"] });
     if let Some(extra) = extra {
         user_info["extra"] = extra;
     }

@@ -128,7 +128,10 @@ fn generated() -> Vec<(PathBuf, String)> {
             root.join("overlays/monitoring/network-policy.yaml"),
             yaml_stream(&[policy]),
         ),
-        (root.join("overlays/monitoring/zerohop-fleet.json"), dashboard),
+        (
+            root.join("overlays/monitoring/zerohop-fleet.json"),
+            dashboard,
+        ),
     ]
 }
 
@@ -255,7 +258,10 @@ fn only_the_monitoring_namespace_may_scrape() {
     {
         assert_eq!(&pod_labels[key], value);
     }
-    assert_eq!(policy["spec"]["policyTypes"], serde_json::json!(["Ingress"]));
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"])
+    );
     let rules = policy["spec"]["ingress"].as_array().unwrap();
     assert_eq!(rules.len(), 1);
     assert_eq!(

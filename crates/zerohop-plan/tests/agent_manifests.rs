@@ -51,10 +51,10 @@ fn round_trips<T: DeserializeOwned + Serialize>(object: &Value) {
 
 #[test]
 fn built_in_objects_are_valid_api_objects() {
-    use k8s_openapi::api::apps::v1::DaemonSet;
     use k8s_openapi::api::admissionregistration::v1::{
         ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     };
+    use k8s_openapi::api::apps::v1::DaemonSet;
     use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
     use k8s_openapi::api::networking::v1::NetworkPolicy;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -311,7 +311,12 @@ fn openshift_admits(settings: &AgentPlan) {
     assert_eq!(privileged, settings.kernel_log);
     assert_eq!(scc["allowPrivilegedContainer"], privileged);
     assert_eq!(scc["allowPrivilegeEscalation"], privileged);
-    assert!(scc["volumes"].as_array().unwrap().contains(&json!("hostPath")));
+    assert!(
+        scc["volumes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("hostPath"))
+    );
     assert_eq!(scc["allowHostDirVolumePlugin"], true);
     assert_eq!(scc["readOnlyRootFilesystem"], true);
     for strategy in [
@@ -425,7 +430,10 @@ fn the_plan_deploys_the_agent_as_the_intent_says() {
 
     for (bad, named) in [
         ("    namespace: Not_A_Label\n", "Not_A_Label"),
-        ("    monitorLabels:\n      release: \"not a value\"\n", "not a value"),
+        (
+            "    monitorLabels:\n      release: \"not a value\"\n",
+            "not a value",
+        ),
     ] {
         let bad = example.replacen("spec:\n", &format!("spec:\n  agent:\n{bad}"), 1);
         let err = zerohop_plan::load("cluster.yaml", &bad, None).unwrap_err();

@@ -240,9 +240,13 @@ fn cluster_role(platform: Platform) -> Value {
 /// all given.
 fn security_context_constraints(namespace: &str, kernel_log: bool) -> Value {
     let description = if kernel_log {
-        format!("admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev, /dev/kmsg and /etc, uid 0, privileged to read the kernel log")
+        format!(
+            "admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev, /dev/kmsg and /etc, uid 0, privileged to read the kernel log"
+        )
     } else {
-        format!("admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev and /etc, uid 0 with SYS_PTRACE only")
+        format!(
+            "admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev and /etc, uid 0 with SYS_PTRACE only"
+        )
     };
     json!({
         "apiVersion": "security.openshift.io/v1",
@@ -394,7 +398,9 @@ fn daemon_set(agent: &AgentPlan, platform: Platform) -> Value {
             mounts.push(json!({ "name": "kmsg", "mountPath": KMSG, "readOnly": true }));
         }
         if let Some(volumes) = pod["volumes"].as_array_mut() {
-            volumes.push(json!({ "name": "kmsg", "hostPath": { "path": KMSG, "type": "CharDevice" } }));
+            volumes.push(
+                json!({ "name": "kmsg", "hostPath": { "path": KMSG, "type": "CharDevice" } }),
+            );
         }
     }
     if platform == Platform::Openshift {

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use super::values::{
     MALFORMED_IMAGE_REFERENCE, MALFORMED_INTERFACE_NAME, MALFORMED_NODE_LABEL, MALFORMED_SIZE,
-    NAME_NOT_A_DNS_LABEL,
-    VALUE_OUT_OF_RANGE,
+    NAME_NOT_A_DNS_LABEL, VALUE_OUT_OF_RANGE,
 };
 use super::{Checker, DNS_LABEL_HELP};
 use crate::grammar;

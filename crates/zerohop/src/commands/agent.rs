@@ -1,6 +1,7 @@
 //! `zerohop agent`: the doctor on a schedule, published as metrics, a node
 //! condition, Node Feature Discovery labels, events and a report object.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,6 +63,11 @@ pub(crate) struct Args {
     /// Print the deployment (namespace, CRD, RBAC, DaemonSet) and exit.
     #[arg(long)]
     print_manifests: bool,
+    /// Remove what the agents wrote from the cluster and exit: the
+    /// zerohop.dev/DataPathReady condition from every node, and every
+    /// DataPathReport. Delete the DaemonSet first (docs/agent.md, "Uninstall").
+    #[arg(long, conflicts_with = "print_manifests")]
+    uninstall: bool,
     /// The image the printed DaemonSet runs.
     #[arg(long, value_name = "IMAGE", requires = "print_manifests")]
     image: Option<String>,
@@ -139,6 +145,19 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
         output::to_stdout(|out| out.write_all(text.as_bytes()))
             .context("failed to write the manifests")?;
         return Ok(ExitCode::OK);
+    }
+    if args.uninstall {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let code = zerohop_agent::uninstall::run(args.kubeconfig.as_deref(), &mut out)
+            .map_err(|err| CliError::usage(err.to_string()))?;
+        return match out.flush() {
+            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(anyhow::Error::from(err)
+                    .context("failed to write the summary")
+                    .into())
+            }
+            _ => Ok(code),
+        };
     }
     let profile = match &args.profile {
         Some(path) => zerohop_doctor::Profile::load(path).map_err(CliError::usage)?,

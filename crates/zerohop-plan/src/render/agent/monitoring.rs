@@ -128,13 +128,7 @@ pub(super) fn prometheus_rule(namespace: &str, labels: Value) -> Value {
 
 /// A panel of the dashboard: a title, a kind, its place on the 24-column
 /// grid and its queries (expression, legend).
-fn panel(
-    title: &str,
-    kind: &str,
-    grid: [u32; 4],
-    unit: &str,
-    targets: &[(&str, &str)],
-) -> Value {
+fn panel(title: &str, kind: &str, grid: [u32; 4], unit: &str, targets: &[(&str, &str)]) -> Value {
     let [x, y, w, h] = grid;
     let targets: Vec<Value> = targets
         .iter()
@@ -169,9 +163,18 @@ pub fn dashboard() -> Value {
             [0, 0, 8, 5],
             "none",
             &[
-                (r#"count(zerohop_data_path_status{status="True"} == 1)"#, "ready"),
-                (r#"count(zerohop_data_path_status{status="False"} == 1)"#, "not ready"),
-                (r#"count(zerohop_data_path_status{status="Unknown"} == 1)"#, "unknown"),
+                (
+                    r#"count(zerohop_data_path_status{status="True"} == 1)"#,
+                    "ready",
+                ),
+                (
+                    r#"count(zerohop_data_path_status{status="False"} == 1)"#,
+                    "not ready",
+                ),
+                (
+                    r#"count(zerohop_data_path_status{status="Unknown"} == 1)"#,
+                    "unknown",
+                ),
             ],
         ),
         panel(
@@ -179,7 +182,10 @@ pub fn dashboard() -> Value {
             "timeseries",
             [8, 0, 16, 5],
             "none",
-            &[(r#"sum by (status) (zerohop_data_path_status)"#, "{{status}}")],
+            &[(
+                r#"sum by (status) (zerohop_data_path_status)"#,
+                "{{status}}",
+            )],
         ),
         panel(
             "Nodes not ready, and why",
