@@ -271,3 +271,39 @@ fn only_the_monitoring_namespace_may_scrape() {
     let port = &daemon_set["spec"]["template"]["spec"]["containers"][0]["ports"][0];
     assert_eq!(rules[0]["ports"][0]["port"], port["containerPort"]);
 }
+
+/// The overlay that docs/agent.md ("Monitoring") shows for a Prometheus
+/// that selects by `release` puts the label on the monitor and the rule,
+/// and on nothing else.
+#[test]
+fn a_release_label_patch_reaches_the_monitor_and_the_rule() {
+    if !installed("kubectl") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let monitoring = deploy()
+        .join("overlays/monitoring")
+        .canonicalize()
+        .expect("the monitoring overlay");
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!(
+            "resources:\n  - {}\npatches:\n  - target: {{ group: monitoring.coreos.com, name: zerohop-agent }}\n    patch: |-\n      - op: add\n        path: /metadata/labels/release\n        value: kube-prometheus-stack\n",
+            monitoring.display()
+        ),
+    )
+    .unwrap();
+    let built = build(dir.path());
+    let doc = std::fs::read_to_string(deploy().join("../../docs/agent.md")).unwrap();
+    assert!(
+        doc.contains("target: { group: monitoring.coreos.com, name: zerohop-agent }"),
+        "docs/agent.md shows another patch"
+    );
+    for object in &built {
+        let labelled = object["metadata"]["labels"]["release"] == "kube-prometheus-stack";
+        let monitor = object["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("monitoring.coreos.com/"));
+        assert_eq!(labelled, monitor, "{:?}", key(object));
+    }
+}

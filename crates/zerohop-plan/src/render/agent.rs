@@ -18,7 +18,8 @@
 //! - to read the kernel log (`/dev/kmsg`: the peermem, link-flap, NFS and
 //!   AER evidence), the container is privileged, as node-problem-detector's
 //!   is (`deployment/node-problem-detector.yaml` in
-//!   kubernetes/node-problem-detector at 6632ca67: `privileged: true` and a
+//!   kubernetes/node-problem-detector at
+//!   6632ca67148f7a23df9cdbd98d9e89b388561a3a: `privileged: true` and a
 //!   `/dev/kmsg` hostPath). A capability is not enough: runc lets an
 //!   unprivileged container open only its default device list
 //!   (`AllowedDevices`, libcontainer/specconv/spec_linux.go: null, zero,
@@ -43,7 +44,7 @@
 //!   `container_t` write host files such as `features.d`.
 //!
 //! The agent only reports: its RBAC cannot cordon, taint or evict, and a
-//! `ValidatingAdmissionPolicy` ([`admission`]) holds each agent to its own
+//! `ValidatingAdmissionPolicy` (the `admission` module) holds each agent to its own
 //! node's condition and report.
 
 mod admission;
