@@ -267,7 +267,7 @@ impl AgentPlan {
         labels: BTreeMap<String, String>,
     ) -> Result<AgentPlan, String> {
         for (key, value) in &labels {
-            grammar::label(key, value).map_err(|problem| format!("monitor label {problem}"))?;
+            grammar::label(key, value).map_err(|problem| format!("monitor {problem}"))?;
         }
         self.monitor_labels = labels;
         Ok(self)

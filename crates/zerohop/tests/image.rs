@@ -7,8 +7,8 @@
 //! agent the image runs by default, whose `/metrics` then shows the failed
 //! check and which exits 143 on SIGTERM.
 //!
-//! It needs umoci (`.ci/run` installs it) and root for chroot (CI runs as
-//! root): without them it fails under CI (`CI=true`) and skips visibly
+//! It needs umoci (`.ci/run` installs it) and root for chroot and the
+//! mount namespace (CI runs as root): without them it fails under CI (`CI=true`) and skips visibly
 //! elsewhere.
 
 use std::io::{Read as _, Write as _};
@@ -92,6 +92,27 @@ fn plant_host(rootfs: &Path) {
         .arg(rootfs.join("host")));
 }
 
+/// A command run in the image's root file system, the way a runtime runs
+/// the container: in a mount namespace of its own with `/proc` and `/dev`
+/// mounted (the agent's reader processes start from `/proc/self/exe`,
+/// with their output to `/dev/null`), then chrooted. Each step execs the
+/// next, so the process keeps its pid and its exit status.
+fn in_image(rootfs: &Path, args: &[&str]) -> Command {
+    std::fs::create_dir_all(rootfs.join("proc")).unwrap();
+    std::fs::create_dir_all(rootfs.join("dev")).unwrap();
+    let mut command = Command::new("unshare");
+    command
+        .args([
+            "--mount",
+            "sh",
+            "-c",
+            r#"mount -t proc proc "$0/proc" && mount --bind /dev "$0/dev" && exec chroot "$0" "$@""#,
+        ])
+        .arg(rootfs)
+        .args(args);
+    command
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -126,14 +147,23 @@ fn the_offline_image_runs_its_entrypoint_on_a_host_tree() {
     let entrypoint = &args[0];
 
     // One-shot: the entrypoint with `doctor`, as `kubectl debug` runs it.
-    let output = Command::new("chroot")
-        .arg(&rootfs)
-        .arg(entrypoint)
-        .args([
-            "doctor", "--root", "/host", "--only", "KRN001", "--format", "json",
-        ])
-        .output()
-        .unwrap();
+    let output = in_image(
+        &rootfs,
+        &[
+            entrypoint,
+            "doctor",
+            "--root",
+            "/host",
+            "--only",
+            "KRN001",
+            "--expect-sriov",
+            "true",
+            "--format",
+            "json",
+        ],
+    )
+    .output()
+    .unwrap();
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -149,10 +179,11 @@ fn the_offline_image_runs_its_entrypoint_on_a_host_tree() {
 
     // The image's own command, on a local port.
     let port = free_port();
-    let mut agent = Command::new("chroot")
-        .arg(&rootfs)
-        .args(&args)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+    let listen = format!("127.0.0.1:{port}");
+    std::fs::write(rootfs.join("tmp/profile.yaml"), "sriov: true\n").unwrap();
+    let mut command: Vec<&str> = args.iter().map(String::as_str).collect();
+    command.extend(["--listen", &listen, "--profile", "/tmp/profile.yaml"]);
+    let mut agent = in_image(&rootfs, &command)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

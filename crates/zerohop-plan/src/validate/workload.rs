@@ -209,7 +209,7 @@ pub(super) fn agent(c: &mut Checker, agent: Agent) -> Option<AgentPlan> {
             c.error(
                 &MALFORMED_NODE_LABEL,
                 &key.referenced,
-                format!("monitor label {problem}"),
+                format!("monitor {problem}"),
                 "labels are [prefix/]name: value, letters, digits, '-', '_' and '.'",
             );
         }
