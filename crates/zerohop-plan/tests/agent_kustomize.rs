@@ -281,15 +281,22 @@ fn a_release_label_patch_reaches_the_monitor_and_the_rule() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
+    // kustomize takes a base by a relative path only.
+    let here = dir.path().canonicalize().expect("tempdir");
     let monitoring = deploy()
         .join("overlays/monitoring")
         .canonicalize()
         .expect("the monitoring overlay");
+    let up = "../".repeat(here.components().count() - 1);
+    let monitoring = format!(
+        "{up}{}",
+        monitoring.strip_prefix("/").expect("absolute").display()
+    );
     std::fs::write(
         dir.path().join("kustomization.yaml"),
         format!(
             "resources:\n  - {}\npatches:\n  - target: {{ group: monitoring.coreos.com, name: zerohop-agent }}\n    patch: |-\n      - op: add\n        path: /metadata/labels/release\n        value: kube-prometheus-stack\n",
-            monitoring.display()
+            monitoring
         ),
     )
     .unwrap();
