@@ -31,3 +31,4 @@ pub mod metrics;
 pub mod publisher;
 pub mod report_object;
 pub mod snapshot;
+pub mod uninstall;

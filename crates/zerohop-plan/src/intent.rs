@@ -184,8 +184,8 @@ pub struct NumaNodeSpec {
     pub gpus: Spanned<u32>,
 }
 
-/// Node labels that select a pool's nodes, each key and value with its
-/// place in the file, in file order.
+/// Labels, each key and value with its place in the file, in file order:
+/// those that select a pool's nodes, and those of the agent's monitors.
 #[derive(Debug, Default)]
 pub struct NodeSelector(pub Vec<(Spanned<String>, Spanned<String>)>);
 
@@ -563,6 +563,20 @@ pub struct Agent {
     /// must be installed).
     #[serde(default)]
     pub monitors: Vec<Monitor>,
+    /// Extra labels of the monitors and the `PrometheusRule`, for the
+    /// Prometheus that selects them (kube-prometheus-stack selects on
+    /// `release: <its release name>`).
+    #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
+    pub monitor_labels: NodeSelector,
+    /// Let the agent read the kernel log, `/dev/kmsg` (default `true`): the
+    /// peermem, link-flap, NFS and AER checks read it. The container runs
+    /// privileged, because container runtimes let an unprivileged container
+    /// open only a fixed list of devices, which `/dev/kmsg` is not on; with
+    /// `false` the container keeps only `SYS_PTRACE` and those checks say
+    /// `unknown`.
+    #[serde(default = "defaults::agent_enabled")]
+    pub kernel_log: bool,
 }
 
 impl Default for Agent {
@@ -572,6 +586,8 @@ impl Default for Agent {
             namespace: defaults::agent_namespace(),
             image: defaults::agent_image(),
             monitors: Vec::new(),
+            monitor_labels: NodeSelector::default(),
+            kernel_log: defaults::agent_enabled(),
         }
     }
 }
@@ -584,6 +600,8 @@ pub enum Monitor {
     ServiceMonitor,
     /// A `PodMonitor`.
     PodMonitor,
+    /// A `PrometheusRule` with the agent's alerts.
+    PrometheusRule,
 }
 
 /// Current defaults (operator releases as of the CRD snapshots in use).

@@ -229,6 +229,13 @@ pub struct AgentPlan {
     pub image: String,
     /// Prometheus Operator monitors, each once, in a fixed order.
     pub monitors: Vec<Monitor>,
+    /// Extra labels of the Prometheus Operator objects, by which a
+    /// Prometheus selects them (kube-prometheus-stack selects on
+    /// `release`).
+    pub monitor_labels: BTreeMap<String, String>,
+    /// Let the agent read the kernel log (`/dev/kmsg`): a privileged
+    /// container, see [`crate::agent`].
+    pub kernel_log: bool,
 }
 
 impl AgentPlan {
@@ -249,7 +256,21 @@ impl AgentPlan {
             namespace,
             image,
             monitors,
+            ..AgentPlan::default()
         })
+    }
+
+    /// The same settings with these labels on the Prometheus Operator
+    /// objects, each held to the API server's label grammar.
+    pub fn with_monitor_labels(
+        mut self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<AgentPlan, String> {
+        for (key, value) in &labels {
+            grammar::label(key, value).map_err(|problem| format!("monitor {problem}"))?;
+        }
+        self.monitor_labels = labels;
+        Ok(self)
     }
 }
 
@@ -259,6 +280,8 @@ impl Default for AgentPlan {
             namespace: "zerohop-system".to_owned(),
             image: zerohop_known::zerohop_api::default_image(),
             monitors: Vec::new(),
+            monitor_labels: BTreeMap::new(),
+            kernel_log: true,
         }
     }
 }

@@ -16,7 +16,18 @@ const PLATFORMS: [Platform; 2] = [Platform::Kubernetes, Platform::Openshift];
 
 fn all_monitors() -> AgentPlan {
     AgentPlan {
-        monitors: vec![Monitor::ServiceMonitor, Monitor::PodMonitor],
+        monitors: vec![
+            Monitor::ServiceMonitor,
+            Monitor::PodMonitor,
+            Monitor::PrometheusRule,
+        ],
+        ..AgentPlan::default()
+    }
+}
+
+fn without_kernel_log() -> AgentPlan {
+    AgentPlan {
+        kernel_log: false,
         ..AgentPlan::default()
     }
 }
@@ -40,11 +51,22 @@ fn round_trips<T: DeserializeOwned + Serialize>(object: &Value) {
 
 #[test]
 fn built_in_objects_are_valid_api_objects() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
     use k8s_openapi::api::apps::v1::DaemonSet;
     use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-    for platform in PLATFORMS {
-        for object in &agent::objects(&all_monitors(), platform) {
+    round_trips::<NetworkPolicy>(&agent::monitoring::network_policy(
+        "zerohop-system",
+        "monitoring",
+    ));
+    for (platform, settings) in PLATFORMS
+        .into_iter()
+        .flat_map(|p| [(p, all_monitors()), (p, without_kernel_log())])
+    {
+        for object in &agent::objects(&settings, platform) {
             match object["kind"].as_str().unwrap() {
                 "Namespace" => round_trips::<Namespace>(object),
                 "ServiceAccount" => round_trips::<ServiceAccount>(object),
@@ -54,9 +76,14 @@ fn built_in_objects_are_valid_api_objects() {
                 "RoleBinding" => round_trips::<RoleBinding>(object),
                 "DaemonSet" => round_trips::<DaemonSet>(object),
                 "Service" => round_trips::<Service>(object),
+                "ValidatingAdmissionPolicy" => round_trips::<ValidatingAdmissionPolicy>(object),
+                "ValidatingAdmissionPolicyBinding" => {
+                    round_trips::<ValidatingAdmissionPolicyBinding>(object);
+                }
                 "CustomResourceDefinition"
                 | "ServiceMonitor"
                 | "PodMonitor"
+                | "PrometheusRule"
                 | "SecurityContextConstraints" => {}
                 other => panic!("unexpected kind {other}"),
             }
@@ -171,12 +198,7 @@ fn host_mounts_are_read_only_but_the_features_directory() {
     }
     let security = &container["securityContext"];
     assert_eq!(security["readOnlyRootFilesystem"], true);
-    assert_eq!(security["allowPrivilegeEscalation"], false);
-    assert_eq!(security["privileged"], false);
-    assert_eq!(
-        security["capabilities"],
-        json!({ "drop": ["ALL"], "add": ["SYS_PTRACE"] })
-    );
+    assert_eq!(security["runAsUser"], 0);
     assert_eq!(pod["tolerations"], json!([{ "operator": "Exists" }]));
     assert!(pod.get("nodeSelector").is_none(), "every node by default");
     assert!(pod.get("hostNetwork").is_none() && pod.get("hostPID").is_none());
@@ -195,14 +217,84 @@ fn host_mounts_are_read_only_but_the_features_directory() {
     );
 }
 
+/// The kernel log is read from `/dev/kmsg`: the device is mounted from the
+/// host, `CAP_SYSLOG` is asked for (`kernel.dmesg_restrict=1`), and the
+/// container is privileged, because the runtime's device list opens
+/// `/dev/kmsg` to no unprivileged container. Without the kernel log the
+/// container is unprivileged, with `SYS_PTRACE` only, and mounts no
+/// `/dev/kmsg`.
+#[test]
+fn the_daemon_set_reads_the_kernel_log_unless_told_not_to() {
+    for platform in PLATFORMS {
+        let objects = agent::objects(&AgentPlan::default(), platform);
+        let pod = &of_kind(&objects, "DaemonSet")[0]["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        let security = &container["securityContext"];
+        assert_eq!(security["privileged"], true);
+        assert!(
+            security.get("allowPrivilegeEscalation").is_none(),
+            "the API server refuses privileged with allowPrivilegeEscalation false"
+        );
+        assert_eq!(
+            security["capabilities"],
+            json!({ "drop": ["ALL"], "add": ["SYS_PTRACE", "SYSLOG"] })
+        );
+        let mounts = container["volumeMounts"].as_array().unwrap();
+        let kmsg = mounts
+            .iter()
+            .find(|m| m["mountPath"] == "/dev/kmsg")
+            .expect("/dev/kmsg is mounted");
+        assert_eq!(kmsg["readOnly"], true);
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == kmsg["name"])
+            .unwrap();
+        assert_eq!(
+            volume["hostPath"],
+            json!({ "path": "/dev/kmsg", "type": "CharDevice" })
+        );
+
+        let objects = agent::objects(&without_kernel_log(), platform);
+        let pod = &of_kind(&objects, "DaemonSet")[0]["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        let security = &container["securityContext"];
+        assert_eq!(security["privileged"], false);
+        assert_eq!(security["allowPrivilegeEscalation"], false);
+        assert_eq!(
+            security["capabilities"],
+            json!({ "drop": ["ALL"], "add": ["SYS_PTRACE"] })
+        );
+        assert!(
+            !container["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["mountPath"] == "/dev/kmsg")
+        );
+    }
+}
+
 /// The SCC admits exactly the pod: every field the `SecurityContextConstraints`
 /// type requires (openshift/api `security/v1/types.go`: the `allow*` flags,
 /// `readOnlyRootFilesystem`, the strategies) is set, hostPath is allowed,
 /// nothing privileged or host-namespaced is, and the pod asks for the
 /// SELinux type the SCC forces.
+/// With the kernel log the container is privileged, and the SCC allows
+/// that, the escalation a privileged container implies (the SCC admission
+/// plugin would otherwise default `allowPrivilegeEscalation` to false, which
+/// the API server refuses beside `privileged`), `CAP_SYSLOG` and the
+/// `/dev/kmsg` hostPath; without it, none of that.
 #[test]
 fn openshift_admits_the_agent_through_its_own_scc() {
-    let objects = agent::objects(&AgentPlan::default(), Platform::Openshift);
+    for settings in [AgentPlan::default(), without_kernel_log()] {
+        openshift_admits(&settings);
+    }
+}
+
+fn openshift_admits(settings: &AgentPlan) {
+    let objects = agent::objects(settings, Platform::Openshift);
     let scc = of_kind(&objects, "SecurityContextConstraints");
     assert_eq!(scc.len(), 1);
     let scc = scc[0];
@@ -211,11 +303,20 @@ fn openshift_admits_the_agent_through_its_own_scc() {
         "allowHostNetwork",
         "allowHostPID",
         "allowHostPorts",
-        "allowPrivilegedContainer",
-        "allowPrivilegeEscalation",
     ] {
         assert_eq!(scc[flag], false, "{flag}");
     }
+    let container = &of_kind(&objects, "DaemonSet")[0]["spec"]["template"]["spec"]["containers"][0];
+    let privileged = container["securityContext"]["privileged"] == true;
+    assert_eq!(privileged, settings.kernel_log);
+    assert_eq!(scc["allowPrivilegedContainer"], privileged);
+    assert_eq!(scc["allowPrivilegeEscalation"], privileged);
+    assert!(
+        scc["volumes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("hostPath"))
+    );
     assert_eq!(scc["allowHostDirVolumePlugin"], true);
     assert_eq!(scc["readOnlyRootFilesystem"], true);
     for strategy in [
@@ -237,7 +338,7 @@ fn openshift_admits_the_agent_through_its_own_scc() {
         scc["allowedCapabilities"]
     );
     // Kubernetes has no SCCs and its pods no SELinux type of ours.
-    let plain = agent::objects(&AgentPlan::default(), Platform::Kubernetes);
+    let plain = agent::objects(settings, Platform::Kubernetes);
     assert!(of_kind(&plain, "SecurityContextConstraints").is_empty());
     assert!(
         of_kind(&plain, "DaemonSet")[0]["spec"]["template"]["spec"]
@@ -297,17 +398,82 @@ fn the_plan_deploys_the_agent_as_the_intent_says() {
         namespace: "node-checks".to_owned(),
         image: "registry.example.com/zerohop:1.2".to_owned(),
         monitors: vec![Monitor::ServiceMonitor, Monitor::PodMonitor],
+        ..AgentPlan::default()
     };
     assert_eq!(
         agent_file(&monitored),
         Some(agent::objects(&expected, Platform::Openshift))
     );
 
-    let bad = example.replacen(
-        "spec:\n",
-        "spec:\n  agent:\n    namespace: Not_A_Label\n",
-        1,
+    let labelled = with(
+        "    monitors: [serviceMonitor, prometheusRule]\n    monitorLabels:\n      release: kube-prometheus-stack\n    kernelLog: false\n",
     );
-    let err = zerohop_plan::load("cluster.yaml", &bad, None).unwrap_err();
-    assert!(err.to_string().contains("Not_A_Label"), "{err}");
+    let expected = AgentPlan::new(
+        "zerohop-system".to_owned(),
+        zerohop_known::zerohop_api::default_image(),
+        vec![Monitor::ServiceMonitor, Monitor::PrometheusRule],
+    )
+    .and_then(|plan| {
+        plan.with_monitor_labels(
+            [("release".to_owned(), "kube-prometheus-stack".to_owned())].into(),
+        )
+    })
+    .map(|plan| AgentPlan {
+        kernel_log: false,
+        ..plan
+    })
+    .unwrap();
+    assert_eq!(
+        agent_file(&labelled),
+        Some(agent::objects(&expected, Platform::Openshift))
+    );
+
+    for (bad, named) in [
+        ("    namespace: Not_A_Label\n", "Not_A_Label"),
+        (
+            "    monitorLabels:\n      release: \"not a value\"\n",
+            "not a value",
+        ),
+    ] {
+        let bad = example.replacen("spec:\n", &format!("spec:\n  agent:\n{bad}"), 1);
+        let err = zerohop_plan::load("cluster.yaml", &bad, None).unwrap_err();
+        assert!(err.to_string().contains(named), "{err}");
+    }
+}
+
+/// kube-prometheus-stack's Prometheus selects monitors and rules by its
+/// `release` label: the configured labels are on each of them, beside the
+/// agent's own, and on nothing else.
+#[test]
+fn monitor_labels_are_on_the_monitors_and_rules() {
+    let settings = all_monitors()
+        .with_monitor_labels([("release".to_owned(), "kps".to_owned())].into())
+        .unwrap();
+    let objects = agent::objects(&settings, Platform::Kubernetes);
+    for object in &objects {
+        let kind = object["kind"].as_str().unwrap();
+        let labelled = ["ServiceMonitor", "PodMonitor", "PrometheusRule"].contains(&kind);
+        assert_eq!(
+            object["metadata"]["labels"].get("release").is_some(),
+            labelled,
+            "{kind}"
+        );
+        if labelled {
+            assert_eq!(
+                object["metadata"]["labels"]["app.kubernetes.io/name"],
+                "zerohop-agent"
+            );
+        }
+    }
+    assert_eq!(
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "PrometheusRule")
+            .count(),
+        1
+    );
+    let refused = AgentPlan::default()
+        .with_monitor_labels([("bad key!".to_owned(), "x".to_owned())].into())
+        .unwrap_err();
+    assert!(refused.contains("bad key!"), "{refused}");
 }

@@ -70,6 +70,9 @@ fn kubelet_settings_ok(settings: &Value) -> Result<(), String> {
 }
 
 fn check_builtin(object: &Value) -> Result<(), String> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
     use k8s_openapi::api::apps::v1::DaemonSet;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -85,6 +88,12 @@ fn check_builtin(object: &Value) -> Result<(), String> {
             round_trips::<ClusterRoleBinding>(object)
         }
         (Some("rbac.authorization.k8s.io/v1"), Some("Role")) => round_trips::<Role>(object),
+        (Some("admissionregistration.k8s.io/v1"), Some("ValidatingAdmissionPolicy")) => {
+            round_trips::<ValidatingAdmissionPolicy>(object)
+        }
+        (Some("admissionregistration.k8s.io/v1"), Some("ValidatingAdmissionPolicyBinding")) => {
+            round_trips::<ValidatingAdmissionPolicyBinding>(object)
+        }
         (Some("rbac.authorization.k8s.io/v1"), Some("RoleBinding")) => {
             round_trips::<RoleBinding>(object)
         }

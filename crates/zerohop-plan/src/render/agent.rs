@@ -15,7 +15,24 @@
 //!   checks ptrace access to read another process's `mountinfo` and
 //!   `mountstats`: `proc_mountinfo_open` → `mounts_open_common`,
 //!   fs/proc_namespace.c); no other capability is needed to read;
-//! - the root file system is read-only and privilege escalation is off;
+//! - to read the kernel log (`/dev/kmsg`: the peermem, link-flap, NFS and
+//!   AER evidence), the container is privileged, as node-problem-detector's
+//!   is (`deployment/node-problem-detector.yaml` in
+//!   kubernetes/node-problem-detector at
+//!   6632ca67148f7a23df9cdbd98d9e89b388561a3a: `privileged: true` and a
+//!   `/dev/kmsg` hostPath). A capability is not enough: runc lets an
+//!   unprivileged container open only its default device list
+//!   (`AllowedDevices`, libcontainer/specconv/spec_linux.go: null, zero,
+//!   full, tty, random, urandom, console, ptmx, pts, tun), which `/dev/kmsg`
+//!   (c 1:11) is not on, whatever its capabilities (node-problem-detector
+//!   issue #698). `CAP_SYSLOG` is named all the same: with
+//!   `kernel.dmesg_restrict=1` the kernel asks for it to open the device
+//!   (`devkmsg_open` → `check_syslog_permissions`,
+//!   kernel/printk/printk.c), and OpenShift's SCC admits only the
+//!   capabilities it lists. `kernelLog: false` keeps the container
+//!   unprivileged, and the kernel-log checks say `unknown`;
+//! - the root file system is read-only and, unless the container is
+//!   privileged, privilege escalation is off;
 //! - the namespace is labelled `privileged` for Pod Security Admission,
 //!   because the baseline level forbids hostPath volumes (Kubernetes docs,
 //!   "Pod Security Standards", HostPath Volumes);
@@ -26,7 +43,14 @@
 //!   runs as `spc_t` because RHCOS's SELinux policy does not let
 //!   `container_t` write host files such as `features.d`.
 //!
-//! The agent only reports: its RBAC cannot cordon, taint or evict.
+//! The agent only reports: its RBAC cannot cordon, taint or evict, and a
+//! `ValidatingAdmissionPolicy` (the `admission` module) holds each agent to its own
+//! node's condition and report.
+
+mod admission;
+pub mod monitoring;
+
+pub use admission::{NODE_NAME_KEY, POLICY_NAME};
 
 use serde_json::{Value, json};
 use zerohop_known::zerohop_api::{
@@ -44,6 +68,9 @@ pub(crate) const FILE: &str = "65-zerohop-agent.yaml";
 
 /// The SELinux type of the agent's pod on OpenShift.
 const SELINUX_TYPE: &str = "spc_t";
+
+/// The kernel log's device node, on the host and in the container.
+const KMSG: &str = "/dev/kmsg";
 
 /// The step of the set that deploys the agent, when the intent wants it.
 pub(crate) fn step(plan: &Plan) -> Option<Step> {
@@ -127,9 +154,11 @@ pub fn objects(agent: &AgentPlan, platform: Platform) -> Vec<Value> {
             ],
         }),
         daemon_set(agent, platform),
+        admission::policy(ns),
+        admission::binding(),
     ];
     if platform == Platform::Openshift {
-        objects.push(security_context_constraints(ns));
+        objects.push(security_context_constraints(ns, agent.kernel_log));
     }
     if agent.monitors.contains(&Monitor::ServiceMonitor) {
         objects.push(json!({
@@ -145,7 +174,7 @@ pub fn objects(agent: &AgentPlan, platform: Platform) -> Vec<Value> {
         objects.push(json!({
             "apiVersion": "monitoring.coreos.com/v1",
             "kind": "ServiceMonitor",
-            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": labels() },
+            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": monitor_labels(agent) },
             "spec": {
                 "selector": { "matchLabels": { "app.kubernetes.io/name": AGENT_NAME } },
                 "endpoints": [{ "port": "metrics", "path": "/metrics", "interval": "30s" }],
@@ -156,12 +185,15 @@ pub fn objects(agent: &AgentPlan, platform: Platform) -> Vec<Value> {
         objects.push(json!({
             "apiVersion": "monitoring.coreos.com/v1",
             "kind": "PodMonitor",
-            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": labels() },
+            "metadata": { "name": AGENT_NAME, "namespace": ns, "labels": monitor_labels(agent) },
             "spec": {
                 "selector": { "matchLabels": { "app.kubernetes.io/name": AGENT_NAME } },
                 "podMetricsEndpoints": [{ "port": "metrics", "path": "/metrics", "interval": "30s" }],
             },
         }));
+    }
+    if agent.monitors.contains(&Monitor::PrometheusRule) {
+        objects.push(monitoring::prometheus_rule(ns, monitor_labels(agent)));
     }
     objects
 }
@@ -202,10 +234,21 @@ fn cluster_role(platform: Platform) -> Value {
 }
 
 /// The SCC that admits the agent's pod and nothing wider: hostPath
-/// volumes, uid 0, `SYS_PTRACE`, `spc_t`, a read-only root file system,
-/// no privileged container, no host namespaces. The fields the
-/// `SecurityContextConstraints` schema requires are all given.
-fn security_context_constraints(namespace: &str) -> Value {
+/// volumes, uid 0, its capabilities, `spc_t`, a read-only root file
+/// system, no host namespaces, and a privileged container only to read the
+/// kernel log (a privileged container escalates, so the SCC allows that
+/// too). The fields the `SecurityContextConstraints` schema requires are
+/// all given.
+fn security_context_constraints(namespace: &str, kernel_log: bool) -> Value {
+    let description = if kernel_log {
+        format!(
+            "admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev, /dev/kmsg and /etc, uid 0, privileged to read the kernel log"
+        )
+    } else {
+        format!(
+            "admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev and /etc, uid 0 with SYS_PTRACE only"
+        )
+    };
     json!({
         "apiVersion": "security.openshift.io/v1",
         "kind": "SecurityContextConstraints",
@@ -213,7 +256,7 @@ fn security_context_constraints(namespace: &str) -> Value {
             "name": AGENT_NAME,
             "labels": labels(),
             "annotations": {
-                "kubernetes.io/description": format!("admits the zerohop agent in {namespace}: read-only hostPath mounts of /proc, /sys, /dev and /etc, uid 0 with SYS_PTRACE only"),
+                "kubernetes.io/description": description,
             },
         },
         "allowHostDirVolumePlugin": true,
@@ -221,9 +264,9 @@ fn security_context_constraints(namespace: &str) -> Value {
         "allowHostNetwork": false,
         "allowHostPID": false,
         "allowHostPorts": false,
-        "allowPrivilegeEscalation": false,
-        "allowPrivilegedContainer": false,
-        "allowedCapabilities": ["SYS_PTRACE"],
+        "allowPrivilegeEscalation": kernel_log,
+        "allowPrivilegedContainer": kernel_log,
+        "allowedCapabilities": capabilities(kernel_log),
         "defaultAddCapabilities": [],
         "requiredDropCapabilities": [],
         "readOnlyRootFilesystem": true,
@@ -236,6 +279,38 @@ fn security_context_constraints(namespace: &str) -> Value {
         "users": [],
         "groups": [],
     })
+}
+
+/// The capabilities the agent uses: `SYS_PTRACE` to read `/proc/1/`, and
+/// `SYSLOG` to open `/dev/kmsg` when `kernel.dmesg_restrict` is set.
+fn capabilities(kernel_log: bool) -> Value {
+    if kernel_log {
+        json!(["SYS_PTRACE", "SYSLOG"])
+    } else {
+        json!(["SYS_PTRACE"])
+    }
+}
+
+/// The container's security context: read-only root, uid 0, every
+/// capability dropped but those [`capabilities`] names; privileged when it
+/// reads the kernel log, because the runtime's device list admits
+/// `/dev/kmsg` to no other container (the API server refuses a privileged
+/// container with `allowPrivilegeEscalation: false`, so that is left out).
+fn security_context(kernel_log: bool) -> Value {
+    let mut context = json!({
+        "runAsUser": 0,
+        "runAsNonRoot": false,
+        "readOnlyRootFilesystem": true,
+        "allowPrivilegeEscalation": false,
+        "privileged": false,
+        "capabilities": { "drop": ["ALL"], "add": capabilities(kernel_log) },
+        "seccompProfile": { "type": "RuntimeDefault" },
+    });
+    if kernel_log && let Some(fields) = context.as_object_mut() {
+        fields.remove("allowPrivilegeEscalation");
+        fields.insert("privileged".to_owned(), Value::Bool(true));
+    }
+    context
 }
 
 fn daemon_set(agent: &AgentPlan, platform: Platform) -> Value {
@@ -297,15 +372,7 @@ fn daemon_set(agent: &AgentPlan, platform: Platform) -> Value {
                             "requests": { "cpu": "10m", "memory": "64Mi" },
                             "limits": { "cpu": "500m", "memory": "256Mi" },
                         },
-                        "securityContext": {
-                            "runAsUser": 0,
-                            "runAsNonRoot": false,
-                            "readOnlyRootFilesystem": true,
-                            "allowPrivilegeEscalation": false,
-                            "privileged": false,
-                            "capabilities": { "drop": ["ALL"], "add": ["SYS_PTRACE"] },
-                            "seccompProfile": { "type": "RuntimeDefault" },
-                        },
+                        "securityContext": security_context(agent.kernel_log),
                         "volumeMounts": [
                             mount("proc", "/host/proc"),
                             mount("sys", "/host/sys"),
@@ -325,6 +392,18 @@ fn daemon_set(agent: &AgentPlan, platform: Platform) -> Value {
             },
         },
     });
+    if agent.kernel_log {
+        // The agent reads /dev/kmsg first, then the one under --root.
+        let pod = &mut daemon_set["spec"]["template"]["spec"];
+        if let Some(mounts) = pod["containers"][0]["volumeMounts"].as_array_mut() {
+            mounts.push(json!({ "name": "kmsg", "mountPath": KMSG, "readOnly": true }));
+        }
+        if let Some(volumes) = pod["volumes"].as_array_mut() {
+            volumes.push(
+                json!({ "name": "kmsg", "hostPath": { "path": KMSG, "type": "CharDevice" } }),
+            );
+        }
+    }
     if platform == Platform::Openshift {
         daemon_set["spec"]["template"]["spec"]["securityContext"] =
             json!({ "seLinuxOptions": { "type": SELINUX_TYPE } });
@@ -340,6 +419,18 @@ pub fn render(agent: &AgentPlan, platform: Platform) -> String {
         env!("CARGO_PKG_VERSION"),
         to_yaml(&objects(agent, platform))
     )
+}
+
+/// The labels of the Prometheus Operator objects: the agent's own, then
+/// the configured ones (a configured key wins).
+fn monitor_labels(agent: &AgentPlan) -> Value {
+    let mut labels = labels();
+    if let Some(map) = labels.as_object_mut() {
+        for (key, value) in &agent.monitor_labels {
+            map.insert(key.clone(), Value::String(value.clone()));
+        }
+    }
+    labels
 }
 
 fn labels() -> Value {

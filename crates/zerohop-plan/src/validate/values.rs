@@ -197,10 +197,11 @@ declare_rule! {
 }
 
 declare_rule! {
-    /// A node selector label key or value that Kubernetes refuses.
+    /// A node selector or monitor label key or value that Kubernetes refuses.
     ///
     /// ## What it checks
-    /// Every key and value of every pool's `nodeSelector`, by the API
+    /// Every key and value of every pool's `nodeSelector` and of the
+    /// agent's `monitorLabels`, by the API
     /// server's rules for labels (Kubernetes documentation, "Labels and
     /// Selectors", syntax and character set): a key is an optional DNS
     /// subdomain prefix and `/`, then a name of at most 63 letters, digits,
@@ -210,7 +211,8 @@ declare_rule! {
     /// The selector is copied into every object that places work on the
     /// pool's nodes (SR-IOV policies, MachineConfigPools, the workload);
     /// the API server rejects each of them, and nothing of the pool is
-    /// deployed.
+    /// deployed. The agent's monitors carry `monitorLabels`: the API
+    /// server rejects them, and nothing scrapes the agent.
     ///
     /// ## How to fix
     /// Write the label as `kubectl get node --show-labels` shows it, e.g.

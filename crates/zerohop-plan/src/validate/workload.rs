@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::values::{
-    MALFORMED_IMAGE_REFERENCE, MALFORMED_INTERFACE_NAME, MALFORMED_SIZE, NAME_NOT_A_DNS_LABEL,
-    VALUE_OUT_OF_RANGE,
+    MALFORMED_IMAGE_REFERENCE, MALFORMED_INTERFACE_NAME, MALFORMED_NODE_LABEL, MALFORMED_SIZE,
+    NAME_NOT_A_DNS_LABEL, VALUE_OUT_OF_RANGE,
 };
 use super::{Checker, DNS_LABEL_HELP};
 use crate::grammar;
@@ -203,11 +203,28 @@ pub(super) fn agent(c: &mut Checker, agent: Agent) -> Option<AgentPlan> {
         grammar::image_reference,
         "give an image reference such as ghcr.io/zerohop/zerohop:0.1.0",
     );
+    let mut monitor_labels = BTreeMap::new();
+    for (key, value) in agent.monitor_labels.0 {
+        if let Err(problem) = grammar::label(&key.value, &value.value) {
+            c.error(
+                &MALFORMED_NODE_LABEL,
+                &key.referenced,
+                format!("monitor {problem}"),
+                "labels are [prefix/]name: value, letters, digits, '-', '_' and '.'",
+            );
+        }
+        monitor_labels.insert(key.value, value.value);
+    }
     if !agent.enabled {
         return None;
     }
     // The grammars were checked above with their places in the file.
-    AgentPlan::new(agent.namespace.value, agent.image.value, agent.monitors).ok()
+    let mut plan = AgentPlan::new(agent.namespace.value, agent.image.value, agent.monitors)
+        .ok()?
+        .with_monitor_labels(monitor_labels)
+        .ok()?;
+    plan.kernel_log = agent.kernel_log;
+    Some(plan)
 }
 
 /// Checks the images and size of the fabric tests.

@@ -1,6 +1,7 @@
 //! `zerohop agent`: the doctor on a schedule, published as metrics, a node
 //! condition, Node Feature Discovery labels, events and a report object.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,6 +63,11 @@ pub(crate) struct Args {
     /// Print the deployment (namespace, CRD, RBAC, DaemonSet) and exit.
     #[arg(long)]
     print_manifests: bool,
+    /// Remove what the agents wrote from the cluster and exit: the
+    /// zerohop.dev/DataPathReady condition from every node, and every
+    /// DataPathReport. Delete the DaemonSet first (docs/agent.md, "Uninstall").
+    #[arg(long, conflicts_with = "print_manifests")]
+    uninstall: bool,
     /// The image the printed DaemonSet runs.
     #[arg(long, value_name = "IMAGE", requires = "print_manifests")]
     image: Option<String>,
@@ -73,9 +79,17 @@ pub(crate) struct Args {
         requires = "print_manifests"
     )]
     namespace: String,
-    /// Also print a Prometheus Operator monitor; repeatable.
+    /// Also print a Prometheus Operator monitor, or the alerts; repeatable.
     #[arg(long, value_enum, value_name = "KIND", requires = "print_manifests")]
     monitor: Vec<MonitorArg>,
+    /// A label of the printed monitors and alerts, for the Prometheus that
+    /// selects them (kube-prometheus-stack: `release=<its release>`); repeatable.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_label, requires = "print_manifests")]
+    monitor_label: Vec<(String, String)>,
+    /// Print a DaemonSet that does not read the kernel log: an
+    /// unprivileged container, whose kernel-log checks say unknown.
+    #[arg(long, requires = "print_manifests")]
+    no_kernel_log: bool,
     /// The platform of the printed deployment: OpenShift adds the
     /// SecurityContextConstraints that admit the agent.
     #[arg(
@@ -94,6 +108,14 @@ enum MonitorArg {
     ServiceMonitor,
     /// A PodMonitor.
     PodMonitor,
+    /// A PrometheusRule with the agent's alerts.
+    PrometheusRule,
+}
+
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not KEY=VALUE"))
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -109,16 +131,33 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             .map(|m| match m {
                 MonitorArg::ServiceMonitor => Monitor::ServiceMonitor,
                 MonitorArg::PodMonitor => Monitor::PodMonitor,
+                MonitorArg::PrometheusRule => Monitor::PrometheusRule,
             })
             .collect();
         let image = args
             .image
             .unwrap_or_else(zerohop_known::zerohop_api::default_image);
-        let settings = AgentPlan::new(args.namespace, image, monitors).map_err(CliError::usage)?;
+        let mut settings = AgentPlan::new(args.namespace, image, monitors)
+            .and_then(|plan| plan.with_monitor_labels(args.monitor_label.into_iter().collect()))
+            .map_err(CliError::usage)?;
+        settings.kernel_log = !args.no_kernel_log;
         let text = zerohop_plan::agent::render(&settings, Platform::from(args.platform));
         output::to_stdout(|out| out.write_all(text.as_bytes()))
             .context("failed to write the manifests")?;
         return Ok(ExitCode::OK);
+    }
+    if args.uninstall {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let code = zerohop_agent::uninstall::run(args.kubeconfig.as_deref(), &mut out)
+            .map_err(|err| CliError::usage(err.to_string()))?;
+        return match out.flush() {
+            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(anyhow::Error::from(err)
+                    .context("failed to write the summary")
+                    .into())
+            }
+            _ => Ok(code),
+        };
     }
     let profile = match &args.profile {
         Some(path) => zerohop_doctor::Profile::load(path).map_err(CliError::usage)?,
