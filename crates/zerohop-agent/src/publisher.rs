@@ -15,8 +15,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use tokio::sync::watch;
 
-use crate::api::{self, ApiError};
-use crate::backoff::Backoff;
 use crate::condition;
 use crate::event_sink;
 use crate::events::{self, Observed};
@@ -25,6 +23,8 @@ use crate::log;
 use crate::metrics::{ApiCall, Live};
 use crate::report_object::{self, PassInfo};
 use crate::snapshot::Snapshot;
+use zerohop_cluster::api::{self, ApiError};
+use zerohop_cluster::backoff::Backoff;
 use zerohop_doctor::verdict::Readiness;
 
 /// What to publish.
@@ -200,7 +200,7 @@ async fn write_condition(
         state.conditioned = snapshot.sequence;
         return true;
     };
-    match api::apply_condition(client, &settings.node, &desired).await {
+    match condition::apply(client, &settings.node, &desired).await {
         Ok(()) => {
             live.api(ApiCall::Condition, true);
             let changed = state
@@ -290,7 +290,7 @@ async fn write_report(
         duration: snapshot.duration,
         interval: settings.interval,
     });
-    match api::apply_report(client, &object).await {
+    match report_object::apply(client, &object).await {
         Ok(()) => {
             live.api(ApiCall::ReportObject, true);
             state.reported = snapshot.sequence;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use agent_support::{Agent, copy_tree, fixture, node, wait_until};
 use serde_json::{Value, json};
-use zerohop_agent::fake_api_server::FakeApiServer;
+use zerohop_testkit::fake_api_server::FakeApiServer;
 
 const CONDITION: &str = "zerohop.dev/DataPathReady";
 

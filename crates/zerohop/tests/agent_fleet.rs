@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agent_support::{fleet, node, zerohop};
 use serde_json::{Value, json};
-use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
+use zerohop_testkit::fake_api_server::{FakeApiServer, Fault};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -21,8 +21,8 @@ use kube::{Api, Client};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::api::{self, ApiError, within_deadline};
 use view::Fleet;
+use zerohop_cluster::api::{self, ApiError, within_deadline};
 
 /// Objects asked for per page: enough to keep the number of requests low
 /// on a large cluster, small enough that one page is a few MiB.

@@ -8,7 +8,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, LogParams,
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use serde_json::Value;
-use zerohop_agent::api::{ApiError, within};
+use zerohop_cluster::api::{ApiError, within};
 
 /// The most bytes of a container's log read: an `NCCL_DEBUG=INFO` log of a
 /// large job runs to tens of MiB.

@@ -1,6 +1,6 @@
 //! Talking to the Kubernetes API server: a client whose every call has a
 //! deadline and whose responses have a size cap, errors that say what to
-//! do, and the few calls the agent and `fleet` make.
+//! do, and the calls the agent, `fleet` and `validate run` share.
 
 use std::fmt;
 use std::fs;
@@ -9,17 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http_body_util::Limited;
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::ApiResource;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
-use serde_json::Value;
 use tower::util::MapResponseLayer;
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 use zerohop_known::zerohop_api;
-
-use crate::condition::{self, FIELD_MANAGER};
 
 /// The longest any one call may take, response body included.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -238,20 +235,6 @@ pub async fn read_node(client: &Client, name: &str) -> Result<Node, ApiError> {
     within(Api::<Node>::all(client.clone()).get(name)).await
 }
 
-/// Applies our condition to `nodes/<name>/status`, server-side, as
-/// [`FIELD_MANAGER`], forcing ownership of our fields only.
-pub async fn apply_condition(
-    client: &Client,
-    name: &str,
-    condition: &NodeCondition,
-) -> Result<(), ApiError> {
-    let body = condition::apply_body(name, condition);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    within(Api::<Node>::all(client.clone()).patch_status(name, &params, &Patch::Apply(&body)))
-        .await
-        .map(drop)
-}
-
 /// The `DataPathReport` resource for dynamic calls.
 pub fn report_resource() -> ApiResource {
     ApiResource {
@@ -261,14 +244,4 @@ pub fn report_resource() -> ApiResource {
         kind: zerohop_api::KIND.to_owned(),
         plural: zerohop_api::PLURAL.to_owned(),
     }
-}
-
-/// Applies a `DataPathReport` object server-side.
-pub async fn apply_report(client: &Client, object: &Value) -> Result<(), ApiError> {
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let api = Api::<DynamicObject>::all_with(client.clone(), &report_resource());
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    within(api.patch(name, &params, &Patch::Apply(object)))
-        .await
-        .map(drop)
 }
