@@ -201,6 +201,7 @@ where
     Err(ApiError {
         code: None,
         message: format!("the list did not end after {MAX_PAGES} pages"),
+        retry_after: None,
     })
 }
 
