@@ -256,3 +256,38 @@ async fn a_missing_report_crd_never_holds_back_the_condition() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_steady_node_costs_one_write_per_interval_not_two() {
+    let (server, client, _dir) = server_and_client().await;
+    server.set_report_crd(true);
+    let (tx, rx) = watch::channel(Some(snapshot(1, true)));
+    let live = Arc::new(Live::default());
+    let task = tokio::spawn(publisher::run(
+        client,
+        settings(true),
+        rx,
+        Arc::clone(&live),
+    ));
+    let report_path = "/apis/zerohop.dev/v1alpha1/datapathreports/n1";
+    wait_for("the first report", Duration::from_secs(5), || {
+        server.report("n1").is_some()
+    })
+    .await;
+    // Four more passes that find the same: the heartbeat is not due (a
+    // 300 s interval) and the report says nothing new, so nothing is
+    // written.
+    for sequence in 2..=5 {
+        tx.send_replace(Some(snapshot(sequence, true)));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(requests_to(&server, "PATCH", report_path), 1);
+    assert_eq!(requests_to(&server, "PATCH", CONDITION_PATH), 1);
+    // A pass that finds something else is written at once.
+    tx.send_replace(Some(snapshot(6, false)));
+    wait_for("the changed report", Duration::from_secs(5), || {
+        requests_to(&server, "PATCH", report_path) == 2
+    })
+    .await;
+    task.abort();
+}

@@ -411,6 +411,31 @@ impl FakeApiServer {
         self.store().crd_installed = installed;
     }
 
+    /// Stores a `DataPathReport` as if its agent had applied it (a large
+    /// fleet is set up without a request per object).
+    pub fn put_report(&self, mut report: Value) {
+        let mut store = self.store();
+        let name = report["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        report["metadata"]["uid"] = json!(format!("uid-report-{name}"));
+        let revision = store.bump(&mut report);
+        let kind = if store.reports.contains_key(&name) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        store.reports.insert(name, report.clone());
+        let change = Change {
+            resource: PLURAL,
+            kind,
+            object: report,
+        };
+        store.log.push((revision, change.clone()));
+        let _ = self.changes.send(change);
+    }
+
     /// The `DataPathReport` named `name`.
     pub fn report(&self, name: &str) -> Option<Value> {
         self.store().reports.get(name).cloned()
