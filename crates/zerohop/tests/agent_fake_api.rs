@@ -324,7 +324,7 @@ fn without_the_report_crd_the_condition_keeps_its_heartbeat_and_fleet_never_call
     let kubeconfig = api.write_kubeconfig(dir.path());
     let root = dir.path().join("host");
     copy_tree(&fixture("NFS001/fail-rdma-option-tcp-transports"), &root);
-    let mut agent = Agent::start(
+    let agent = Agent::start(
         &[
             "--root",
             root.to_str().unwrap(),

@@ -19,6 +19,11 @@ use agent_support::now_minus;
 use serde_json::{Value, json};
 use zerohop_testkit::fake_api_server::FakeApiServer;
 
+/// One node in fifty fails a check.
+fn is_broken(index: usize) -> bool {
+    index.is_multiple_of(50)
+}
+
 /// A GPU node as the kubelet, NFD and the GPU operator leave it.
 fn realistic_node(index: usize, heartbeat: &str) -> Value {
     let name = format!("gpu-{index:05}.cluster.example.com");
@@ -56,11 +61,12 @@ fn realistic_node(index: usize, heartbeat: &str) -> Value {
                 "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2026-01-01T00:00:00Z" })
     });
     let mut conditions: Vec<Value> = kubelet.into();
+    let broken = is_broken(index);
     conditions.push(json!({
         "type": "zerohop.dev/DataPathReady",
-        "status": if index % 50 == 0 { "False" } else { "True" },
-        "reason": if index % 50 == 0 { "RdmaPortDown" } else { "DataPathReady" },
-        "message": if index % 50 == 0 { "RDMA004 mlx5_0/1: bring the link up; 1 failing: RDMA004" } else { "no check fails" },
+        "status": if broken { "False" } else { "True" },
+        "reason": if broken { "RdmaPortDown" } else { "DataPathReady" },
+        "message": if broken { "RDMA004 mlx5_0/1: bring the link up; 1 failing: RDMA004" } else { "no check fails" },
         "lastHeartbeatTime": heartbeat,
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }));
@@ -103,7 +109,7 @@ fn realistic_node(index: usize, heartbeat: &str) -> Value {
 
 fn report(index: usize) -> Value {
     let name = format!("gpu-{index:05}.cluster.example.com");
-    let findings = if index % 50 == 0 {
+    let findings = if is_broken(index) {
         json!([{ "id": "RDMA004", "name": "rdma-port-down", "group": "rdma", "status": "fail",
                  "subject": "mlx5_0/1", "message": "port 1 is DOWN", "fix": "bring the link up" }])
     } else {
