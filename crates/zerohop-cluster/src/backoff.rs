@@ -38,7 +38,9 @@ impl Backoff {
         self.failures = self.failures.saturating_add(1);
         let ours = doubled.mul_f64(0.5 + random / 2.0);
         match retry_after {
-            Some(asked) => ours.max(asked.mul_f64(1.0 + random / 5.0)).min(self.max),
+            Some(asked) => ours
+                .max(asked.min(self.max).mul_f64(1.0 + random / 5.0))
+                .min(self.max),
             None => ours,
         }
     }
