@@ -22,7 +22,6 @@ use zerohop_host::{Facts, HostRoot, Process};
 
 use crate::bounded::{Bounded, Outcome};
 use crate::counters::{self, Targets};
-use crate::duration;
 use crate::features_file;
 use crate::http::{self, Shared};
 use crate::jitter;
@@ -30,6 +29,7 @@ use crate::log;
 use crate::metrics::{Live, PassOutcome};
 use crate::publisher::{self, Settings};
 use crate::snapshot::{CounterSnapshot, Snapshot};
+use zerohop_cluster::duration;
 
 /// The default interval between passes. A full pass on a large host (2,000
 /// PCI functions, 2,000 RDMA devices) takes about a quarter of a second, so
@@ -132,9 +132,9 @@ async fn serve(options: Options, root: HostRoot, node: String) -> Result<(), Sta
         .map_err(|err| StartError(format!("cannot listen on {}: {err}", options.listen)))?;
     let client = if options.node_condition || options.report_object {
         Some(
-            crate::api::client(
+            zerohop_cluster::api::client(
                 options.kubeconfig.as_deref(),
-                crate::api::CALL_DEADLINE,
+                zerohop_cluster::api::CALL_DEADLINE,
                 false,
             )
             .await

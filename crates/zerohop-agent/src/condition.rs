@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::NodeCondition;
+use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
 use serde_json::{Value, json};
+use zerohop_cluster::api::{ApiError, within};
 
 use zerohop_doctor::verdict::Verdict;
 use zerohop_known::zerohop_api::{AGENT_NAME, CONDITION_TYPE};
@@ -77,6 +80,16 @@ pub fn apply_body(node: &str, condition: &NodeCondition) -> Value {
 pub fn age(then: Timestamp, now: Timestamp) -> Duration {
     let elapsed: SignedDuration = now.duration_since(then);
     Duration::try_from(elapsed).unwrap_or(Duration::ZERO)
+}
+
+/// Applies `condition` to `nodes/<node>/status`, server-side, as
+/// [`FIELD_MANAGER`], forcing ownership of our fields only.
+pub async fn apply(client: &Client, node: &str, condition: &NodeCondition) -> Result<(), ApiError> {
+    let body = apply_body(node, condition);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    within(Api::<Node>::all(client.clone()).patch_status(node, &params, &Patch::Apply(&body)))
+        .await
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
-use crate::api::{ApiError, within};
 use crate::events::Decision;
+use zerohop_cluster::api::{ApiError, within};
 
 /// Where events about cluster-scoped objects are written.
 pub const NAMESPACE: &str = "default";

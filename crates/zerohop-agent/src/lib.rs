@@ -10,18 +10,13 @@
 //! commands build without them.
 
 pub mod agent;
-pub mod api;
-pub mod backoff;
 pub mod bounded;
 pub mod capabilities;
 pub mod condition;
 pub mod connections;
 pub mod counters;
-pub mod duration;
 pub mod event_sink;
 pub mod events;
-#[cfg(feature = "fake-api-server")]
-pub mod fake_api_server;
 pub mod features_file;
 pub mod fleet;
 pub mod http;

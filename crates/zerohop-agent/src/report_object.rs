@@ -12,13 +12,19 @@
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::Client;
+use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
+use zerohop_cluster::api::{ApiError, report_resource, within};
 use zerohop_core::{Finding, Report, Status};
 
 use zerohop_doctor::verdict::{Verdict, cap};
 use zerohop_known::zerohop_api::{
     API_VERSION, BYTES_CAP, KIND, MAX_FINDINGS, SUBJECT_CAP, TEXT_CAP,
 };
+
+use crate::condition::FIELD_MANAGER;
 
 /// What a pass contributes to the report object.
 #[derive(Debug, Clone, Copy)]
@@ -126,6 +132,16 @@ fn entry(finding: &Finding) -> Value {
         entry["blockedBy"] = json!(cap(by, SUBJECT_CAP));
     }
     entry
+}
+
+/// Applies a `DataPathReport` object server-side, as [`FIELD_MANAGER`].
+pub async fn apply(client: &Client, object: &Value) -> Result<(), ApiError> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let api = Api::<DynamicObject>::all_with(client.clone(), &report_resource());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    within(api.patch(name, &params, &Patch::Apply(object)))
+        .await
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -28,10 +28,10 @@ use serde_json::json;
 use zerohop_core::exit::ExitCode;
 use zerohop_known::zerohop_api::{CONDITION_TYPE, KIND};
 
-use crate::api::{self, ApiError, CALL_DEADLINE, report_resource, within};
+use zerohop_cluster::api::{self, ApiError, CALL_DEADLINE, report_resource, within};
 
 /// Nodes per list call: a page of 500 Nodes stays far under the response
-/// size cap ([`crate::api::MAX_RESPONSE_BYTES`]).
+/// size cap ([`zerohop_cluster::api::MAX_RESPONSE_BYTES`]).
 const PAGE: u32 = 500;
 
 /// What the removal did.

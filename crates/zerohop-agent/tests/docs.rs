@@ -10,8 +10,9 @@ use k8s_openapi::jiff::Timestamp;
 use zerohop_agent::counters::Sample;
 use zerohop_agent::counters::nfs::{self, MountSample, ProtocolSums};
 use zerohop_agent::counters::rdma::{self, PortRef, PortSample};
-use zerohop_agent::metrics::{self, Format, Live};
+use zerohop_agent::metrics::{self, ApiCall, Format, Live};
 use zerohop_agent::snapshot::Snapshot;
+use zerohop_cluster::api::ApiError;
 use zerohop_core::{Finding, Report, Severity, Status};
 
 /// The `# TYPE` names of a classic exposition.
@@ -65,7 +66,17 @@ fn every_metric_family_is_documented_and_every_documented_one_exists() {
         }],
         failures: 0,
     };
-    let live = metrics::encode_live("n1", &Live::default());
+    // A failed call, whose status has a family of its own.
+    let calls = Live::default();
+    calls.api_failed(
+        ApiCall::Condition,
+        &ApiError {
+            code: Some(503),
+            message: "the API server answered 503 and asks to retry after 5s".into(),
+            retry_after: Some(Duration::from_secs(5)),
+        },
+    );
+    let live = metrics::encode_live("n1", &calls);
     let counters = metrics::encode_counters("n1", &sample);
     let text = metrics::assemble(Format::Classic, &[&live, snapshot.exposition(), &counters]);
     let served = families(&text);

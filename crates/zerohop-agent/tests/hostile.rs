@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use rustix::fs::{CWD, FileType, Mode, mknodat};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use zerohop_agent::api;
-use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
 use zerohop_agent::http::{self, HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_HEADER_BYTES, Shared};
 use zerohop_agent::metrics::Live;
+use zerohop_cluster::api;
+use zerohop_testkit::fake_api_server::{FakeApiServer, Fault};
 
 /// Serves the endpoints on a runtime of their own; returns the address.
 fn serve() -> (SocketAddr, tokio::runtime::Runtime) {

@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tower_test::mock::{self, Handle};
-use zerohop_agent::api;
 use zerohop_agent::event_sink;
 use zerohop_agent::events::{Decision, EventType};
 use zerohop_agent::metrics::Live;
 use zerohop_agent::publisher::{self, Settings};
+use zerohop_agent::report_object;
 use zerohop_agent::snapshot::Snapshot;
 use zerohop_core::{Finding, Remediation, Report, Severity, Status};
 
@@ -292,7 +292,7 @@ async fn the_report_object_is_applied_server_side_and_a_missing_crd_says_so() {
         "metadata": { "name": "n1" }, "node": "n1",
     });
     let sent = object.clone();
-    let apply = tokio::spawn(async move { api::apply_report(&client, &sent).await });
+    let apply = tokio::spawn(async move { report_object::apply(&client, &sent).await });
     let (request, reply) = next(&mut handle).await;
     let (parts, body) = body_of(request).await;
     assert_eq!(parts.method, "PATCH");

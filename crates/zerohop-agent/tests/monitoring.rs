@@ -90,7 +90,15 @@ fn catalog() -> BTreeMap<String, BTreeSet<String>> {
         failures: 0,
     };
     let live = Live::default();
-    live.api(metrics::ApiCall::Condition, false);
+    // A failed call, so that the per-status error counter is in the text.
+    live.api_failed(
+        metrics::ApiCall::Condition,
+        &zerohop_cluster::api::ApiError {
+            code: Some(503),
+            message: "service unavailable".to_owned(),
+            retry_after: None,
+        },
+    );
     let live = metrics::encode_live("n1", &live);
     let counters = metrics::encode_counters("n1", &sample);
     let text = metrics::assemble(Format::Classic, &[&live, snapshot.exposition(), &counters]);

@@ -10,9 +10,9 @@ mod agent_support;
 use std::fs;
 use std::time::Duration;
 
-use agent_support::{Agent, copy_tree, fixture, node, wait_until};
+use agent_support::{Agent, copy_tree, fixture, fleet, node, wait_until};
 use serde_json::{Value, json};
-use zerohop_agent::fake_api_server::FakeApiServer;
+use zerohop_testkit::fake_api_server::FakeApiServer;
 
 const CONDITION: &str = "zerohop.dev/DataPathReady";
 
@@ -313,4 +313,63 @@ fn print_manifests_renders_the_deployment() {
         assert!(text.contains(kind), "{kind} missing");
     }
     assert!(!text.contains("kind: ServiceMonitor"));
+}
+
+#[test]
+fn without_the_report_crd_the_condition_keeps_its_heartbeat_and_fleet_never_calls_the_node_stale() {
+    let api = FakeApiServer::start();
+    api.set_report_crd(false);
+    api.put_node(node("n1", json!({}), json!([])));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path());
+    let root = dir.path().join("host");
+    copy_tree(&fixture("NFS001/fail-rdma-option-tcp-transports"), &root);
+    let agent = Agent::start(
+        &[
+            "--root",
+            root.to_str().unwrap(),
+            "--interval",
+            "1s",
+            "--node-condition",
+            "--report-object",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ],
+        &[("NODE_NAME", "n1")],
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || api
+            .node("n1")
+            .and_then(|n| ours(&n))
+            .is_some()),
+        "no condition written: {}",
+        agent.log()
+    );
+    // The report object keeps failing (404) and backs off, 1, 2, 4, 8 s…;
+    // after ten seconds a heartbeat held back with it would be older than
+    // three 1 s intervals.
+    std::thread::sleep(Duration::from_secs(10));
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let args = [
+        "--kubeconfig",
+        kubeconfig,
+        "--interval",
+        "1s",
+        "--format",
+        "json",
+    ];
+    let (_, out, err) = fleet(&args, Duration::from_secs(20));
+    let view: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(view["nodes"][0]["name"], "n1", "{view}");
+    assert_eq!(
+        view["nodes"][0]["state"],
+        "NotReady",
+        "{view}\n{}",
+        agent.log()
+    );
+    let log = agent.log();
+    assert!(
+        log.contains("the DataPathReport CRD is not installed"),
+        "{log}"
+    );
 }

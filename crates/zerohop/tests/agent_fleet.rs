@@ -12,37 +12,11 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use agent_support::{fleet, node, zerohop};
+use agent_support::{fleet, node, now_minus, zerohop};
 use serde_json::{Value, json};
-use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
+use zerohop_testkit::fake_api_server::{FakeApiServer, Fault};
 
 const LIMIT: Duration = Duration::from_secs(20);
-
-fn now_minus(seconds: i64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    let t = now - seconds;
-    // RFC 3339 in UTC without a date library: days from the epoch.
-    let (days, rest) = (t.div_euclid(86_400), t.rem_euclid(86_400));
-    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    let (y, mo, d) = civil(days);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
-}
-
-/// Days since 1970-01-01 to a calendar date (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
 
 fn condition(status: &str, reason: &str, message: &str, age: i64) -> Value {
     json!({
@@ -329,4 +303,55 @@ fn watch_shows_the_fleet_again_when_a_node_changes() {
     assert!(ended, "fleet --watch ends on SIGINT");
     // A watch ends only by a signal: 128 + SIGINT, as every command.
     assert_eq!(child.wait().unwrap().code(), Some(130));
+}
+
+#[test]
+fn watch_shows_a_node_whose_agent_stopped_as_stale_without_any_change() {
+    let api = FakeApiServer::start();
+    // A heartbeat written just now: ready, until three 1 s intervals pass
+    // without another, which nothing in the cluster will announce.
+    api.put_node(node(
+        "a-ready",
+        gpu(),
+        json!([condition("True", "DataPathReady", "no check fails", 0)]),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path());
+    let mut child = zerohop()
+        .args(["fleet", "--watch", "--interval", "1s", "--format", "json"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let first: Value =
+        serde_json::from_str(&lines.recv_timeout(LIMIT).expect("a first view")).unwrap();
+    assert_eq!(first["summary"]["ready"], 1, "{first}");
+    let stale = loop {
+        let line = lines
+            .recv_timeout(LIMIT)
+            .expect("a view while nothing changes");
+        let view: Value = serde_json::from_str(&line).unwrap();
+        if view["summary"]["stale"] == 1 {
+            break view;
+        }
+    };
+    assert_eq!(stale["summary"]["ready"], 0, "{stale}");
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let ended = agent_support::wait_until(Duration::from_secs(5), || {
+        child.try_wait().unwrap().is_some()
+    });
+    assert!(ended, "fleet --watch ends on SIGINT");
 }

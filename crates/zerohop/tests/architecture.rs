@@ -39,8 +39,8 @@ fn allowed() -> BTreeMap<String, BTreeSet<String>> {
     rows
 }
 
-/// Each workspace crate's normal and build dependencies on workspace crates.
-fn actual() -> BTreeMap<String, BTreeSet<String>> {
+/// The workspace's packages, as `cargo metadata` describes them.
+fn packages() -> Vec<Value> {
     let output = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--locked", "--no-deps"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -51,8 +51,16 @@ fn actual() -> BTreeMap<String, BTreeSet<String>> {
         "cargo metadata failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata is JSON");
-    let packages = metadata["packages"].as_array().expect("packages");
+    let mut metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata is JSON");
+    let Value::Array(packages) = metadata["packages"].take() else {
+        panic!("cargo metadata lists no packages");
+    };
+    packages
+}
+
+/// Each workspace crate's normal and build dependencies on workspace crates.
+fn actual() -> BTreeMap<String, BTreeSet<String>> {
+    let packages = packages();
     let members: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     packages
         .iter()
@@ -98,4 +106,32 @@ fn every_crate_depends_only_on_what_the_architecture_allows() {
 fn the_knowledge_leaf_depends_on_no_workspace_crate() {
     assert_eq!(allowed()["zerohop-known"], BTreeSet::new());
     assert_eq!(actual()["zerohop-known"], BTreeSet::new());
+}
+
+/// The test doubles (an in-memory API server with fault injection) must
+/// never reach the released binary: no crate may depend on the testkit
+/// other than for its tests.
+#[test]
+fn the_testkit_is_only_ever_a_development_dependency() {
+    let packages = packages();
+    let mut users = Vec::new();
+    for package in &packages {
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            if dep["name"] == "zerohop-testkit" {
+                users.push((
+                    package["name"].as_str().expect("name").to_owned(),
+                    dep["kind"].as_str().unwrap_or("normal").to_owned(),
+                ));
+            }
+        }
+    }
+    assert!(
+        users.iter().any(|(_, kind)| kind == "dev"),
+        "no crate uses zerohop-testkit, so this test proves nothing: {users:?}"
+    );
+    let shipped: Vec<_> = users.iter().filter(|(_, kind)| kind != "dev").collect();
+    assert!(
+        shipped.is_empty(),
+        "these crates depend on the test doubles outside their tests: {shipped:?}"
+    );
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use agent_support::{Agent, copy_tree, fixture, node, wait_until, zerohop};
 use rustix::fs::{CWD, FileType, Mode, mknodat};
 use serde_json::json;
-use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
+use zerohop_testkit::fake_api_server::{FakeApiServer, Fault};
 
 fn fifo(path: &Path) {
     mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).expect("mkfifo");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use agent_support::{fleet, node};
 use rustix::fs::{CWD, FileType, Mode, mknodat};
 use serde_json::json;
-use zerohop_agent::fake_api_server::{FakeApiServer, Fault};
+use zerohop_testkit::fake_api_server::{FakeApiServer, Fault};
 
 #[test]
 fn a_response_larger_than_the_cap_is_refused_not_held() {

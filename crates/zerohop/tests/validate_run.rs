@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use zerohop_agent::fake_api_server::{FakeApiServer, PodScript, PodStep, Recorded};
+use zerohop_testkit::fake_api_server::{FakeApiServer, PodScript, PodStep, Recorded};
 
 const INTENT: &str = "apiVersion: zerohop.dev/v1alpha1
 kind: DataPathPlan
@@ -499,12 +499,14 @@ fn ctrl_c_deletes_everything_and_exits_130() {
 #[test]
 fn a_cluster_that_refuses_exits_2_without_a_report() {
     let setup = setup();
-    setup.server.inject(zerohop_agent::fake_api_server::Fault {
-        method: Some("POST".into()),
-        path_prefix: "/api/v1/namespaces/ai/pods".into(),
-        status: Some(403),
-        ..Default::default()
-    });
+    setup
+        .server
+        .inject(zerohop_testkit::fake_api_server::Fault {
+            method: Some("POST".into()),
+            path_prefix: "/api/v1/namespaces/ai/pods".into(),
+            status: Some(403),
+            ..Default::default()
+        });
     let out = finish(
         command(&setup, &[]).spawn().unwrap(),
         Duration::from_secs(30),

@@ -2,6 +2,7 @@
 //! to the API server. Read-only: it lists (or watches) Nodes and
 //! `DataPathReport` objects and never writes.
 
+mod slim;
 pub mod state;
 pub mod view;
 
@@ -14,15 +15,18 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DynamicObject, ListParams, ObjectList};
+use kube::Resource as _;
+use kube::api::{DynamicObject, ListParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::api::{self, ApiError, within_deadline};
+use slim::{Page, SlimNode, SlimReport};
 use view::Fleet;
+use zerohop_cluster::api::{self, ApiError, within_deadline};
 
 /// Objects asked for per page: enough to keep the number of requests low
 /// on a large cluster, small enough that one page is a few MiB.
@@ -32,6 +36,10 @@ pub const PAGE_SIZE: u32 = 500;
 const MAX_PAGES: usize = 1000;
 /// How often a watch re-renders when something changed.
 const WATCH_REFRESH: Duration = Duration::from_secs(1);
+/// How often a watch re-renders when nothing changed, so that ages advance
+/// and a node whose agent stopped turns stale on screen as it would in a
+/// one-shot `fleet` (sooner with an interval shorter than this).
+const AGE_REFRESH: Duration = Duration::from_secs(10);
 
 /// How to answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,22 +136,34 @@ fn write(options: &Options, fleet: &Fleet, out: &mut dyn Write) -> io::Result<()
     out.flush()
 }
 
-/// One look: every page of Nodes and of report objects.
+/// One look: every page of Nodes and of report objects, each page parsed
+/// into only what the view reads (see [`slim`]).
 async fn look(client: &Client, options: &Options) -> Result<Fleet, FleetError> {
     let deadline = options.request_timeout;
-    let nodes: Vec<Node> = list_all(
-        &Api::all(client.clone()),
+    let nodes: Vec<Node> = list_slim::<SlimNode>(
+        client,
+        &Node::url_path(&(), None),
         options.selector.as_deref(),
         deadline,
     )
-    .await?;
-    let reports_api = Api::<DynamicObject>::all_with(client.clone(), &api::report_resource());
-    let (reports, available) = match list_all(&reports_api, None, deadline).await {
-        Ok(objects) => (by_name(objects), true),
-        // No CRD, or not allowed to read it: the conditions still say a lot.
-        Err(err) if err.is_not_found() || err.is_forbidden() => (HashMap::new(), false),
-        Err(err) => return Err(err.into()),
-    };
+    .await?
+    .into_iter()
+    .map(Node::from)
+    .collect();
+    let reports_path = DynamicObject::url_path(&api::report_resource(), None);
+    let (reports, available) =
+        match list_slim::<SlimReport>(client, &reports_path, None, deadline).await {
+            Ok(objects) => (
+                objects
+                    .into_iter()
+                    .map(SlimReport::into_named_value)
+                    .collect(),
+                true,
+            ),
+            // No CRD, or not allowed to read it: the conditions still say a lot.
+            Err(err) if err.is_not_found() || err.is_forbidden() => (HashMap::new(), false),
+            Err(err) => return Err(err.into()),
+        };
     Ok(assemble(options, nodes.iter(), &reports, available))
 }
 
@@ -176,22 +196,27 @@ fn assemble<'a>(
     Fleet::new(rows, others, available, options.interval, now)
 }
 
-/// Lists every object, page by page.
-async fn list_all<K>(
-    api: &Api<K>,
+/// Lists every object under `url_path`, page by page, each page parsed
+/// as `T`.
+async fn list_slim<T: DeserializeOwned>(
+    client: &Client,
+    url_path: &str,
     selector: Option<&str>,
     deadline: Duration,
-) -> Result<Vec<K>, ApiError>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
+) -> Result<Vec<T>, ApiError> {
     let mut params = ListParams::default().limit(PAGE_SIZE);
     if let Some(selector) = selector {
         params = params.labels(selector);
     }
+    let lists = kube::core::Request::new(url_path);
     let mut items = Vec::new();
     for _ in 0..MAX_PAGES {
-        let page: ObjectList<K> = within_deadline(deadline, api.list(&params)).await?;
+        let request = lists.list(&params).map_err(|err| ApiError {
+            code: None,
+            message: format!("cannot build the list request: {err}"),
+            retry_after: None,
+        })?;
+        let page: Page<T> = within_deadline(deadline, client.request(request)).await?;
         items.extend(page.items);
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
@@ -201,12 +226,15 @@ where
     Err(ApiError {
         code: None,
         message: format!("the list did not end after {MAX_PAGES} pages"),
+        retry_after: None,
     })
 }
 
 /// `--watch`: reflectors on Nodes (and report objects, when they can be
 /// read), re-rendered at most once per second while something changes,
-/// until SIGINT or SIGTERM. Returns the exit code of the last view.
+/// and at least every [`AGE_REFRESH`] (or interval, when shorter) while
+/// nothing does, since ages and staleness change with time alone; until
+/// SIGINT or SIGTERM. Returns the exit code of the last view.
 async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Result<i32, FleetError> {
     let mut interrupt = signal(SignalKind::interrupt())
         .map_err(|err| FleetError(format!("cannot handle SIGINT: {err}")))?;
@@ -246,6 +274,8 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
     let mut reports_listed = !first.report_objects;
     let mut last_error = String::new();
     let mut tick = tokio::time::interval(WATCH_REFRESH);
+    let age_refresh = AGE_REFRESH.min(options.interval).max(WATCH_REFRESH);
+    let mut last_view = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = interrupt.recv() => return Ok(last_code),
@@ -257,10 +287,12 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
                 dirty |= note(event, &mut reports_listed, &mut last_error);
             }
             _ = tick.tick() => {
-                if !dirty || !nodes_listed || !reports_listed {
+                let aged = last_view.elapsed() >= age_refresh;
+                if !(dirty || aged) || !nodes_listed || !reports_listed {
                     continue;
                 }
                 dirty = false;
+                last_view = tokio::time::Instant::now();
                 let fleet = from_stores(options, &nodes, &reports, first.report_objects);
                 last_code = fleet.exit_code();
                 if let Err(err) = write(options, &fleet, out) {

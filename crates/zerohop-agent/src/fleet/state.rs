@@ -81,7 +81,7 @@ pub struct Row {
 }
 
 /// Node labels and capacity that mark a node that should run the agent.
-const DATA_PATH_LABELS: [&str; 5] = [
+pub(crate) const DATA_PATH_LABELS: [&str; 5] = [
     "nvidia.com/gpu.present",
     "feature.node.kubernetes.io/pci-10de.present",
     "feature.node.kubernetes.io/pci-15b3.present",
@@ -102,12 +102,16 @@ pub fn is_data_path_node(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.capacity.as_ref())
         .is_some_and(|capacity| {
-            capacity.iter().any(|(key, quantity)| {
-                let has = quantity.0 != "0";
-                has && (key == "nvidia.com/gpu" || key == "amd.com/gpu" || key.starts_with("rdma/"))
-            })
+            capacity
+                .iter()
+                .any(|(key, quantity)| quantity.0 != "0" && is_device_resource(key))
         });
     labelled || resourced
+}
+
+/// Whether an extended resource is a GPU or an RDMA device.
+pub(crate) fn is_device_resource(key: &str) -> bool {
+    key == "nvidia.com/gpu" || key == "amd.com/gpu" || key.starts_with("rdma/")
 }
 
 /// The row of `node`, or `None` for a node that has no condition and no

@@ -3,12 +3,14 @@
 //! change between passes, so they are encoded per scrape; they are a
 //! handful of lines.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
+use zerohop_cluster::api::ApiError;
 use zerohop_host::watchdog::{MAX_STUCK_READERS, abandoned_readers, stuck_readers};
 
 use prometheus_client::encoding::NoLabelSet;
@@ -47,7 +49,7 @@ impl PassOutcome {
 }
 
 /// A kind of Kubernetes API call the agent makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ApiCall {
     /// Reading its Node at start.
     ReadNode,
@@ -67,7 +69,8 @@ impl ApiCall {
         ApiCall::ReportObject,
     ];
 
-    fn label(self) -> &'static str {
+    /// The `call` label of the metrics and logs.
+    pub fn label(self) -> &'static str {
         match self {
             ApiCall::ReadNode => "read_node",
             ApiCall::Condition => "condition",
@@ -83,6 +86,9 @@ pub struct Live {
     passes: [AtomicU64; 4],
     api_ok: [AtomicU64; 4],
     api_error: [AtomicU64; 4],
+    /// Failed calls by kind and the server's HTTP status (`None`: no
+    /// answer). At most 4 kinds × the few hundred HTTP statuses.
+    api_failures: Mutex<BTreeMap<(ApiCall, Option<u16>), u64>>,
     /// Passes (and counter samples) that missed their deadline and whose
     /// thread is still blocked; shared with their runners.
     pub abandoned: Arc<AtomicUsize>,
@@ -94,10 +100,20 @@ impl Live {
         self.passes[outcome as usize].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts an API call.
-    pub fn api(&self, call: ApiCall, ok: bool) {
-        let slots = if ok { &self.api_ok } else { &self.api_error };
-        slots[call as usize].fetch_add(1, Ordering::Relaxed);
+    /// Counts an API call that succeeded.
+    pub fn api_ok(&self, call: ApiCall) {
+        self.api_ok[call as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an API call that failed, with the server's status.
+    pub fn api_failed(&self, call: ApiCall, err: &ApiError) {
+        self.api_error[call as usize].fetch_add(1, Ordering::Relaxed);
+        *self
+            .api_failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((call, err.code))
+            .or_default() += 1;
     }
 
     /// How many passes ended with `outcome`.
@@ -115,6 +131,16 @@ impl Live {
                     self.api_error[c as usize].load(Ordering::Relaxed),
                 )
             }),
+            failures: self
+                .api_failures
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|((call, code), n)| {
+                    let code = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
+                    (call.label(), code, *n)
+                })
+                .collect(),
             abandoned: self.abandoned.load(Ordering::Relaxed),
             stuck_reads: stuck_readers(),
             abandoned_reads: abandoned_readers(),
@@ -127,6 +153,8 @@ impl Live {
 pub(super) struct LiveRows {
     passes: [(&'static str, u64); 4],
     api: [(&'static str, u64, u64); 4],
+    /// Failed calls: kind, HTTP status (or `none`), count.
+    failures: Vec<(&'static str, String, u64)>,
     abandoned: usize,
     /// Host reads blocked past their deadline right now (the host layer's
     /// count, for the whole process).
@@ -161,6 +189,14 @@ impl Collector for LiveRows {
                     ([("call", *call), ("outcome", "error")], *error),
                 ]
             }),
+        )?;
+        counters(
+            &mut encoder,
+            "api_errors",
+            "Failed Kubernetes API calls by kind and the server's HTTP status (none: no answer)",
+            self.failures
+                .iter()
+                .map(|(call, code, n)| ([("call", *call), ("code", code.as_str())], *n)),
         )?;
         gauge(
             &mut encoder,

@@ -8,7 +8,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, LogParams,
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use serde_json::Value;
-use zerohop_agent::api::{ApiError, within};
+use zerohop_cluster::api::{ApiError, within};
 
 /// The most bytes of a container's log read: an `NCCL_DEBUG=INFO` log of a
 /// large job runs to tens of MiB.
@@ -30,6 +30,7 @@ pub async fn create_pod(client: &Client, namespace: &str, pod: &Value) -> Result
     let typed: Pod = serde_json::from_value(pod.clone()).map_err(|err| ApiError {
         code: None,
         message: format!("the rendered pod is not a pod: {err}"),
+        retry_after: None,
     })?;
     let api = Api::<Pod>::namespaced(client.clone(), namespace);
     within(api.create(&PostParams::default(), &typed)).await
@@ -40,6 +41,7 @@ pub async fn create_mpijob(client: &Client, namespace: &str, job: &Value) -> Res
     let typed: DynamicObject = serde_json::from_value(job.clone()).map_err(|err| ApiError {
         code: None,
         message: format!("the rendered MPIJob is not an object: {err}"),
+        retry_after: None,
     })?;
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &mpijob_resource());
     within(api.create(&PostParams::default(), &typed))

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use serde_json::Value;
-use zerohop_agent::api::{self, ApiError};
+use zerohop_cluster::api::{self, ApiError};
 use zerohop_core::{Finding, Report, Status};
 use zerohop_plan::validation::{LABEL_COMPONENT, LABEL_RAIL, Role};
 
@@ -151,7 +151,7 @@ async fn run_async(
                     Status::Fail,
                     format!(
                         "did not finish within {}: {state}",
-                        zerohop_agent::duration::format(options.timeout)
+                        zerohop_cluster::duration::format(options.timeout)
                     ),
                     "see why with kubectl describe pod; a pod that is never scheduled lacks a free GPU or RDMA device of the rail on the pool's nodes, or --nodes names nodes outside the pool",
                 ));

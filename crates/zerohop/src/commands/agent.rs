@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use zerohop_agent::agent::{self, Options};
-use zerohop_agent::duration;
+use zerohop_cluster::duration;
 use zerohop_core::exit::ExitCode;
 use zerohop_doctor::Profile;
 

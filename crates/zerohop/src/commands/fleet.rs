@@ -4,8 +4,8 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use zerohop_agent::duration;
 use zerohop_agent::fleet::{self, Options, OutputFormat};
+use zerohop_cluster::duration;
 
 use crate::error::CliError;
 use crate::output::{self, Format};

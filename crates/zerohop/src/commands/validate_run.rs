@@ -57,7 +57,7 @@ pub(crate) struct RunArgs {
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {
-    match zerohop_agent::duration::parse(text) {
+    match zerohop_cluster::duration::parse(text) {
         Ok(d) if !d.is_zero() => Ok(d),
         Ok(_) => Err("the timeout must be longer than zero".to_owned()),
         Err(err) => Err(err.to_string()),

@@ -250,3 +250,30 @@ pub fn fleet(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
     };
     (code, out.join().unwrap(), err.join().unwrap())
 }
+
+/// The time `seconds` ago, as the API server writes it (RFC 3339, UTC).
+pub fn now_minus(seconds: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let t = now - seconds;
+    // RFC 3339 in UTC without a date library: days from the epoch.
+    let (days, rest) = (t.div_euclid(86_400), t.rem_euclid(86_400));
+    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    let (y, mo, d) = civil(days);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// Days since 1970-01-01 to a calendar date (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}

@@ -12,7 +12,8 @@
 //! follow a script the test gives, and Kubeflow `MPIJob`s (create, delete
 //! by label; 404 while their CRD is not installed) whose launcher pod the
 //! server creates as the MPI Operator would. Every request is recorded,
-//! and faults (a status, a delay, a huge body) can be injected by path.
+//! and faults (a status, with or without `Retry-After`, a delay, a huge
+//! body) can be injected by path.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -66,6 +67,12 @@ pub struct Fault {
     pub delay: Option<Duration>,
     /// Answer 200 with a body of this many bytes (of JSON whitespace).
     pub huge_body: Option<usize>,
+    /// With `status`, answer as kube-apiserver's max-in-flight and
+    /// priority-and-fairness filters do when they shed load: a
+    /// `Retry-After` header of this many seconds and a plain-text body, no
+    /// `Status` (`tooManyRequests` in
+    /// `staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go`).
+    pub retry_after: Option<u64>,
 }
 
 /// One step of a scripted pod's life, applied in order after it is created.
@@ -404,6 +411,31 @@ impl FakeApiServer {
         self.store().crd_installed = installed;
     }
 
+    /// Stores a `DataPathReport` as if its agent had applied it (a large
+    /// fleet is set up without a request per object).
+    pub fn put_report(&self, mut report: Value) {
+        let mut store = self.store();
+        let name = report["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        report["metadata"]["uid"] = json!(format!("uid-report-{name}"));
+        let revision = store.bump(&mut report);
+        let kind = if store.reports.contains_key(&name) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        store.reports.insert(name, report.clone());
+        let change = Change {
+            resource: PLURAL,
+            kind,
+            object: report,
+        };
+        store.log.push((revision, change.clone()));
+        let _ = self.changes.send(change);
+    }
+
     /// The `DataPathReport` named `name`.
     pub fn report(&self, name: &str) -> Option<Value> {
         self.store().reports.get(name).cloned()
@@ -566,7 +598,23 @@ async fn handle(
             tokio::time::sleep(delay).await;
         }
         if let Some(code) = fault.status {
-            return status(code, "Injected", "injected by the test");
+            let Some(seconds) = fault.retry_after else {
+                return status(code, "Injected", "injected by the test");
+            };
+            let mut response = Response::new(
+                Full::new(Bytes::from_static(
+                    b"Too many requests, please try again later.\n",
+                ))
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+            );
+            *response.status_mut() =
+                StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from(seconds),
+            );
+            return response;
         }
         if let Some(size) = fault.huge_body {
             let mut response = Response::new(

@@ -1,6 +1,6 @@
 //! Talking to the Kubernetes API server: a client whose every call has a
 //! deadline and whose responses have a size cap, errors that say what to
-//! do, and the few calls the agent and `fleet` make.
+//! do, and the calls the agent, `fleet` and `validate run` share.
 
 use std::fmt;
 use std::fs;
@@ -9,17 +9,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http_body_util::Limited;
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::ApiResource;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
-use serde_json::Value;
-use tower::util::MapResponseLayer;
+use tower::BoxError;
+use tower::util::MapResultLayer;
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 use zerohop_known::zerohop_api;
-
-use crate::condition::{self, FIELD_MANAGER};
 
 /// The longest any one call may take, response body included.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -38,6 +36,10 @@ pub struct ApiError {
     pub code: Option<u16>,
     /// The server's message, or what went wrong on the way.
     pub message: String,
+    /// How long the server asked us to wait before trying again: its
+    /// `Retry-After` header on a 429 or 503, or the `retryAfterSeconds` of
+    /// its `Status`.
+    pub retry_after: Option<Duration>,
 }
 
 impl ApiError {
@@ -60,6 +62,7 @@ impl ApiError {
         ApiError {
             code: None,
             message: format!("no answer within {}", crate::duration::format(deadline)),
+            retry_after: None,
         }
     }
 }
@@ -83,14 +86,76 @@ impl From<kube::Error> for ApiError {
                 } else {
                     status.message.clone()
                 },
+                retry_after: status
+                    .details
+                    .as_ref()
+                    .map(|d| d.retry_after_seconds)
+                    .filter(|s| *s > 0)
+                    .map(|s| Duration::from_secs(s.into())),
             },
+            kube::Error::Service(inner) if inner.is::<AskedToWait>() => {
+                let asked = inner.downcast_ref::<AskedToWait>().copied();
+                ApiError {
+                    code: asked.map(|a| a.code),
+                    message: inner.to_string(),
+                    retry_after: asked.map(|a| a.wait),
+                }
+            }
             other => ApiError {
                 code: None,
                 message: error_chain(&other),
+                retry_after: None,
             },
         }
     }
 }
+
+/// A 429 or 503 answer that says, in `Retry-After`, when to come back.
+///
+/// kube-apiserver sheds load with exactly such an answer: its
+/// max-in-flight and priority-and-fairness filters reply 429 with a
+/// `Retry-After` header and a plain-text body, no `Status`
+/// (`tooManyRequests` in
+/// `staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go`). kube
+/// turns an error answer into an error from its body alone and the header
+/// is lost on the way; this is taken from the answer before that, so that
+/// the caller's back-off can honour it. Only the delay-seconds form is
+/// read, the one kube-apiserver sends; an HTTP date is left to the
+/// caller's own back-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the API server answered {code} and asks to retry after {}", crate::duration::format(*.wait))]
+pub struct AskedToWait {
+    /// 429 or 503.
+    pub code: u16,
+    /// The delay it asked for.
+    pub wait: Duration,
+}
+
+impl AskedToWait {
+    /// The request to wait in `response`, if it makes one.
+    pub fn from_response<B>(response: &hyper::Response<B>) -> Option<AskedToWait> {
+        let code = response.status().as_u16();
+        if !matches!(code, 429 | 503) {
+            return None;
+        }
+        let seconds: u64 = response
+            .headers()
+            .get(hyper::header::RETRY_AFTER)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        Some(AskedToWait {
+            code,
+            wait: Duration::from_secs(seconds.min(MAX_RETRY_AFTER_SECS)),
+        })
+    }
+}
+
+/// The longest `Retry-After` taken as given: a day. A larger value is a
+/// broken server; the caller's back-off has its own cap anyway.
+const MAX_RETRY_AFTER_SECS: u64 = 24 * 3600;
 
 /// An error and its causes as one line.
 fn error_chain(err: &dyn std::error::Error) -> String {
@@ -169,12 +234,24 @@ pub async fn client(
         config.write_timeout = Some(deadline);
         config.read_timeout = if watch { None } else { Some(deadline) };
         config.reset_reader_on_write = true;
+        // kube's own retry layer repeats a 429, 503 or 504 from 5 ms on,
+        // inside our deadline and without telling us: eight requests in
+        // 1.6 s for one 503, and then only "no answer within 30s". Each
+        // caller retries with its own back-off instead, and sees the
+        // server's answer.
+        config.default_retry = false;
         let builder = ClientBuilder::try_from(config)
             .map_err(|err| ClientError::Config(error_chain(&err)))?;
-        let capped = MapResponseLayer::new(|response: hyper::Response<_>| {
-            response.map(|body| Limited::new(body, MAX_RESPONSE_BYTES))
-        });
-        Ok(builder.with_layer(&capped).build())
+        let answers = MapResultLayer::new(
+            |result: Result<hyper::Response<_>, BoxError>| -> Result<_, BoxError> {
+                let response = result?;
+                if let Some(asked) = AskedToWait::from_response(&response) {
+                    return Err(Box::new(asked));
+                }
+                Ok(response.map(|body| Limited::new(body, MAX_RESPONSE_BYTES)))
+            },
+        );
+        Ok(builder.with_layer(&answers).build())
     };
     // An exec credential plugin may hang; so may a kubeconfig on a dead mount.
     match tokio::time::timeout(deadline, making).await {
@@ -238,20 +315,6 @@ pub async fn read_node(client: &Client, name: &str) -> Result<Node, ApiError> {
     within(Api::<Node>::all(client.clone()).get(name)).await
 }
 
-/// Applies our condition to `nodes/<name>/status`, server-side, as
-/// [`FIELD_MANAGER`], forcing ownership of our fields only.
-pub async fn apply_condition(
-    client: &Client,
-    name: &str,
-    condition: &NodeCondition,
-) -> Result<(), ApiError> {
-    let body = condition::apply_body(name, condition);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    within(Api::<Node>::all(client.clone()).patch_status(name, &params, &Patch::Apply(&body)))
-        .await
-        .map(drop)
-}
-
 /// The `DataPathReport` resource for dynamic calls.
 pub fn report_resource() -> ApiResource {
     ApiResource {
@@ -261,14 +324,4 @@ pub fn report_resource() -> ApiResource {
         kind: zerohop_api::KIND.to_owned(),
         plural: zerohop_api::PLURAL.to_owned(),
     }
-}
-
-/// Applies a `DataPathReport` object server-side.
-pub async fn apply_report(client: &Client, object: &Value) -> Result<(), ApiError> {
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let api = Api::<DynamicObject>::all_with(client.clone(), &report_resource());
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    within(api.patch(name, &params, &Patch::Apply(object)))
-        .await
-        .map(drop)
 }

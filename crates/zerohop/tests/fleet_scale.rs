@@ -1,0 +1,222 @@
+//! `zerohop fleet` over a large cluster of realistic GPU nodes, against
+//! the in-memory API server: each Node some 20 KB as a GPU node's is
+//! (150 NFD labels, 20 annotations, 50 container images, the kubelet's
+//! conditions and managed fields), each with its `DataPathReport`.
+//!
+//! The default run checks the answer on 1,000 nodes; the measurement on
+//! 10,000 (`BENCHMARKS.md`, "fleet at 10,000 nodes") is
+//! `FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale
+//! -- --ignored --nocapture`, which prints the wall time and the peak
+//! resident memory of the `fleet` process from `/usr/bin/time`.
+
+#![cfg(feature = "cluster")]
+
+mod agent_support;
+
+use std::time::{Duration, Instant};
+
+use agent_support::now_minus;
+use serde_json::{Value, json};
+use zerohop_testkit::fake_api_server::FakeApiServer;
+
+/// One node in fifty fails a check.
+fn is_broken(index: usize) -> bool {
+    index.is_multiple_of(50)
+}
+
+/// A GPU node as the kubelet, NFD and the GPU operator leave it.
+fn realistic_node(index: usize, heartbeat: &str) -> Value {
+    let name = format!("gpu-{index:05}.cluster.example.com");
+    let mut labels = serde_json::Map::new();
+    labels.insert("nvidia.com/gpu.present".into(), json!("true"));
+    labels.insert("kubernetes.io/hostname".into(), json!(name));
+    labels.insert("zerohop.dev/gpudirect-rdma".into(), json!("ready"));
+    for i in 0..147 {
+        labels.insert(
+            format!("feature.node.kubernetes.io/cpu-cpuid.FEATURE{i:03}"),
+            json!("true"),
+        );
+    }
+    let mut annotations = serde_json::Map::new();
+    for i in 0..20 {
+        annotations.insert(
+            format!("nfd.node.kubernetes.io/annotation-{i:02}"),
+            json!("x".repeat(20)),
+        );
+    }
+    let images: Vec<Value> = (0..50)
+        .map(|i| {
+            json!({
+                "names": [
+                    format!("nvcr.io/nvidia/cloud-native/image-{i:02}@sha256:{}", "ab".repeat(32)),
+                    format!("nvcr.io/nvidia/cloud-native/image-{i:02}:v24.9.{i}"),
+                ],
+                "sizeBytes": 1_234_567_890 + i,
+            })
+        })
+        .collect();
+    let kubelet = ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"].map(|t| {
+        json!({ "type": t, "status": if t == "Ready" { "True" } else { "False" },
+                "reason": format!("Kubelet{t}"), "message": "kubelet is posting ready status",
+                "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2026-01-01T00:00:00Z" })
+    });
+    let mut conditions: Vec<Value> = kubelet.into();
+    let broken = is_broken(index);
+    conditions.push(json!({
+        "type": "zerohop.dev/DataPathReady",
+        "status": if broken { "False" } else { "True" },
+        "reason": if broken { "RdmaPortDown" } else { "DataPathReady" },
+        "message": if broken { "RDMA004 mlx5_0/1: bring the link up; 1 failing: RDMA004" } else { "no check fails" },
+        "lastHeartbeatTime": heartbeat,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }));
+    let managed: Vec<Value> = ["kubelet", "nfd-master", "gpu-operator", "zerohop-agent"]
+        .iter()
+        .map(|m| {
+            json!({ "manager": m, "operation": "Apply", "apiVersion": "v1",
+                    "time": heartbeat, "fieldsType": "FieldsV1",
+                    "fieldsV1": { "f:metadata": { "f:labels": { "x": "y".repeat(60) } } } })
+        })
+        .collect();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": annotations,
+            "managedFields": managed,
+        },
+        "spec": { "podCIDR": "10.0.0.0/24", "providerID": format!("baremetal://{name}") },
+        "status": {
+            "capacity": { "cpu": "128", "memory": "2113455968Ki", "nvidia.com/gpu": "8",
+                          "rdma/rdma_shared_device_a": "63", "pods": "110" },
+            "allocatable": { "cpu": "127", "memory": "2113353568Ki", "nvidia.com/gpu": "8",
+                             "rdma/rdma_shared_device_a": "63", "pods": "110" },
+            "conditions": conditions,
+            "addresses": [{ "type": "InternalIP", "address": "10.1.2.3" },
+                          { "type": "Hostname", "address": name }],
+            "nodeInfo": { "kernelVersion": "6.8.0-48-generic", "osImage": "Ubuntu 24.04.1 LTS",
+                          "containerRuntimeVersion": "containerd://1.7.22",
+                          "kubeletVersion": "v1.31.2", "architecture": "amd64",
+                          "machineID": "0".repeat(32), "systemUUID": "0".repeat(36),
+                          "bootID": "0".repeat(36), "operatingSystem": "linux",
+                          "kubeProxyVersion": "" },
+            "images": images,
+        },
+    })
+}
+
+fn report(index: usize) -> Value {
+    let name = format!("gpu-{index:05}.cluster.example.com");
+    let findings = if is_broken(index) {
+        json!([{ "id": "RDMA004", "name": "rdma-port-down", "group": "rdma", "status": "fail",
+                 "subject": "mlx5_0/1", "message": "port 1 is DOWN", "fix": "bring the link up" }])
+    } else {
+        json!([{ "id": "QOS001", "name": "pfc-off", "group": "qos", "status": "warn",
+                 "subject": "mlx5_0", "message": "PFC is off on priority 3" }])
+    };
+    json!({
+        "apiVersion": "zerohop.dev/v1alpha1",
+        "kind": "DataPathReport",
+        "metadata": { "name": name },
+        "node": name,
+        "condition": { "status": "True", "reason": "DataPathReady", "message": "no check fails" },
+        "pass": { "finishedAt": "2026-01-01T00:00:00Z", "durationSeconds": 0.4,
+                  "intervalSeconds": 300, "zerohopVersion": "0.1.0" },
+        "summary": { "pass": 180, "info": 3, "warn": 1, "fail": 0, "unknown": 2,
+                     "notApplicable": 40, "blocked": 0 },
+        "findings": findings,
+        "omittedFindings": 0,
+    })
+}
+
+fn cluster(nodes: usize) -> FakeApiServer {
+    let api = FakeApiServer::start();
+    api.set_report_crd(true);
+    let heartbeat = now_minus(0);
+    for index in 0..nodes {
+        api.put_node(realistic_node(index, &heartbeat));
+        api.put_report(report(index));
+    }
+    api
+}
+
+/// Runs `fleet --format json` under `/usr/bin/time`; returns the document,
+/// the wall time and the peak resident memory in KiB.
+fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path());
+    let started = Instant::now();
+    // ZEROHOP=path measures another build, the one before a change say.
+    let binary =
+        std::env::var_os("ZEROHOP").unwrap_or_else(|| env!("CARGO_BIN_EXE_zerohop").into());
+    let output = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "maxrss_kib=%M"])
+        .arg(binary)
+        .args(["fleet", "--format", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    let wall = started.elapsed();
+    let err = String::from_utf8_lossy(&output.stderr);
+    let rss = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("maxrss_kib="))
+        .next_back()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no maximum RSS from /usr/bin/time: {err}"));
+    let document = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not a JSON document ({e}): {err}"));
+    (document, wall, rss)
+}
+
+fn check(document: &Value, nodes: usize) {
+    assert_eq!(
+        document["summary"]["nodes"], nodes,
+        "{}",
+        document["summary"]
+    );
+    assert_eq!(document["summary"]["not_ready"], nodes.div_ceil(50));
+    assert_eq!(document["summary"]["ready"], nodes - nodes.div_ceil(50));
+    assert_eq!(document["summary"]["stale"], 0);
+    assert_eq!(document["nodes"][0]["failing"], json!(["RDMA004"]));
+    assert_eq!(
+        document["nodes"][0]["capabilities"]["gpudirect-rdma"], "ready",
+        "{}",
+        document["nodes"][0]
+    );
+}
+
+#[test]
+fn a_thousand_realistic_nodes_are_read_whole_and_right() {
+    if !std::path::Path::new("/usr/bin/time").exists() {
+        eprintln!("skipped: no /usr/bin/time to measure with");
+        return;
+    }
+    let node = realistic_node(1, "2026-01-01T00:00:00Z");
+    let size = node.to_string().len();
+    assert!((19_000..23_000).contains(&size), "a node of {size} bytes");
+    let api = cluster(1000);
+    let (document, _, _) = measured_fleet(&api);
+    check(&document, 1000);
+}
+
+#[test]
+#[ignore = "a measurement: FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale -- --ignored --nocapture"]
+fn fleet_over_many_realistic_nodes() {
+    let nodes: usize = std::env::var("FLEET_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let api = cluster(nodes);
+    for run in 1..=3 {
+        let (document, wall, rss) = measured_fleet(&api);
+        check(&document, nodes);
+        println!(
+            "run {run}: {nodes} nodes, {:.2} s wall, peak RSS {:.1} MB",
+            wall.as_secs_f64(),
+            rss as f64 * 1024.0 / 1e6
+        );
+    }
+}
