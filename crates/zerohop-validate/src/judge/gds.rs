@@ -63,7 +63,12 @@ declare_judgement! {
     ///
     /// ## What it checks
     /// Each `GPU index N NAME bar:1 bar size (MiB):S supports GDS` line of
-    /// `gdscheck -p`.
+    /// `gdscheck -p`, and libcufile's `GPU N NAME does not have supported
+    /// architecture, has 5 requires >= 6` for a GPU below compute capability
+    /// 6.0, which GDS requires (NVIDIA GPUDirect Storage Installation and
+    /// Troubleshooting Guide, "Hardware requirements"; the line as GDS
+    /// 0.9.1.5 prints it for a Quadro K1200, developer-onizuka/gpudirect_storage
+    /// `README.md`, in `tests/fixtures/`).
     ///
     /// ## Why it matters
     /// A GPU without GDS support (or with a BAR1 too small to map its
@@ -395,14 +400,21 @@ pub(crate) fn judge_gdscheck(capture: &Capture<'_>, check: &GdsCheck) -> Vec<Fin
             .verdict(capture, Status::Pass, "", "platform verification succeeded")
             .at(capture, line, "Platform verification succeeded")
             .done(),
-        Some((line, false)) => GDS_PLATFORM
-            .verdict(
-                capture,
-                GDS_PLATFORM.problem(),
-                "",
-                "platform verification did not succeed",
+        Some((line, false)) => check
+            .platform_errors
+            .iter()
+            .take(4)
+            .fold(
+                GDS_PLATFORM
+                    .verdict(
+                        capture,
+                        GDS_PLATFORM.problem(),
+                        "",
+                        "platform verification did not succeed",
+                    )
+                    .at(capture, line, "Platform verification"),
+                |verdict, (line, text)| verdict.at(capture, *line, text.clone()),
             )
-            .at(capture, line, "Platform verification")
             .fix(
                 Remediation::new("read gdscheck's lines above the verdict and check the node")
                     .command("zerohop doctor --only gds"),
@@ -428,6 +440,31 @@ pub(crate) fn judge_gdscheck(capture: &Capture<'_>, check: &GdsCheck) -> Vec<Fin
             gpu.name,
             gpu.bar_mib.map_or("?".to_owned(), |b| b.to_string())
         );
+        if let Some((has, requires)) = gpu.architecture {
+            findings.push(
+                GDS_GPU_SUPPORT
+                    .verdict(
+                        capture,
+                        GDS_GPU_SUPPORT.problem(),
+                        &subject,
+                        format!(
+                            "{} has compute capability {has}, GDS requires {requires} or later",
+                            gpu.name
+                        ),
+                    )
+                    .at(
+                        capture,
+                        gpu.line,
+                        format!("{} does not have supported architecture", gpu.name),
+                    )
+                    .fix(Remediation::new(
+                        "GDS needs a GPU of compute capability 6.0 (Pascal) or later: move the storage path to such a GPU",
+                    )
+                    .command("nvidia-smi --query-gpu=name,compute_cap --format=csv"))
+                    .done(),
+            );
+            continue;
+        }
         findings.push(if gpu.supported {
             GDS_GPU_SUPPORT
                 .verdict(

@@ -1,5 +1,7 @@
 //! Judgements of nccl-tests output and `NCCL_DEBUG` logs.
 
+mod below_rdma;
+
 use zerohop_core::{Finding, Remediation, Status};
 use zerohop_known::nccl::IB_HCA;
 
@@ -634,6 +636,89 @@ declare_judgement! {
     };
 }
 
+declare_judgement! {
+    /// A multi-node run reaches at least what the slowest RDMA fabric of its GPUs carries.
+    ///
+    /// ## What it checks
+    /// For a run across nodes whose fabric nobody named (no `--link-rate`
+    /// and `--rails`, no `--intent`, no `speed=` in the NCCL log), the busbw
+    /// of the largest size against one link of the slowest RDMA fabric
+    /// NVIDIA builds systems of that GPU generation with: `L / 8` GB/s for
+    /// every collective but all-to-all, `L / 8 × (n−1) / (G·(n−G))` for
+    /// all-to-all (nccl-tests' bus-bandwidth definition,
+    /// `doc/PERFORMANCE.md`). The GPU model is the device list of
+    /// nccl-tests (`# Rank 0 … NVIDIA L40S`), the node count its host names
+    /// or NCCL's `nNodes`; `L` comes from the table `zerohop_known::gpu_fabric`,
+    /// which names its source per generation (DGX B200 and DGX Spark user
+    /// guides, NVIDIA Enterprise Reference Architectures 2-8-5-200 and
+    /// 2-4-3-200, DGX A100 and DGX-1 documentation): 400 Gb/s for B200 and
+    /// GB200, 200 Gb/s for Hopper, Ada and GB10, 100 Gb/s for Ampere, Volta
+    /// and Pascal, 40 Gb/s for Kepler. Below `--min-efficiency` of it (80%
+    /// by default) it warns. An unnamed collective is taken as all-to-all
+    /// unless its rows name a reduction (`sum`), which all-to-all has not.
+    /// Send/receive has no floor: one pair per node boundary on NCCL's
+    /// point-to-point channels stays well below one link even over RDMA
+    /// (15 GB/s on 400 Gb/s rails in a real 80-GPU capture).
+    ///
+    /// ## Why it matters
+    /// A run that falls back to TCP (`NCCL_IB_DISABLE=1`, no RDMA device in
+    /// the pod, IPoIB through the socket transport) completes and prints a
+    /// table like any other; without `NCCL_DEBUG=INFO` nothing in it says
+    /// which transport carried it. Bandwidth below any RDMA fabric built for
+    /// that GPU is the sign left: sockets over 100 GbE or IPoIB reach a few
+    /// GB/s, a single RDMA link of that generation tens.
+    ///
+    /// ## How to fix
+    /// Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`: the
+    /// `nccl-socket-fallback` judgement then names the transport and its
+    /// cause. Give the fabric (`--link-rate` and `--rails`, or `--intent
+    /// cluster.yaml`) to judge the run against it exactly
+    /// (`nccl-busbw-low`). When the log shows RDMA and the bandwidth stays
+    /// this low, check GPUDirect RDMA and the links (`zerohop doctor --only
+    /// rdma,gpu`).
+    ///
+    /// ## Example
+    ///
+    /// The capture `tcp.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// # nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+    /// #
+    /// # Using devices
+    /// #  Rank  0 Group  0 Pid  1 on node-a device  0 [0000:61:00] NVIDIA L40S
+    /// #  Rank  1 Group  0 Pid  2 on node-b device  0 [0000:61:00] NVIDIA L40S
+    /// #
+    /// #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+    ///      1048576        262144     float     sum      -1    166.4    6.30    6.30      0    167.9    6.24    6.24      0
+    ///   1073741824     268435456     float     sum      -1   134471    7.98    7.98      0   134020    8.01    8.01      0
+    /// # Out of bounds values : 0 OK
+    /// # Avg bus bandwidth    : 7.1
+    /// ```
+    ///
+    /// `zerohop validate parse tcp.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   warn           VAL112  nccl-busbw-below-rdma  tcp.log: busbw 8.01 GB/s at 1 GiB across 2 nodes is 32% of the 25.00 GB/s one 200 Gb/s link carries, the slowest RDMA fabric of Ada Lovelace systems: without NCCL_DEBUG=INFO the transport cannot be seen, and a run this slow most likely went over TCP (NET/Socket, IPoIB), not RDMA
+    ///                  tcp.log:9 = busbw 8.01 GB/s at 1 GiB
+    ///                  tcp.log:4 = NVIDIA L40S on node-a, node-b
+    ///                  slowest RDMA fabric = Ada Lovelace: Enterprise Reference Architecture 2-4-3-200, 200 Gb/s per GPU
+    ///
+    /// what to fix first
+    ///   1. VAL112 nccl-busbw-below-rdma (tcp.log): busbw 8.01 GB/s at 1 GiB across 2 nodes is 32% of the 25.00 GB/s one 200 Gb/s link carries, the slowest RDMA fabric of Ada Lovelace systems: without NCCL_DEBUG=INFO the transport cannot be seen, and a run this slow most likely went over TCP (NET/Socket, IPoIB), not RDMA
+    ///      fix: rerun with NCCL_DEBUG=INFO to see the transport, and give the fabric (--link-rate and --rails, or --intent) to judge the run against it exactly
+    ///        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log
+    ///        zerohop validate parse --intent cluster.yaml nccl.log
+    /// ```
+    pub static NCCL_BELOW_RDMA = {
+        id: "VAL112",
+        name: "nccl-busbw-below-rdma",
+        group: Nccl,
+        severity: Warning,
+    };
+}
+
 /// All NCCL judgements of one capture.
 pub(crate) fn judge(
     capture: &Capture<'_>,
@@ -674,7 +759,19 @@ pub(crate) fn judge(
     for run in &runs {
         let subject = run_subject(run, output.tests.runs.len());
         findings.push(wrong_results(capture, run, &subject, output));
-        findings.push(busbw(capture, run, &subject, log, expectations));
+        let judged = busbw(capture, run, &subject, log, expectations);
+        // Against the fabric's own rate when it is known; else against the
+        // slowest RDMA fabric of the GPUs.
+        let exact = !matches!(judged.status, Status::Info | Status::Unknown);
+        findings.push(judged);
+        findings.push(below_rdma::judge(
+            capture,
+            run,
+            &subject,
+            log,
+            expectations,
+            exact,
+        ));
         findings.push(busbw_drop(capture, run, &subject));
     }
     findings.extend(aborted(capture, output));
