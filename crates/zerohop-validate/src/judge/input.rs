@@ -16,6 +16,8 @@ declare_judgement! {
     /// matrix cut at the terminal's width, a line it does not understand
     /// inside a table. This judgement says which tool's output the capture
     /// was read as, and lists the first of those notes with their lines.
+    /// The rule is zerohop's own: each parser's notes
+    /// (`crates/zerohop-validate/src/notes.rs`) list what it skipped.
     ///
     /// ## Why it matters
     /// The other judgements rest on what was read. A log cut in the middle

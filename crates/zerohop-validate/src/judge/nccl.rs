@@ -26,6 +26,9 @@ declare_judgement! {
     /// channel that leaves the node (`Channel 00/0 : 3[3] -> 7[3] [send] via
     /// NET/IB/0/GDRDMA`). Needs `NCCL_DEBUG=INFO` with the `INIT` and `NET`
     /// subsystems.
+    /// NCCL prints the channel lines in `src/transport/net.cc` and `Using
+    /// network` when it loads its network (`src/init.cc`; `src/plugin/net.cc`
+    /// from 2.23).
     ///
     /// ## Why it matters
     /// When NCCL finds no usable RDMA device it silently falls back to
@@ -83,6 +86,8 @@ declare_judgement! {
     /// `NET/IB : No device found.` against `NET/IB : Using [0]mlx5_0:1/RoCE
     /// …` (or the OFI plugin's `Selected Provider is efa (found 32 nics)`):
     /// which RDMA devices and ports NCCL uses, and their link layer.
+    /// NCCL's IB transport prints both lines at init
+    /// (`src/transport/net_ib.cc`, `ncclIbInit`).
     ///
     /// ## Why it matters
     /// Without a device NCCL falls back to sockets (see
@@ -250,6 +255,8 @@ declare_judgement! {
     /// NET/IB/0/GDRDMA`, `via NET/AWS Libfabric/3/GDRDMA`): each must carry
     /// `/GDRDMA`. A channel without it stages data in host memory. This is
     /// the proof of GPUDirect RDMA that bandwidth alone cannot give.
+    /// NCCL appends `/GDRDMA` to a channel's line only when that connection
+    /// registers GPU memory with the NIC (`src/transport/net.cc`).
     ///
     /// ## Why it matters
     /// A job can reach a fair bandwidth with GPUDirect RDMA off on some
@@ -361,6 +368,8 @@ declare_judgement! {
     /// distinct text with how often it was logged, and the usual meaning of
     /// the common ones (memory registration, socket connections, queue pair
     /// setup, timeouts, GPU memory).
+    /// NCCL writes these lines through its `WARN` macro
+    /// (`src/include/debug.h`).
     ///
     /// ## Why it matters
     /// NCCL warns just before it fails, or when it works around a problem
@@ -408,6 +417,8 @@ declare_judgement! {
     /// #wrong=M` lines, and `# Out of bounds values : N OK|FAILED`. A run
     /// with validation off (`-c 0`, `N/A` in the column) is reported as not
     /// checked.
+    /// nccl-tests counts the wrong elements of each size when validation is on
+    /// (`src/common.cu`, `-c 1` by default).
     ///
     /// ## Why it matters
     /// Wrong elements mean data corruption on the path: a bad NIC, cable or
@@ -590,6 +601,8 @@ declare_judgement! {
     /// Over the rows of 1 MiB and more, the busbw at the largest size
     /// against the best busbw: below half of it, the bandwidth collapses at
     /// the sizes that matter for training.
+    /// The bus bandwidth is nccl-tests' own figure (`doc/PERFORMANCE.md`); the
+    /// half is zerohop's threshold for a collapse rather than noise.
     ///
     /// ## Why it matters
     /// Bandwidth that peaks and then falls points at congestion (a lossy
@@ -1391,12 +1404,22 @@ fn wrong_results(
     verdict.done()
 }
 
+/// Where a value of the fabric comes from.
+enum Origin {
+    /// A line of the capture.
+    Line(u32),
+    /// An option of the command line.
+    Option,
+    /// The cluster intent or the plan, as evidence names it.
+    Plan(String),
+}
+
 /// The rails and link rate the fabric offers, and where they come from.
 struct Fabric {
     rails: u32,
     link_gbps: f64,
-    /// Evidence: a line of the capture (or an option when `None`) and what it says.
-    sources: Vec<(Option<u32>, String)>,
+    /// Evidence: where each value comes from and what it says.
+    sources: Vec<(Origin, String)>,
 }
 
 fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static str> {
@@ -1406,25 +1429,32 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
         .filter(|d| d.index.is_some())
         .collect();
     let mut sources = Vec::new();
-    let rails = match expectations.rails {
-        Some(rails) => {
-            sources.push((None, format!("--rails {rails}")));
-            rails
-        }
-        None if !used.is_empty() => {
-            sources.push((
-                Some(used[0].line),
-                format!("{} NET/IB device(s) in use", used.len()),
-            ));
-            u32::try_from(used.len()).unwrap_or(u32::MAX)
-        }
-        None => match &log.ofi_provider {
+    let rails = if let Some(rails) = expectations.rails {
+        sources.push((Origin::Option, format!("--rails {rails}")));
+        rails
+    } else if let Some(fabric) = &expectations.planned {
+        let layer = fabric
+            .link_layer
+            .map_or(String::new(), |l| format!(" of {}", l.nccl_name()));
+        sources.push((
+            Origin::Plan(fabric.source.clone()),
+            format!("{} rail(s){layer}", fabric.rails),
+        ));
+        fabric.rails
+    } else if !used.is_empty() {
+        sources.push((
+            Origin::Line(used[0].line),
+            format!("{} NET/IB device(s) in use", used.len()),
+        ));
+        u32::try_from(used.len()).unwrap_or(u32::MAX)
+    } else {
+        match &log.ofi_provider {
             Some((line, provider, nics)) if *nics > 0 => {
-                sources.push((Some(*line), format!("{nics} {provider} nics")));
+                sources.push((Origin::Line(*line), format!("{nics} {provider} nics")));
                 *nics
             }
             _ => return Err("the number of rails (--rails)"),
-        },
+        }
     };
     let speeds: Vec<u64> = used
         .iter()
@@ -1433,14 +1463,14 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
         .collect();
     let link_gbps = match expectations.link_rate_gbps {
         Some(rate) => {
-            sources.push((None, format!("--link-rate {rate} Gb/s")));
+            sources.push((Origin::Option, format!("--link-rate {rate} Gb/s")));
             rate
         }
         None if !speeds.is_empty() && speeds.len() == used.len() => {
             let average = speeds.iter().sum::<u64>() as f64 / speeds.len() as f64 / 1000.0;
             let line = used.iter().find(|d| d.speed_mbps.is_some()).map(|d| d.line);
             sources.push((
-                line,
+                line.map_or(Origin::Option, Origin::Line),
                 format!("{} Gb/s per device (NET/IB speed=)", rate(average)),
             ));
             average
@@ -1490,7 +1520,7 @@ fn busbw(
         u32::try_from(hosts.len()).ok()
     };
     let ranks_per_node = expectations
-        .gpus_per_node
+        .gpus_per_node()
         .or_else(|| {
             hosts
                 .iter()
@@ -1580,10 +1610,11 @@ fn busbw(
             ),
         )
         .at(capture, largest.line, at.clone());
-    for (line, value) in &fabric.sources {
-        verdict = match line {
-            Some(line) => verdict.at(capture, *line, value.clone()),
-            None => verdict.evidence("command line", value.clone()),
+    for (origin, value) in &fabric.sources {
+        verdict = match origin {
+            Origin::Line(line) => verdict.at(capture, *line, value.clone()),
+            Origin::Option => verdict.evidence("command line", value.clone()),
+            Origin::Plan(source) => verdict.evidence(source.clone(), value.clone()),
         };
     }
     if let Some(nodes) = nodes {

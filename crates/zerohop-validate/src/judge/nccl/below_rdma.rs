@@ -74,7 +74,7 @@ pub(super) fn judge(
             device.name
         ));
     };
-    let ranks_per_node = expectations.gpus_per_node.or_else(|| {
+    let ranks_per_node = expectations.gpus_per_node().or_else(|| {
         hosts
             .iter()
             .map(|h| run.devices.iter().filter(|d| d.host == *h).count())
