@@ -556,3 +556,31 @@ fn a_socket_run_without_debug_lines_is_flagged_by_default() {
         "{stdout}"
     );
 }
+
+#[test]
+fn validate_run_reads_the_intent_before_it_touches_the_cluster() {
+    let intent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let plan_dir = dir.path().join("plan");
+    let plan_dir = plan_dir.to_str().unwrap();
+    let out = zerohop(&["plan", intent.to_str().unwrap(), "-o", plan_dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // An intent that is not one is refused with its reason, and no
+    // kubeconfig is ever read.
+    let bad = dir.path().join("bad.yaml");
+    fs::write(&bad, "kind: Pod\n").unwrap();
+    let out = zerohop(&[
+        "validate",
+        "run",
+        "--plan",
+        plan_dir,
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--intent",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("--intent"), "{stderr}");
+    assert!(!stderr.contains("kubeconfig"), "{stderr}");
+}
