@@ -49,9 +49,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::memory::{Content, Listing, MemoryTree, Node, TreeError};
+use zerohop_host::parse::jsonc::strip_comments;
 use zerohop_host::parse::netaddr::hex_ipv4;
 use zerohop_host::{Facts, HostRoot};
-use zerohop_known::jsonc::strip_comments;
 
 use pseudonym::Maps;
 pub use pseudonym::Pseudonym;
