@@ -8,6 +8,7 @@
 
 pub mod cpuset;
 pub mod cufile;
+pub mod gpu_fabric;
 pub mod image;
 pub mod jsonc;
 pub mod kernel_log;

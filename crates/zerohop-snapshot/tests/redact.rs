@@ -354,3 +354,143 @@ fn every_kind_of_identifier_is_replaced_consistently() {
             .any(|e| e.kind == "hostname" && e.original == "gpu-node-17")
     );
 }
+
+/// A root planted with each kind of identifier the kernel log, audit and
+/// configuration files carry: the host's full name where only its short
+/// name is its host name, other hosts, users, serial numbers.
+fn planted() -> Snapshot {
+    let kernel_log = "\
+6,1021,4051234,-;Kernel command line: BOOT_IMAGE=/vmlinuz ip=10.20.31.7::10.20.31.1:255.255.255.0:gpu-node-17.corp.example:eth0:off
+6,1022,4051240,-;nvme nvme0: pci function 0000:5e:00.0
+6,1023,4051250,-;nvme nvme0: new ctrl: NQN \"nqn.2014.08.org.nvmexpress:80868086PHLJ9123004X1P0FGN  INTEL SSDPE2KX010T8\"
+6,1024,4051260,-;usb 1-1: SerialNumber: 0123ABCD4567
+5,1025,4051270,-;audit: type=1101 audit(1767225500.123:42): pid=4242 uid=1000 auid=1000 ses=3 msg='op=PAM:accounting grantors=pam_unix acct=\"alice\" exe=\"/usr/bin/sudo\" hostname=jump-01.corp.example addr=10.20.99.5 terminal=/dev/pts/0 res=success' UID=\"alice\" AUID=\"bob\"
+3,1026,4051280,-;nfs: server nas-02.corp.example not responding, still trying
+";
+    let cufile = "{\n    // tuned by carol for the 2025 cluster\n    \"logging\": {\n        /* ask dave before changing */\n        \"dir\": \"/home/erin/gds-logs\",\n        \"level\": \"ERROR\"\n    },\n    \"properties\": {\n        \"use_compat_mode\": false\n    }\n}\n";
+    let files: &[(&str, &str)] = &[
+        ("/proc/sys/kernel/hostname", "gpu-node-17\n"),
+        (
+            "/proc/cmdline",
+            "BOOT_IMAGE=/vmlinuz ip=10.20.31.7::10.20.31.1:255.255.255.0:gpu-node-17.corp.example:eth0:off\n",
+        ),
+        ("/sys/class/nvme/nvme0/serial", "PHLJ9123004X1P0FGN  \n"),
+        ("/var/log/zerohop/kmsg", kernel_log),
+        ("/etc/cufile.json", cufile),
+    ];
+    let mut tree = MemoryTree::new();
+    for (path, content) in files {
+        let node = Node::File(Content::Read(content.as_bytes().into()));
+        tree.insert(*path, node).unwrap();
+    }
+    Snapshot {
+        meta: Meta {
+            zerohop_version: "0".to_owned(),
+            created_at: "2025-12-31T23:59:59Z".to_owned(),
+            created_unix: 1_767_225_599,
+            hostname: Some("gpu-node-17".to_owned()),
+            kernel_release: None,
+            root: "/".to_owned(),
+            live: false,
+        },
+        report: Vec::new(),
+        tree,
+    }
+}
+
+#[test]
+fn a_redacted_archive_names_no_host_user_or_serial() {
+    let snapshot = planted();
+    let redacted = redact(&snapshot).unwrap();
+    let archive = raw(&encode(&redacted.snapshot).unwrap());
+    let text = String::from_utf8_lossy(&archive);
+    for identifier in [
+        "gpu-node-17",
+        "corp.example",
+        "jump-01",
+        "nas-02",
+        "alice",
+        "bob",
+        "carol",
+        "dave",
+        "erin",
+        "PHLJ9123004X1P0FGN",
+        "0123ABCD4567",
+    ] {
+        assert!(
+            !text.contains(identifier),
+            "{identifier} is still in the redacted archive"
+        );
+    }
+    let tree = &redacted.snapshot.tree;
+    // The full name is the host's own: the same number as its short name.
+    assert_eq!(redacted.snapshot.meta.hostname.as_deref(), Some("host1"));
+    let cmdline = content(tree, "/proc/cmdline");
+    assert!(cmdline.ends_with(":host1.invalid:eth0:off\n"), "{cmdline}");
+    let log = content(tree, "/var/log/zerohop/kmsg");
+    assert!(log.contains(":host1.invalid:eth0:off"), "{log}");
+    // Other hosts, each its own pseudonym.
+    let host = |name: &str| {
+        redacted
+            .map
+            .iter()
+            .find(|e| e.kind == "hostname" && e.original == name)
+            .map(|e| e.pseudonym.clone())
+            .unwrap_or_else(|| panic!("{name}: {:#?}", redacted.map))
+    };
+    let (jump, nas) = (host("jump-01.corp.example"), host("nas-02.corp.example"));
+    assert!(jump != nas && jump != "host1.invalid" && nas != "host1.invalid");
+    assert!(log.contains(&format!("hostname={jump} ")), "{log}");
+    assert!(
+        log.contains(&format!("nfs: server {nas} not responding")),
+        "{log}"
+    );
+    // One user, one pseudonym, wherever audit names them.
+    let user = |name: &str| {
+        redacted
+            .map
+            .iter()
+            .find(|e| e.kind == "user" && e.original == name)
+            .map(|e| e.pseudonym.clone())
+            .unwrap_or_else(|| panic!("{name}: {:#?}", redacted.map))
+    };
+    let (alice, bob) = (user("alice"), user("bob"));
+    assert_ne!(alice, bob);
+    assert!(
+        log.contains(&format!("acct=\"{alice}\""))
+            && log.contains(&format!("UID=\"{alice}\" AUID=\"{bob}\"")),
+        "{log}"
+    );
+    // uid=1000 is a number, not a name; the superuser is nobody in particular.
+    assert!(log.contains("uid=1000 auid=1000"), "{log}");
+    // The drive's serial is gone from its NQN in the kernel log too.
+    assert!(log.contains("new ctrl: NQN \"nqn."), "{log}");
+    // Comments are blanked, lines and columns kept; the document is the same.
+    let cufile = content(tree, "/etc/cufile.json");
+    assert_eq!(cufile.lines().count(), 11);
+    let erin = user("erin");
+    assert!(
+        cufile.contains(&format!("\"dir\": \"/home/{erin}/gds-logs\"")),
+        "{cufile}"
+    );
+    assert_eq!(
+        zerohop_known::jsonc::parse(cufile).unwrap()["properties"],
+        zerohop_known::jsonc::parse(content(&snapshot.tree, "/etc/cufile.json")).unwrap()["properties"]
+    );
+    // The map names each kind.
+    for (kind, original) in [
+        ("hostname", "gpu-node-17.corp.example"),
+        ("hostname", "jump-01.corp.example"),
+        ("user", "alice"),
+        ("serial", "0123ABCD4567"),
+    ] {
+        assert!(
+            redacted
+                .map
+                .iter()
+                .any(|e| e.kind == kind && e.original == original),
+            "{kind} {original}: {:#?}",
+            redacted.map
+        );
+    }
+}

@@ -56,6 +56,24 @@ impl Kind {
         }
     }
 
+    /// How to capture this tool's whole output again, without a terminal in
+    /// between: the command a fix about a cut or garbled capture of this
+    /// kind names (a gdscheck capture is not rerun with `all_reduce_perf`).
+    pub fn capture_command(self) -> &'static str {
+        match self {
+            Kind::Nccl => "all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log",
+            Kind::Perftest => {
+                "ib_write_bw -d mlx5_0 --report_gbits -D 10 PEER_IP 2>&1 | tee perftest.log"
+            }
+            Kind::NvidiaSmiTopo => "nvidia-smi topo -m > topo.txt",
+            Kind::Gdscheck => "/usr/local/cuda/gds/tools/gdscheck -p > gdscheck.txt 2>&1",
+            Kind::Gdsio => "gdsio -f FILE -d 0 -w 4 -s 1G -i 1M -x 0 -I 0 2>&1 | tee gdsio.log",
+            Kind::NvfsStats => "cat /proc/driver/nvidia-fs/stats > nvidia-fs-stats.txt",
+            Kind::ShowGids => "show_gids > gids.txt",
+            Kind::Mounts => "mount > mounts.txt",
+        }
+    }
+
     /// Whether `line` (cleaned, trimmed) is a line only this kind prints.
     fn marks(self, line: &str) -> bool {
         match self {

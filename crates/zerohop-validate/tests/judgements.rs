@@ -301,6 +301,14 @@ fn fixtures() -> Vec<Fixture> {
             "no RoCE v2 GID",
         ),
         fixture(
+            "tcp.log",
+            "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n#  Rank  0 Group  0 Pid  1 on node-a device  0 [0000:61:00] NVIDIA L40S\n#  Rank  1 Group  0 Pid  2 on node-b device  0 [0000:61:00] NVIDIA L40S\n#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n     1048576        262144     float     sum      -1    166.4    6.30    6.30      0    167.9    6.24    6.24      0\n  1073741824     268435456     float     sum      -1   134471    7.98    7.98      0   134020    8.01    8.01      0\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 7.1\n",
+            "VAL112",
+            Status::Warn,
+            Some(9),
+            "slowest RDMA fabric of Ada Lovelace",
+        ),
+        fixture(
             "mounts.txt",
             "10.0.0.1:/data on /data type nfs4 (rw,vers=4.1,proto=tcp,port=2049)\n",
             "VAL502",

@@ -413,3 +413,174 @@ fn binary_garbage_is_not_a_capture() {
     let out = zerohop(&["validate", "parse", &path.to_string_lossy()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+/// The VAL109 finding of `all_reduce` in a JSON report.
+fn all_reduce_busbw(out: &Output) -> serde_json::Value {
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "VAL109" && f["subject"].as_str().unwrap().ends_with("all_reduce"))
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn the_intent_and_the_plan_give_the_rails_and_gpus_per_node() {
+    let Some(path) = capture(
+        "nccl-tests/all-collectives_perf_80xH100_10nodes_nccl-tests2.17.8_reducing-maxBytes.txt",
+    ) else {
+        return;
+    };
+    let intent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml");
+    let intent = intent.to_str().unwrap();
+    // The example pool: eight RoCE rails for the workload (the ninth is
+    // the hosts' storage rail), eight GPUs per node.
+    let out = zerohop(&[
+        "validate",
+        "parse",
+        "--format",
+        "json",
+        "--intent",
+        intent,
+        "--link-rate",
+        "400",
+        &path,
+    ]);
+    // The capture's sendrecv fails against eight 400 Gb/s rails: exit 1, not 2.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let busbw = all_reduce_busbw(&out);
+    assert_eq!(busbw["status"], "pass", "{busbw}");
+    assert!(
+        busbw["message"]
+            .as_str()
+            .unwrap()
+            .contains("81% of the 400.0 GB/s"),
+        "{busbw}"
+    );
+    let evidence = busbw["evidence"].as_array().unwrap();
+    assert!(
+        evidence.iter().any(|e| e["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("cluster.yaml, pool h100")
+            && e["value"] == "8 rail(s) of RoCE"),
+        "{busbw}"
+    );
+
+    // The same from the directory `zerohop plan -o` wrote.
+    let dir = tempfile::tempdir().unwrap();
+    let plan_dir = dir.path().join("plan");
+    let plan_dir = plan_dir.to_str().unwrap();
+    let out = zerohop(&["plan", intent, "-o", plan_dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = zerohop(&[
+        "validate",
+        "parse",
+        "--format",
+        "json",
+        "--plan",
+        plan_dir,
+        "--link-rate",
+        "400",
+        &path,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let busbw = all_reduce_busbw(&out);
+    assert!(
+        busbw["message"]
+            .as_str()
+            .unwrap()
+            .contains("with 8 rail(s)"),
+        "{busbw}"
+    );
+
+    // --rails on the command line overrides the intent.
+    let out = zerohop(&[
+        "validate",
+        "parse",
+        "--format",
+        "json",
+        "--intent",
+        intent,
+        "--rails",
+        "4",
+        "--link-rate",
+        "400",
+        &path,
+    ]);
+    let busbw = all_reduce_busbw(&out);
+    assert!(
+        busbw["message"]
+            .as_str()
+            .unwrap()
+            .contains("with 4 rail(s)"),
+        "{busbw}"
+    );
+
+    // A pool the intent lacks, or --pool alone, is a usage error.
+    let out = zerohop(&[
+        "validate", "parse", "--intent", intent, "--pool", "nope", &path,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no such pool"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = zerohop(&["validate", "parse", "--pool", "h100", &path]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = zerohop(&["validate", "parse", "--intent", "/nonexistent.yaml", &path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--intent"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_socket_run_without_debug_lines_is_flagged_by_default() {
+    let Some(path) = capture(
+        "nccl-tests/all_reduce_perf_2xL40S_2pods_openshift_NCCL_IB_DISABLE1_socket_nccl2.27.3.txt",
+    ) else {
+        return;
+    };
+    let out = zerohop(&["validate", "parse", &path]);
+    // A warning: the capture cannot prove the transport.
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("warn") && stdout.contains("VAL112") && stdout.contains("not RDMA"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn validate_run_reads_the_intent_before_it_touches_the_cluster() {
+    let intent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let plan_dir = dir.path().join("plan");
+    let plan_dir = plan_dir.to_str().unwrap();
+    let out = zerohop(&["plan", intent.to_str().unwrap(), "-o", plan_dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // An intent that is not one is refused with its reason, and no
+    // kubeconfig is ever read.
+    let bad = dir.path().join("bad.yaml");
+    fs::write(&bad, "kind: Pod\n").unwrap();
+    let out = zerohop(&[
+        "validate",
+        "run",
+        "--plan",
+        plan_dir,
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--intent",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("--intent"), "{stderr}");
+    assert!(!stderr.contains("kubeconfig"), "{stderr}");
+}

@@ -14,7 +14,18 @@
 //!   so that every subnet holds the same addresses after as before (see
 //!   [`pseudonym::Compressor`]);
 //! * MAC addresses, InfiniBand GUIDs, GPU UUIDs, NVMe Qualified Names and
-//!   host IDs, serial numbers, numbered in order of first appearance.
+//!   host IDs, serial numbers, numbered in order of first appearance; a
+//!   serial number a sysfs file gives is replaced wherever prose repeats it
+//!   (the kernel log, an NVMe drive's NQN), and serials after `SerialNumber:`
+//!   or `serial=` too;
+//! * the host's full name wherever its short name starts a dotted name
+//!   (`ip=` on the kernel command line, the kernel log), and other hosts
+//!   named where the kernel and audit write host names (the host-name field
+//!   of `ip=`, `nfs: server NAME`, audit's `hostname=`);
+//! * user names: audit's user fields (`acct=`, and `UID=`, `AUID=` … of the
+//!   enriched format) and the directory under `/home/` a path names, as
+//!   `user<n>`; the comments of `cufile.json` are blanked (spaces, so lines
+//!   and columns stay), since people write their names in them.
 //!
 //! What is kept, because it identifies no host and checks judge it:
 //! loopback, unspecified, multicast, broadcast and reserved addresses
@@ -30,6 +41,7 @@
 //! tree, so that the report in the archive is the one `doctor --snapshot`
 //! gives.
 
+mod people;
 mod pseudonym;
 mod scan;
 
@@ -37,6 +49,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::memory::{Content, Listing, MemoryTree, Node, TreeError};
+use zerohop_host::parse::jsonc::strip_comments;
 use zerohop_host::parse::netaddr::hex_ipv4;
 use zerohop_host::{Facts, HostRoot};
 
@@ -83,6 +96,15 @@ const ROUTE: &str = "/proc/net/route";
 
 /// The `/proc/net/if_inet6` file, whose addresses are 32 hex digits.
 const IF_INET6: &str = "/proc/net/if_inet6";
+
+/// The file whose comments are blanked: `cufile.json`, where people note
+/// who tuned what; no check reads a comment, and [`strip_comments`] keeps
+/// every line and column, so findings cite the same places.
+const COMMENTED: &str = "cufile.json";
+
+/// The shortest serial number replaced wherever it appears in prose:
+/// shorter values (`0`, `1234`) are not unique enough to be one.
+const MIN_SERIAL_IN_PROSE: usize = 6;
 
 /// Host names that name no host.
 const KEPT_HOSTS: [&str; 3] = ["localhost", "localhost.localdomain", "(none)"];
@@ -232,6 +254,14 @@ impl Redactor {
             let new_node = match node {
                 Node::File(Content::Read(bytes)) => {
                     let kind = kind_of(path);
+                    let blanked = path
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|name| name == COMMENTED)
+                        .then(|| std::str::from_utf8(bytes).ok())
+                        .flatten()
+                        .and_then(|text| strip_comments(text).ok());
+                    let bytes = blanked.as_ref().map_or(&bytes[..], |text| text.as_bytes());
                     Node::File(Content::Read(self.text(bytes, kind, pass).into()))
                 }
                 Node::Dir(Listing::Names(names)) => Node::Dir(Listing::Names(
@@ -274,11 +304,14 @@ impl Redactor {
             Kind::Text(scope) => {
                 if scope.prose && pass == Pass::Collect {
                     self.collect_servers(bytes);
+                    self.collect_hosts(bytes);
                 }
                 let scanned = self.maps.scan(bytes, scope, pass);
                 if scope.prose && pass == Pass::Rewrite {
                     let text = scanned.as_deref().unwrap_or(bytes);
-                    self.replace_hosts(text).or(scanned)
+                    let hosts = self.replace_hosts(text);
+                    let text = hosts.as_deref().unwrap_or(text);
+                    self.replace_people(text).or(hosts).or(scanned)
                 } else {
                     scanned
                 }
@@ -378,6 +411,82 @@ impl Redactor {
                 }
             }
         }
+    }
+
+    /// Other hosts named where the kernel and audit write host names, and
+    /// the full names of hosts met by their short name
+    /// (`gpu-node-17.corp.example` when `/proc/sys/kernel/hostname` says
+    /// `gpu-node-17`), numbered as that host.
+    fn collect_hosts(&mut self, bytes: &[u8]) {
+        for name in people::hosts(bytes) {
+            let short = name.split('.').next().unwrap_or(&name).to_owned();
+            let key = self
+                .hosts
+                .iter()
+                .find(|(known, _)| known.eq_ignore_ascii_case(&short))
+                .map_or(name.clone(), |(_, key)| key.clone());
+            self.add_host(&name, &key);
+        }
+        for (start, end) in host_tokens(bytes) {
+            let token = String::from_utf8_lossy(&bytes[start..end]);
+            let Some((first, _)) = token.split_once('.') else {
+                continue;
+            };
+            let key = self
+                .hosts
+                .iter()
+                .find(|(known, key)| known == key && known.eq_ignore_ascii_case(first))
+                .map(|(_, key)| key.clone());
+            if let Some(key) = key {
+                self.add_host(&token, &key);
+            }
+        }
+    }
+
+    /// `bytes` with user names and serial numbers replaced where they are
+    /// written: audit's user fields, `/home/NAME`, the serial fields of the
+    /// kernel log, and every serial number a sysfs file gave.
+    fn replace_people(&mut self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let mut spans: Vec<(usize, usize, String)> = Vec::new();
+        for (start, end) in people::users(bytes) {
+            let name = String::from_utf8_lossy(&bytes[start..end]).into_owned();
+            spans.push((start, end, self.maps.user(&name)));
+        }
+        for (start, end) in people::serials(bytes) {
+            let serial = String::from_utf8_lossy(&bytes[start..end]).into_owned();
+            spans.push((start, end, self.maps.serial(&serial)));
+        }
+        for (serial, pseudonym) in self.maps.serials() {
+            let serial = serial.trim();
+            if serial.len() < MIN_SERIAL_IN_PROSE {
+                continue;
+            }
+            let mut from = 0;
+            while let Some(found) = bytes[from..]
+                .windows(serial.len())
+                .position(|w| w == serial.as_bytes())
+            {
+                let start = from + found;
+                spans.push((start, start + serial.len(), pseudonym.trim().to_owned()));
+                from = start + serial.len();
+            }
+        }
+        if spans.is_empty() {
+            return None;
+        }
+        spans.sort_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut last = 0;
+        for (start, end, pseudonym) in spans {
+            if start < last {
+                continue;
+            }
+            out.extend_from_slice(&bytes[last..start]);
+            out.extend_from_slice(pseudonym.as_bytes());
+            last = end;
+        }
+        out.extend_from_slice(&bytes[last..]);
+        Some(out)
     }
 
     /// `bytes` with every host name met replaced.

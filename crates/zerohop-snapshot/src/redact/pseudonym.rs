@@ -199,6 +199,7 @@ pub(crate) struct Maps {
     uuids: Counter<String>,
     serials: Counter<String>,
     hosts: Counter<String>,
+    users: Counter<String>,
     /// Every original and its pseudonym, by kind and original.
     pub(crate) seen: BTreeMap<(&'static str, String), String>,
 }
@@ -351,6 +352,25 @@ impl Maps {
         let mapped = format!("S{:0width$}", self.serials.number(&serial.to_owned()));
         self.note("serial", serial.to_owned(), &mapped);
         mapped
+    }
+
+    /// The pseudonym of a user name: `user<n>`.
+    pub(crate) fn user(&mut self, name: &str) -> String {
+        let mapped = format!("user{}", self.users.number(&name.to_owned()));
+        self.note("user", name.to_owned(), &mapped);
+        mapped
+    }
+
+    /// The serial numbers met so far, longest first.
+    pub(crate) fn serials(&self) -> Vec<(String, String)> {
+        let mut serials: Vec<(String, String)> = self
+            .seen
+            .iter()
+            .filter(|((kind, _), _)| *kind == "serial")
+            .map(|((_, original), pseudonym)| (original.clone(), pseudonym.clone()))
+            .collect();
+        serials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        serials
     }
 
     /// The pseudonym of a host name: `host<n>`, and `host<n>.invalid` for a

@@ -25,6 +25,10 @@ pub struct GdsCheck {
     pub iommu_enabled: Option<(u32, bool)>,
     /// `Platform verification succeeded|…`: line and whether it succeeded.
     pub verification: Option<(u32, bool)>,
+    /// The lines libcufile prints after a failed verification (`Platform
+    /// does not have any supported GPU!`, `cufile initialization failed`),
+    /// with their line.
+    pub platform_errors: Vec<(u32, String)>,
     /// What could not be read.
     pub notes: Notes,
 }
@@ -53,7 +57,20 @@ pub struct GdsGpu {
     pub bar_mib: Option<u64>,
     /// `supports GDS` (not `does not support GDS`).
     pub supported: bool,
+    /// `GPU 0 Quadro K1200 does not have supported architecture, has 5
+    /// requires >= 6`: the compute capability major version it has and the
+    /// one GDS requires.
+    pub architecture: Option<(u32, u32)>,
 }
+
+/// The lines libcufile prints below a failed verification (GDS 0.9 to
+/// 1.14), read as what they say rather than as unreadable lines.
+const PLATFORM_ERRORS: [&str; 4] = [
+    "Platform does not have any supported GPU",
+    "platform is not supported by cufile",
+    "cufile initialization failed",
+    "GPUDirect Storage not supported on current platform",
+];
 
 /// The most entries of each list kept.
 pub const MAX_ENTRIES: usize = 1024;
@@ -101,6 +118,18 @@ pub fn parse(text: &str) -> GdsCheck {
                     number,
                     format!("unreadable gpu line `{}`", excerpt(trimmed)),
                 ),
+            }
+            continue;
+        }
+        if let Some(gpu) = unsupported_architecture(number, trimmed) {
+            if out.gpus.len() < MAX_ENTRIES {
+                out.gpus.push(gpu);
+            }
+            continue;
+        }
+        if PLATFORM_ERRORS.iter().any(|e| trimmed.starts_with(e)) {
+            if out.platform_errors.len() < MAX_ENTRIES {
+                out.platform_errors.push((number, trimmed.to_owned()));
             }
             continue;
         }
@@ -158,6 +187,33 @@ fn gpu(number: u32, rest: &str) -> Option<GdsGpu> {
         name: name.trim().to_owned(),
         bar_mib,
         supported,
+        architecture: None,
+    })
+}
+
+/// `GPU 0 Quadro K1200 does not have supported architecture, has 5 requires
+/// >= 6`: libcufile's line for a GPU below compute capability 6 (GDS needs
+/// 6.0 or later: NVIDIA GPUDirect Storage Installation and Troubleshooting
+/// Guide; the maintainers in NVIDIA/MagnumIO#5). Seen in the GDS 0.9.1.5 output of
+/// developer-onizuka/gpudirect_storage `README.md`.
+fn unsupported_architecture(number: u32, line: &str) -> Option<GdsGpu> {
+    let rest = line.strip_prefix("GPU ")?;
+    let (head, tail) = rest.split_once(" does not have supported architecture")?;
+    let (index, name) = head.split_once(' ')?;
+    let numbers: Vec<u32> = tail
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    Some(GdsGpu {
+        line: number,
+        index: index.parse().ok()?,
+        name: name.trim().to_owned(),
+        bar_mib: None,
+        supported: false,
+        architecture: match numbers.as_slice() {
+            [has, requires] => Some((*has, *requires)),
+            _ => None,
+        },
     })
 }
 
@@ -205,6 +261,27 @@ mod tests {
         );
         assert_eq!(check.iommu_enabled, Some((13, false)));
         assert_eq!(check.verification, Some((14, true)));
+    }
+
+    #[test]
+    fn an_unsupported_architecture_is_a_gpu_without_gds() {
+        let check = parse(
+            "    GPU INFO:\n    GPU 0 Quadro K1200 does not have supported architecture, has 5 requires >= 6\n    Platform does not have any supported GPU!\n    Platform verification failed\n    cufile initialization failed\n",
+        );
+        assert!(check.notes.is_empty(), "{:?}", check.notes);
+        let gpu = &check.gpus[0];
+        assert_eq!(
+            (
+                gpu.line,
+                gpu.index,
+                gpu.name.as_str(),
+                gpu.supported,
+                gpu.architecture
+            ),
+            (2, 0, "Quadro K1200", false, Some((5, 6)))
+        );
+        assert_eq!(check.platform_errors.len(), 2);
+        assert_eq!(check.verification, Some((4, false)));
     }
 
     #[test]

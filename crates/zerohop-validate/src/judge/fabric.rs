@@ -15,6 +15,9 @@ declare_judgement! {
     /// IPv4 address passes and names its index; `v2` GIDs without an
     /// address warn; a RoCE port with `v1` GIDs only fails. InfiniBand
     /// ports (no version column) are not judged.
+    /// `show_gids` prints the GID table the kernel publishes under
+    /// `/sys/class/infiniband/*/ports/*/gids` (types from
+    /// `drivers/infiniband/core/sysfs.c`).
     ///
     /// ## Why it matters
     /// NCCL and perftest address RoCE peers through a GID index. The RoCE
@@ -66,6 +69,8 @@ declare_judgement! {
     /// ## What it checks
     /// The NFS mounts of `mount` output (or `/proc/mounts` lines) and their
     /// `proto=` option: `rdma` (port 20049 by default) or `tcp`.
+    /// The options are those of the `nfs(5)` man page; NFS over RDMA listens on
+    /// 20049 (the kernel's `Documentation/admin-guide/nfs/nfs-rdma.rst`).
     ///
     /// ## Why it matters
     /// NFS over TCP copies every byte through the kernel's socket buffers;

@@ -15,6 +15,8 @@ declare_judgement! {
     /// ## What it checks
     /// The last line of `gdscheck -p`: `Platform verification succeeded`,
     /// or anything else (an error, or no such line in a cut capture).
+    /// The verdict is gdscheck's own (NVIDIA GPUDirect Storage Installation and
+    /// Troubleshooting Guide).
     ///
     /// ## Why it matters
     /// It is GPUDirect Storage's own verdict on the driver (`nvidia_fs`),
@@ -63,7 +65,12 @@ declare_judgement! {
     ///
     /// ## What it checks
     /// Each `GPU index N NAME bar:1 bar size (MiB):S supports GDS` line of
-    /// `gdscheck -p`.
+    /// `gdscheck -p`, and libcufile's `GPU N NAME does not have supported
+    /// architecture, has 5 requires >= 6` for a GPU below compute capability
+    /// 6.0, which GDS requires (NVIDIA GPUDirect Storage Installation and
+    /// Troubleshooting Guide; the maintainers in NVIDIA/MagnumIO#5); the line as GDS
+    /// 0.9.1.5 prints it for a Quadro K1200, developer-onizuka/gpudirect_storage
+    /// `README.md`, in `tests/fixtures/`).
     ///
     /// ## Why it matters
     /// A GPU without GDS support (or with a BAR1 too small to map its
@@ -110,6 +117,8 @@ declare_judgement! {
     ///
     /// ## What it checks
     /// `IOMMU: disabled|enabled` in `gdscheck -p`'s platform information.
+    /// GDS needs the IOMMU off or in pass-through mode (NVIDIA GPUDirect
+    /// Storage Installation and Troubleshooting Guide).
     ///
     /// ## Why it matters
     /// With the IOMMU translating DMA, peer-to-peer transfers between an
@@ -158,6 +167,9 @@ declare_judgement! {
     /// ## What it checks
     /// `properties.use_compat_mode` in the cuFile configuration `gdscheck -p`
     /// prints (`true`/`1` or `false`/`0`).
+    /// The key is `cufile.json`'s (NVIDIA GPUDirect Storage Installation and
+    /// Troubleshooting Guide;
+    /// `zerohop_known::cufile`).
     ///
     /// ## Why it matters
     /// With compatibility mode on, cuFile reads through host memory whenever
@@ -201,6 +213,8 @@ declare_judgement! {
     /// ## What it checks
     /// The driver configuration of `gdscheck -p` (`NVMe : Supported`,
     /// `NFS : Unsupported` …) and the RDMA peer-direct switch.
+    /// The lines are gdscheck's driver configuration section (NVIDIA GPUDirect
+    /// Storage Installation and Troubleshooting Guide).
     ///
     /// ## Why it matters
     /// A data set on NFS over RDMA, NVMe-oF or a parallel file system uses
@@ -246,6 +260,8 @@ declare_judgement! {
     /// `gdsio`; when a capture has both `GPUD` (GPUDirect) and `CPUONLY`
     /// results of the same I/O type, their average throughputs are
     /// compared: GPUDirect below half of the CPU path warns.
+    /// The result lines and transfer types are gdsio's (NVIDIA GPUDirect
+    /// Storage Benchmarking and Configuration Guide, "gdsio").
     ///
     /// ## Why it matters
     /// GPUDirect Storage exists to move data without the CPU bounce; when it
@@ -295,6 +311,8 @@ declare_judgement! {
     ///
     /// ## What it checks
     /// `Data Verification Success|Failed` of `gdsio_verify` (or `gdsio -V`).
+    /// The line is the one the GDS samples' verification prints (NVIDIA
+    /// GPUDirect Storage Benchmarking and Configuration Guide, "gdsio" `-V`).
     ///
     /// ## Why it matters
     /// A failed verification is data corruption on the storage path.
@@ -341,6 +359,8 @@ declare_judgement! {
     /// The error counters of `/proc/driver/nvidia-fs/stats` (`err=`,
     /// `io_state_err=`, the `Error` line's counters, `pg-cache-fail=`); it
     /// also says whether I/O statistics are on.
+    /// The counters are those `nvidia-fs` publishes (NVIDIA GPUDirect Storage
+    /// Installation and Troubleshooting Guide).
     ///
     /// ## Why it matters
     /// Errors there are I/Os that failed on the direct path (DMA mapping,
@@ -395,14 +415,21 @@ pub(crate) fn judge_gdscheck(capture: &Capture<'_>, check: &GdsCheck) -> Vec<Fin
             .verdict(capture, Status::Pass, "", "platform verification succeeded")
             .at(capture, line, "Platform verification succeeded")
             .done(),
-        Some((line, false)) => GDS_PLATFORM
-            .verdict(
-                capture,
-                GDS_PLATFORM.problem(),
-                "",
-                "platform verification did not succeed",
+        Some((line, false)) => check
+            .platform_errors
+            .iter()
+            .take(4)
+            .fold(
+                GDS_PLATFORM
+                    .verdict(
+                        capture,
+                        GDS_PLATFORM.problem(),
+                        "",
+                        "platform verification did not succeed",
+                    )
+                    .at(capture, line, "Platform verification"),
+                |verdict, (line, text)| verdict.at(capture, *line, text.clone()),
             )
-            .at(capture, line, "Platform verification")
             .fix(
                 Remediation::new("read gdscheck's lines above the verdict and check the node")
                     .command("zerohop doctor --only gds"),
@@ -428,6 +455,31 @@ pub(crate) fn judge_gdscheck(capture: &Capture<'_>, check: &GdsCheck) -> Vec<Fin
             gpu.name,
             gpu.bar_mib.map_or("?".to_owned(), |b| b.to_string())
         );
+        if let Some((has, requires)) = gpu.architecture {
+            findings.push(
+                GDS_GPU_SUPPORT
+                    .verdict(
+                        capture,
+                        GDS_GPU_SUPPORT.problem(),
+                        &subject,
+                        format!(
+                            "{} has compute capability {has}, GDS requires {requires} or later",
+                            gpu.name
+                        ),
+                    )
+                    .at(
+                        capture,
+                        gpu.line,
+                        format!("{} does not have supported architecture", gpu.name),
+                    )
+                    .fix(Remediation::new(
+                        "GDS needs a GPU of compute capability 6.0 (Pascal) or later: move the storage path to such a GPU",
+                    )
+                    .command("nvidia-smi --query-gpu=name,compute_cap --format=csv"))
+                    .done(),
+            );
+            continue;
+        }
         findings.push(if gpu.supported {
             GDS_GPU_SUPPORT
                 .verdict(

@@ -16,6 +16,8 @@ declare_judgement! {
     /// matrix cut at the terminal's width, a line it does not understand
     /// inside a table. This judgement says which tool's output the capture
     /// was read as, and lists the first of those notes with their lines.
+    /// The rule is zerohop's own: each parser's notes
+    /// (`crates/zerohop-validate/src/notes.rs`) list what it skipped.
     ///
     /// ## Why it matters
     /// The other judgements rest on what was read. A log cut in the middle
@@ -27,8 +29,10 @@ declare_judgement! {
     /// Capture the whole output, without a terminal in between:
     /// `all_reduce_perf … 2>&1 | tee nccl.log`, `kubectl logs POD >
     /// nccl.log`, `nvidia-smi topo -m > topo.txt` (a pipe is not cut at the
-    /// terminal's width). When a test was killed, its log ends early: the
-    /// `nccl-tests-aborted` judgement says so.
+    /// terminal's width), `gdscheck -p > gdscheck.txt 2>&1`: the fix names
+    /// the command of the tool that wrote the capture. When a test was
+    /// killed, its log ends early: the `nccl-tests-aborted` judgement says
+    /// so.
     ///
     /// ## Example
     ///
@@ -49,9 +53,8 @@ declare_judgement! {
     ///
     /// what to fix first
     ///   1. VAL001 capture-partial (cut.log): read as nccl output; 1 part could not be read, the judgements rest on the rest
-    ///      fix: capture the whole output without a terminal in between (redirect or tee it to a file)
+    ///      fix: capture nccl's whole output without a terminal in between (redirect or tee it to a file)
     ///        all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log
-    ///        nvidia-smi topo -m > topo.txt
     /// ```
     pub static CAPTURE_PARTIAL = {
         id: "VAL001",
@@ -84,10 +87,9 @@ pub(crate) fn partial(capture: &Capture<'_>, kind: Kind, notes: &Notes) -> Findi
         ),
     );
     note_evidence(verdict, capture, notes)
-        .fix(Remediation::new(
-            "capture the whole output without a terminal in between (redirect or tee it to a file)",
-        )
-        .command("all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log")
-        .command("nvidia-smi topo -m > topo.txt"))
+        .fix(Remediation::new(format!(
+            "capture {kind}'s whole output without a terminal in between (redirect or tee it to a file)"
+        ))
+        .command(kind.capture_command()))
         .done()
 }

@@ -34,9 +34,9 @@ pub use gds::{
 };
 pub use input::CAPTURE_PARTIAL;
 pub use nccl::{
-    NCCL_BUSBW, NCCL_BUSBW_DROP, NCCL_COMPLETION_ERROR, NCCL_GDR_DISTANCE, NCCL_GDR_HCA,
-    NCCL_GPUDIRECT_CHANNELS, NCCL_NO_RDMA_DEVICE, NCCL_TESTS_ABORTED, NCCL_TRANSPORT, NCCL_WARNING,
-    NCCL_WRONG_RESULTS,
+    NCCL_BELOW_RDMA, NCCL_BUSBW, NCCL_BUSBW_DROP, NCCL_COMPLETION_ERROR, NCCL_GDR_DISTANCE,
+    NCCL_GDR_HCA, NCCL_GPUDIRECT_CHANNELS, NCCL_NO_RDMA_DEVICE, NCCL_TESTS_ABORTED, NCCL_TRANSPORT,
+    NCCL_WARNING, NCCL_WRONG_RESULTS,
 };
 pub use perftest::{
     PERFTEST_BANDWIDTH, PERFTEST_FAILED, PERFTEST_GPU_MEMORY, PERFTEST_LATENCY, PERFTEST_MTU,
@@ -151,6 +151,7 @@ pub static JUDGEMENTS: &[&Judgement] = &[
     &NCCL_BUSBW,
     &NCCL_TESTS_ABORTED,
     &NCCL_BUSBW_DROP,
+    &NCCL_BELOW_RDMA,
     &PERFTEST_BANDWIDTH,
     &PERFTEST_LATENCY,
     &PERFTEST_GPU_MEMORY,
@@ -183,9 +184,43 @@ pub const DEFAULT_MIN_EFFICIENCY: f64 = 0.8;
 /// the minimum efficiency, it warns).
 pub const FAIL_EFFICIENCY: f64 = 0.5;
 
+/// The link layer of a fabric's rails, as the cluster intent names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand (`linkType: IB`).
+    InfiniBand,
+    /// Ethernet, RDMA over RoCE v2 (`linkType: ETH`).
+    Ethernet,
+}
+
+impl LinkLayer {
+    /// The name NCCL gives it in `NET/IB : Using [0]mlx5_0:1/RoCE`
+    /// (`src/transport/net_ib.cc`, `IB` or `RoCE`).
+    pub const fn nccl_name(self) -> &'static str {
+        match self {
+            LinkLayer::InfiniBand => "IB",
+            LinkLayer::Ethernet => "RoCE",
+        }
+    }
+}
+
+/// The fabric of a node pool as the cluster intent (`--intent`) or the
+/// plan rendered from it (`--plan`) describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFabric {
+    /// How evidence names it: `intent cluster.yaml, pool gpu`.
+    pub source: String,
+    /// NIC ports (rails) per node.
+    pub rails: u32,
+    /// GPUs per node, when known.
+    pub gpus_per_node: Option<u32>,
+    /// The rails' link layer, when they all share one.
+    pub link_layer: Option<LinkLayer>,
+}
+
 /// What the captures do not say and the judgements need: the fabric's
 /// link rate, its rails, the GPUs per node, the collective.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Expectations {
     /// Link rate of one rail (one NIC port), Gb/s. Without it, NCCL logs
     /// give it (`speed=` of NET/IB devices, NCCL 2.23+); perftest never does.
@@ -201,6 +236,16 @@ pub struct Expectations {
     pub collective: Option<Collective>,
     /// The share of the expected bandwidth that passes (0 to 1).
     pub min_efficiency: f64,
+    /// The fabric the cluster intent plans; the options above override it.
+    pub planned: Option<PlannedFabric>,
+}
+
+impl Expectations {
+    /// GPUs per node from the command line, else from the plan.
+    pub fn gpus_per_node(&self) -> Option<u32> {
+        self.gpus_per_node
+            .or_else(|| self.planned.as_ref().and_then(|p| p.gpus_per_node))
+    }
 }
 
 impl Default for Expectations {
@@ -211,6 +256,7 @@ impl Default for Expectations {
             gpus_per_node: None,
             collective: None,
             min_efficiency: DEFAULT_MIN_EFFICIENCY,
+            planned: None,
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Judgements of nccl-tests output and `NCCL_DEBUG` logs.
 
+mod below_rdma;
+
 use zerohop_core::{Finding, Remediation, Status};
 use zerohop_known::nccl::IB_HCA;
 
@@ -24,6 +26,9 @@ declare_judgement! {
     /// channel that leaves the node (`Channel 00/0 : 3[3] -> 7[3] [send] via
     /// NET/IB/0/GDRDMA`). Needs `NCCL_DEBUG=INFO` with the `INIT` and `NET`
     /// subsystems.
+    /// NCCL prints the channel lines in `src/transport/net.cc` and `Using
+    /// network` when it loads its network (`src/init.cc`; `src/plugin/net.cc`
+    /// from 2.23).
     ///
     /// ## Why it matters
     /// When NCCL finds no usable RDMA device it silently falls back to
@@ -81,6 +86,8 @@ declare_judgement! {
     /// `NET/IB : No device found.` against `NET/IB : Using [0]mlx5_0:1/RoCE
     /// …` (or the OFI plugin's `Selected Provider is efa (found 32 nics)`):
     /// which RDMA devices and ports NCCL uses, and their link layer.
+    /// NCCL's IB transport prints both lines at init
+    /// (`src/transport/net_ib.cc`, `ncclIbInit`).
     ///
     /// ## Why it matters
     /// Without a device NCCL falls back to sockets (see
@@ -248,6 +255,8 @@ declare_judgement! {
     /// NET/IB/0/GDRDMA`, `via NET/AWS Libfabric/3/GDRDMA`): each must carry
     /// `/GDRDMA`. A channel without it stages data in host memory. This is
     /// the proof of GPUDirect RDMA that bandwidth alone cannot give.
+    /// NCCL appends `/GDRDMA` to a channel's line only when that connection
+    /// registers GPU memory with the NIC (`src/transport/net.cc`).
     ///
     /// ## Why it matters
     /// A job can reach a fair bandwidth with GPUDirect RDMA off on some
@@ -359,6 +368,8 @@ declare_judgement! {
     /// distinct text with how often it was logged, and the usual meaning of
     /// the common ones (memory registration, socket connections, queue pair
     /// setup, timeouts, GPU memory).
+    /// NCCL writes these lines through its `WARN` macro
+    /// (`src/include/debug.h`).
     ///
     /// ## Why it matters
     /// NCCL warns just before it fails, or when it works around a problem
@@ -406,6 +417,8 @@ declare_judgement! {
     /// #wrong=M` lines, and `# Out of bounds values : N OK|FAILED`. A run
     /// with validation off (`-c 0`, `N/A` in the column) is reported as not
     /// checked.
+    /// nccl-tests counts the wrong elements of each size when validation is on
+    /// (`src/common.cu`, `-c 1` by default).
     ///
     /// ## Why it matters
     /// Wrong elements mean data corruption on the path: a bad NIC, cable or
@@ -588,6 +601,8 @@ declare_judgement! {
     /// Over the rows of 1 MiB and more, the busbw at the largest size
     /// against the best busbw: below half of it, the bandwidth collapses at
     /// the sizes that matter for training.
+    /// The bus bandwidth is nccl-tests' own figure (`doc/PERFORMANCE.md`); the
+    /// half is zerohop's threshold for a collapse rather than noise.
     ///
     /// ## Why it matters
     /// Bandwidth that peaks and then falls points at congestion (a lossy
@@ -634,6 +649,89 @@ declare_judgement! {
     };
 }
 
+declare_judgement! {
+    /// A multi-node run reaches at least what the slowest RDMA fabric of its GPUs carries.
+    ///
+    /// ## What it checks
+    /// For a run across nodes whose fabric nobody named (no `--link-rate`
+    /// and `--rails`, no `--intent`, no `speed=` in the NCCL log), the busbw
+    /// of the largest size against one link of the slowest RDMA fabric
+    /// NVIDIA builds systems of that GPU generation with: `L / 8` GB/s for
+    /// every collective but all-to-all, `L / 8 × (n−1) / (G·(n−G))` for
+    /// all-to-all (nccl-tests' bus-bandwidth definition,
+    /// `doc/PERFORMANCE.md`). The GPU model is the device list of
+    /// nccl-tests (`# Rank 0 … NVIDIA L40S`), the node count its host names
+    /// or NCCL's `nNodes`; `L` comes from the table `zerohop_known::gpu_fabric`,
+    /// which names its source per generation (DGX B200 and DGX Spark user
+    /// guides, NVIDIA Enterprise Reference Architectures 2-8-5-200 and
+    /// 2-4-3-200, DGX A100 and DGX-1 documentation): 400 Gb/s for B200 and
+    /// GB200, 200 Gb/s for Hopper, Ada and GB10, 100 Gb/s for Ampere, Volta
+    /// and Pascal, 40 Gb/s for Kepler. Below `--min-efficiency` of it (80%
+    /// by default) it warns. An unnamed collective is taken as all-to-all
+    /// unless its rows name a reduction (`sum`), which all-to-all has not.
+    /// Send/receive has no floor: one pair per node boundary on NCCL's
+    /// point-to-point channels stays well below one link even over RDMA
+    /// (15 GB/s on 400 Gb/s rails in a real 80-GPU capture).
+    ///
+    /// ## Why it matters
+    /// A run that falls back to TCP (`NCCL_IB_DISABLE=1`, no RDMA device in
+    /// the pod, IPoIB through the socket transport) completes and prints a
+    /// table like any other; without `NCCL_DEBUG=INFO` nothing in it says
+    /// which transport carried it. Bandwidth below any RDMA fabric built for
+    /// that GPU is the sign left: sockets over 100 GbE or IPoIB reach a few
+    /// GB/s, a single RDMA link of that generation tens.
+    ///
+    /// ## How to fix
+    /// Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`: the
+    /// `nccl-socket-fallback` judgement then names the transport and its
+    /// cause. Give the fabric (`--link-rate` and `--rails`, or `--intent
+    /// cluster.yaml`) to judge the run against it exactly
+    /// (`nccl-busbw-low`). When the log shows RDMA and the bandwidth stays
+    /// this low, check GPUDirect RDMA and the links (`zerohop doctor --only
+    /// rdma,gpu`).
+    ///
+    /// ## Example
+    ///
+    /// The capture `tcp.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`:
+    ///
+    /// ```text
+    /// # nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+    /// #
+    /// # Using devices
+    /// #  Rank  0 Group  0 Pid  1 on node-a device  0 [0000:61:00] NVIDIA L40S
+    /// #  Rank  1 Group  0 Pid  2 on node-b device  0 [0000:61:00] NVIDIA L40S
+    /// #
+    /// #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+    ///      1048576        262144     float     sum      -1    166.4    6.30    6.30      0    167.9    6.24    6.24      0
+    ///   1073741824     268435456     float     sum      -1   134471    7.98    7.98      0   134020    8.01    8.01      0
+    /// # Out of bounds values : 0 OK
+    /// # Avg bus bandwidth    : 7.1
+    /// ```
+    ///
+    /// `zerohop validate parse tcp.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   warn           VAL112  nccl-busbw-below-rdma  tcp.log: busbw 8.01 GB/s at 1 GiB across 2 nodes is 32% of the 25.00 GB/s one 200 Gb/s link carries, the slowest RDMA fabric of Ada Lovelace systems: without NCCL_DEBUG=INFO the transport cannot be seen, and a run this slow most likely went over TCP (NET/Socket, IPoIB), not RDMA
+    ///                  tcp.log:9 = busbw 8.01 GB/s at 1 GiB
+    ///                  tcp.log:4 = NVIDIA L40S on node-a, node-b
+    ///                  slowest RDMA fabric = Ada Lovelace: Enterprise Reference Architecture 2-4-3-200, 200 Gb/s per GPU
+    ///
+    /// what to fix first
+    ///   1. VAL112 nccl-busbw-below-rdma (tcp.log): busbw 8.01 GB/s at 1 GiB across 2 nodes is 32% of the 25.00 GB/s one 200 Gb/s link carries, the slowest RDMA fabric of Ada Lovelace systems: without NCCL_DEBUG=INFO the transport cannot be seen, and a run this slow most likely went over TCP (NET/Socket, IPoIB), not RDMA
+    ///      fix: rerun with NCCL_DEBUG=INFO to see the transport, and give the fabric (--link-rate and --rails, or --intent) to judge the run against it exactly
+    ///        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log
+    ///        zerohop validate parse --intent cluster.yaml nccl.log
+    /// ```
+    pub static NCCL_BELOW_RDMA = {
+        id: "VAL112",
+        name: "nccl-busbw-below-rdma",
+        group: Nccl,
+        severity: Warning,
+    };
+}
+
 /// All NCCL judgements of one capture.
 pub(crate) fn judge(
     capture: &Capture<'_>,
@@ -674,7 +772,19 @@ pub(crate) fn judge(
     for run in &runs {
         let subject = run_subject(run, output.tests.runs.len());
         findings.push(wrong_results(capture, run, &subject, output));
-        findings.push(busbw(capture, run, &subject, log, expectations));
+        let judged = busbw(capture, run, &subject, log, expectations);
+        // Against the fabric's own rate when it is known; else against the
+        // slowest RDMA fabric of the GPUs.
+        let exact = !matches!(judged.status, Status::Info | Status::Unknown);
+        findings.push(judged);
+        findings.push(below_rdma::judge(
+            capture,
+            run,
+            &subject,
+            log,
+            expectations,
+            exact,
+        ));
         findings.push(busbw_drop(capture, run, &subject));
     }
     findings.extend(aborted(capture, output));
@@ -1294,12 +1404,22 @@ fn wrong_results(
     verdict.done()
 }
 
+/// Where a value of the fabric comes from.
+enum Origin {
+    /// A line of the capture.
+    Line(u32),
+    /// An option of the command line.
+    Option,
+    /// The cluster intent or the plan, as evidence names it.
+    Plan(String),
+}
+
 /// The rails and link rate the fabric offers, and where they come from.
 struct Fabric {
     rails: u32,
     link_gbps: f64,
-    /// Evidence: a line of the capture (or an option when `None`) and what it says.
-    sources: Vec<(Option<u32>, String)>,
+    /// Evidence: where each value comes from and what it says.
+    sources: Vec<(Origin, String)>,
 }
 
 fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static str> {
@@ -1309,25 +1429,32 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
         .filter(|d| d.index.is_some())
         .collect();
     let mut sources = Vec::new();
-    let rails = match expectations.rails {
-        Some(rails) => {
-            sources.push((None, format!("--rails {rails}")));
-            rails
-        }
-        None if !used.is_empty() => {
-            sources.push((
-                Some(used[0].line),
-                format!("{} NET/IB device(s) in use", used.len()),
-            ));
-            u32::try_from(used.len()).unwrap_or(u32::MAX)
-        }
-        None => match &log.ofi_provider {
+    let rails = if let Some(rails) = expectations.rails {
+        sources.push((Origin::Option, format!("--rails {rails}")));
+        rails
+    } else if let Some(fabric) = &expectations.planned {
+        let layer = fabric
+            .link_layer
+            .map_or(String::new(), |l| format!(" of {}", l.nccl_name()));
+        sources.push((
+            Origin::Plan(fabric.source.clone()),
+            format!("{} rail(s){layer}", fabric.rails),
+        ));
+        fabric.rails
+    } else if !used.is_empty() {
+        sources.push((
+            Origin::Line(used[0].line),
+            format!("{} NET/IB device(s) in use", used.len()),
+        ));
+        u32::try_from(used.len()).unwrap_or(u32::MAX)
+    } else {
+        match &log.ofi_provider {
             Some((line, provider, nics)) if *nics > 0 => {
-                sources.push((Some(*line), format!("{nics} {provider} nics")));
+                sources.push((Origin::Line(*line), format!("{nics} {provider} nics")));
                 *nics
             }
             _ => return Err("the number of rails (--rails)"),
-        },
+        }
     };
     let speeds: Vec<u64> = used
         .iter()
@@ -1336,14 +1463,14 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
         .collect();
     let link_gbps = match expectations.link_rate_gbps {
         Some(rate) => {
-            sources.push((None, format!("--link-rate {rate} Gb/s")));
+            sources.push((Origin::Option, format!("--link-rate {rate} Gb/s")));
             rate
         }
         None if !speeds.is_empty() && speeds.len() == used.len() => {
             let average = speeds.iter().sum::<u64>() as f64 / speeds.len() as f64 / 1000.0;
             let line = used.iter().find(|d| d.speed_mbps.is_some()).map(|d| d.line);
             sources.push((
-                line,
+                line.map_or(Origin::Option, Origin::Line),
                 format!("{} Gb/s per device (NET/IB speed=)", rate(average)),
             ));
             average
@@ -1393,7 +1520,7 @@ fn busbw(
         u32::try_from(hosts.len()).ok()
     };
     let ranks_per_node = expectations
-        .gpus_per_node
+        .gpus_per_node()
         .or_else(|| {
             hosts
                 .iter()
@@ -1483,10 +1610,11 @@ fn busbw(
             ),
         )
         .at(capture, largest.line, at.clone());
-    for (line, value) in &fabric.sources {
-        verdict = match line {
-            Some(line) => verdict.at(capture, *line, value.clone()),
-            None => verdict.evidence("command line", value.clone()),
+    for (origin, value) in &fabric.sources {
+        verdict = match origin {
+            Origin::Line(line) => verdict.at(capture, *line, value.clone()),
+            Origin::Option => verdict.evidence("command line", value.clone()),
+            Origin::Plan(source) => verdict.evidence(source.clone(), value.clone()),
         };
     }
     if let Some(nodes) = nodes {

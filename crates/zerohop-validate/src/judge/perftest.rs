@@ -19,6 +19,9 @@ declare_judgement! {
     /// this only reports the measurement. It passes at `--min-efficiency`
     /// (80% by default), warns down to 50% and fails below. In duration
     /// mode (`-D`) the peak is not measured and prints 0.00.
+    /// perftest prints `BW average` in MB/sec (2^20 bytes) or, with
+    /// `--report_gbits`, Gb/sec (`src/perftest_parameters.c`, `print_report_bw`
+    /// in `src/perftest_resources.c`).
     ///
     /// ## Why it matters
     /// `ib_write_bw` between two nodes is the floor of what NCCL can get on
@@ -71,6 +74,9 @@ declare_judgement! {
     /// For each latency table row: `t_typical` (the median), `t_avg`, the
     /// 99% and 99.9% percentiles. It warns when the 99.9th percentile is
     /// more than ten times the median.
+    /// The columns are perftest's latency report (`print_report_lat` in
+    /// `src/perftest_resources.c`); the factor ten is zerohop's threshold for a
+    /// tail worth a look.
     ///
     /// ## Why it matters
     /// Collectives wait for the slowest message: a long tail (interrupt
@@ -121,6 +127,8 @@ declare_judgement! {
     /// The CUDA lines of `--use_cuda` (`device name = [NVIDIA A40]`,
     /// `cuMemAlloc() of a … GPU buffer`), and `using DMA-BUF for GPU
     /// buffer` that recent perftest prints with `--use_cuda_dmabuf`.
+    /// perftest prints these lines when it allocates its buffer in GPU memory
+    /// (`src/cuda_memory.c`).
     ///
     /// ## Why it matters
     /// A test on host memory proves the fabric, not the path into the GPU:
@@ -220,6 +228,9 @@ declare_judgement! {
     /// The banner's `Mtu` and `Changing to active mtu - N` after
     /// `Requested mtu is higher than active mtu`: the active MTU of the
     /// port. On RoCE it follows the netdev's MTU (4096 needs at least 4200).
+    /// perftest takes the port's active MTU when the requested one is higher
+    /// (`src/perftest_parameters.c`); the 4200-byte netdev MTU for a 4096-byte
+    /// RoCE MTU is the NVIDIA MLNX_OFED documentation's.
     ///
     /// ## Why it matters
     /// An RDMA MTU of 1024 instead of 4096 quadruples the packets per byte:
@@ -272,6 +283,8 @@ declare_judgement! {
     /// an IPv4-mapped GID (`…:255:255:a:b:c:d`) is RoCE v2 on the rail's
     /// address; a link-local one (`fe80::…`, from the MAC address) is RoCE
     /// v1 or a port without an address.
+    /// RoCE v2 GIDs are the IPv4-mapped addresses of the netdev (the kernel's
+    /// `drivers/infiniband/core/roce_gid_mgmt.c`).
     ///
     /// ## Why it matters
     /// A link-local GID does not cross routers and, as RoCE v1, not even

@@ -14,6 +14,8 @@ declare_judgement! {
     /// and how it is reached: `PIX` (one PCIe switch) or `PXB` (several
     /// switches) pass; `PHB` (the host bridge), `NODE` (another host bridge
     /// of the NUMA node) and `SYS` (the other socket) warn.
+    /// The legend is the one `nvidia-smi topo -m` prints below its matrix;
+    /// `PXB` is NCCL's default `NCCL_NET_GDR_LEVEL` (`src/graph/paths.cc`).
     ///
     /// ## Why it matters
     /// NCCL uses GPUDirect RDMA only up to `NCCL_NET_GDR_LEVEL`, `PXB` by

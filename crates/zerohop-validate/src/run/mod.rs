@@ -557,8 +557,8 @@ impl Run<'_> {
             .as_ref()
             .and_then(|p| p.metadata.name.clone())
             .unwrap_or_default();
-        let mut expectations = self.options.expectations;
-        if expectations.rails.is_none() && rails > 0 {
+        let mut expectations = self.options.expectations.clone();
+        if expectations.rails.is_none() && expectations.planned.is_none() && rails > 0 {
             expectations.rails = u32::try_from(rails).ok();
         }
         let text = match cluster::log(&self.client, &self.namespace, &name).await {

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
 use zerohop_plan::validation::{self as rendered, LABEL_COMPONENT, LABEL_RAIL, Role};
 
+use crate::judge::PlannedFabric;
+
 /// The label every object a run creates carries, with the run's ID as
 /// value: cleanup deletes by it, and `kubectl get pods,mpijobs -A -l
 /// zerohop.dev/validate-run` finds what a killed run left behind.
@@ -52,6 +54,50 @@ pub struct Workloads {
     pub perftest: Vec<PerftestPair>,
     /// The nccl-tests `MPIJob`, when rendered.
     pub mpijob: Option<Value>,
+}
+
+impl Workloads {
+    /// The fabric the plan rendered the nccl-tests `MPIJob` for: the rails
+    /// whose RDMA resource a worker requests (a perftest pair's rail
+    /// resource among the worker's limits; the storage rail the hosts use
+    /// is not among them), one rank per GPU of a worker (`slotsPerWorker`);
+    /// `plan` is the directory, for evidence. `None` without an `MPIJob`
+    /// or a rail.
+    pub fn planned_fabric(&self, plan: &Path) -> Option<PlannedFabric> {
+        let job = self.mpijob.as_ref()?;
+        let worker = limits(&job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]);
+        let rails = self
+            .perftest
+            .iter()
+            .filter(|pair| {
+                limits(&pair.server)
+                    .iter()
+                    .any(|name| !NOT_RAILS.contains(&name.as_str()) && worker.contains(name))
+            })
+            .count();
+        let rails = u32::try_from(rails).ok().filter(|r| *r > 0)?;
+        let gpus_per_node = job["spec"]["slotsPerWorker"]
+            .as_u64()
+            .and_then(|gpus| u32::try_from(gpus).ok());
+        Some(PlannedFabric {
+            source: format!("plan {}, pool {}", plan.display(), self.pool),
+            rails,
+            gpus_per_node,
+            link_layer: None,
+        })
+    }
+}
+
+/// The resources of a pod that are not a rail's RDMA device.
+const NOT_RAILS: [&str; 3] = ["nvidia.com/gpu", "cpu", "memory"];
+
+/// The resource names of the first container's limits of a pod or pod
+/// template.
+fn limits(pod: &Value) -> Vec<String> {
+    pod["spec"]["containers"][0]["resources"]["limits"]
+        .as_object()
+        .map(|limits| limits.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// Reads the fabric tests of `pool` (or of the only pool) from a plan
@@ -302,6 +348,41 @@ mod tests {
             "IPC_LOCK"
         );
         assert!(check["volumeMounts"].is_null());
+    }
+
+    #[test]
+    fn the_planned_fabric_is_a_rail_per_perftest_pair_and_a_rank_per_slot() {
+        let pod = |resource: &str| {
+            json!({"spec": {"containers": [{"resources": {"limits": {
+                resource: "1", "nvidia.com/gpu": "1", "cpu": "2"
+            }}}]}})
+        };
+        let pair = |rail| PerftestPair {
+            rail,
+            server: pod(&format!("nvidia.com/rdma_rail{rail}")),
+            client: json!({}),
+        };
+        let mut workloads = Workloads {
+            pool: "gpu".to_owned(),
+            namespace: "zerohop-validate".to_owned(),
+            // Rail 2 is the storage rail: perftest tests it, NCCL does not use it.
+            perftest: vec![pair(0), pair(1), pair(2)],
+            mpijob: Some(
+                json!({"spec": {"slotsPerWorker": 8, "mpiReplicaSpecs": {"Worker": {
+                    "template": {"spec": {"containers": [{"resources": {"limits": {
+                        "nvidia.com/gpu": "8", "nvidia.com/rdma_rail0": "1",
+                        "nvidia.com/rdma_rail1": "1", "cpu": "32"
+                    }}}]}}
+                }}}}),
+            ),
+        };
+        let fabric = workloads.planned_fabric(Path::new("out")).unwrap();
+        assert_eq!(
+            (fabric.source.as_str(), fabric.rails, fabric.gpus_per_node),
+            ("plan out, pool gpu", 2, Some(8))
+        );
+        workloads.mpijob = None;
+        assert_eq!(workloads.planned_fabric(Path::new("out")), None);
     }
 
     #[test]

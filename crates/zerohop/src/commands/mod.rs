@@ -15,6 +15,7 @@ mod plan;
 mod snapshot;
 mod topo;
 mod validate;
+mod validate_intent;
 #[cfg(feature = "cluster")]
 mod validate_run;
 

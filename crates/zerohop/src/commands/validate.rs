@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use zerohop_core::exit::ExitCode;
 use zerohop_input::{Follow, NotRegular, open_regular, os_reason, read_capped};
-use zerohop_validate::judge::{self, Capture, Expectations};
+use zerohop_validate::judge::{self, Capture, Expectations, PlannedFabric};
 use zerohop_validate::nccl::collective::Collective;
 
+use super::validate_intent;
 use crate::error::CliError;
 use crate::output;
 use crate::output::Format;
@@ -62,6 +63,37 @@ pub(crate) struct ParseArgs {
     /// the expected bandwidth fails.
     #[arg(long, value_name = "PERCENT", default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
     min_efficiency: u8,
+    /// The cluster intent (`kind: DataPathPlan`, the file `zerohop plan`
+    /// reads): its pool's NIC ports are the rails, its GPUs the ranks per
+    /// node, its rails' link type named in the evidence. --rails and
+    /// --gpus-per-node override it.
+    #[arg(long, value_name = "FILE")]
+    intent: Option<PathBuf>,
+    /// The directory `zerohop plan -o` wrote: the rails and GPUs per node
+    /// its validate/ tests were rendered for.
+    #[cfg(feature = "cluster")]
+    #[arg(long, value_name = "DIR", conflicts_with = "intent")]
+    plan: Option<PathBuf>,
+    /// The node pool of --intent or --plan [default: the only pool].
+    #[arg(long, value_name = "NAME")]
+    pool: Option<String>,
+}
+
+impl ParseArgs {
+    /// The fabric --intent or --plan describes, if either was given.
+    fn planned(&self) -> Result<Option<PlannedFabric>, CliError> {
+        if let Some(path) = &self.intent {
+            return validate_intent::from_intent(path, self.pool.as_deref()).map(Some);
+        }
+        #[cfg(feature = "cluster")]
+        if let Some(dir) = &self.plan {
+            return validate_intent::from_plan(dir, self.pool.as_deref()).map(Some);
+        }
+        if self.pool.is_some() {
+            return Err(CliError::usage("--pool names a pool of --intent or --plan"));
+        }
+        Ok(None)
+    }
 }
 
 pub(crate) fn positive_rate(text: &str) -> Result<f64, String> {
@@ -94,12 +126,14 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
 /// finding failed, 2 when a file could not be read or recognised (the
 /// other files are still judged and reported).
 fn parse(args: ParseArgs) -> Result<i32, CliError> {
+    let planned = args.planned()?;
     let expectations = Expectations {
         link_rate_gbps: args.link_rate,
         rails: args.rails,
         gpus_per_node: args.gpus_per_node,
         collective: args.collective,
         min_efficiency: f64::from(args.min_efficiency) / 100.0,
+        planned,
     };
     let mut findings = Vec::new();
     let mut unreadable = 0;

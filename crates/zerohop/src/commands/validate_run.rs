@@ -11,6 +11,7 @@ use zerohop_validate::nccl::collective::Collective;
 use zerohop_validate::run::{self, Options, Outcome};
 
 use super::validate::{collective, positive_rate};
+use super::validate_intent;
 use crate::error::CliError;
 use crate::output;
 use crate::output::Format;
@@ -54,6 +55,11 @@ pub(crate) struct RunArgs {
     /// Share of the expected bandwidth that passes, in percent.
     #[arg(long, value_name = "PERCENT", default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
     min_efficiency: u8,
+    /// The cluster intent (`kind: DataPathPlan`) the plan was rendered
+    /// from: the pool's rails, GPUs per node and link type [default: the
+    /// rails and GPUs per node of the plan's tests].
+    #[arg(long, value_name = "FILE")]
+    intent: Option<PathBuf>,
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {
@@ -76,6 +82,13 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     let workloads = run::workloads::load(&args.plan, args.pool.as_deref()).map_err(|err| {
         CliError::usage(zerohop_core::render::printable::printable(&err).into_owned())
     })?;
+    let planned = match &args.intent {
+        Some(path) => Some(validate_intent::from_intent(
+            path,
+            Some(workloads.pool.as_str()),
+        )?),
+        None => workloads.planned_fabric(&args.plan),
+    };
     let options = Options {
         kubeconfig: args.kubeconfig,
         namespace: args.namespace,
@@ -85,6 +98,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             link_rate_gbps: args.link_rate,
             collective: args.collective,
             min_efficiency: f64::from(args.min_efficiency) / 100.0,
+            planned,
             ..Expectations::default()
         },
     };
