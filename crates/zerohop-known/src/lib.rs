@@ -23,6 +23,7 @@ pub mod rdma_counters;
 pub mod resource_name;
 pub mod roce;
 pub mod shell;
+pub mod storage;
 pub mod suggest;
 pub mod systemd;
 pub mod topology;

@@ -15,7 +15,7 @@ mod path;
 mod version;
 
 pub(crate) use kernel::cpu_list;
-pub(crate) use kubernetes::{dns_label, dns_subdomain, label};
+pub(crate) use kubernetes::{csi_driver_name, dns_label, dns_subdomain, label};
 pub(crate) use network::{Subnet, cidr, host, ip_address, nccl_socket_ifname};
 pub(crate) use path::absolute_path;
 pub(crate) use version::doca_driver_tag;

@@ -416,6 +416,48 @@ pub struct Storage {
     #[serde(default)]
     #[schemars(with = "bool")]
     pub gds: Option<Spanned<bool>>,
+    /// Local NVMe disks of the nodes as PersistentVolumes of a
+    /// StorageClass, for GPUDirect Storage on local NVMe.
+    #[serde(default)]
+    pub local_nvme: Option<LocalNvme>,
+}
+
+/// How the nodes reach the NFS export.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NfsVia {
+    /// A systemd mount on every node, started once the DOCA driver is
+    /// ready, handed to pods as a `hostPath`.
+    #[default]
+    Host,
+    /// The NFS CSI driver (`nfs.csi.k8s.io`): a StorageClass, a
+    /// PersistentVolume of the export and a PersistentVolumeClaim the
+    /// workload mounts; the kubelet mounts it on the node a pod runs on.
+    Csi,
+}
+
+/// Local NVMe disks as PersistentVolumes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LocalNvme {
+    /// The node directory the local volume provisioner discovers volumes
+    /// in: one symbolic link per NVMe namespace (`/dev/disk/by-id/nvme-…`),
+    /// which the kubelet formats with `fsType` on first use.
+    #[serde(default = "defaults::local_nvme_dir")]
+    #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]+$"))]
+    pub host_dir: Spanned<String>,
+    /// `xfs` or `ext4`: the file systems GPUDirect Storage reads directly
+    /// on NVMe.
+    #[serde(default = "defaults::local_nvme_fs_type")]
+    #[schemars(with = "String")]
+    pub fs_type: Spanned<String>,
+    /// A vendor CSI driver that provisions local NVMe volumes itself; by
+    /// default the local volume provisioner
+    /// (kubernetes-sigs/sig-storage-local-static-provisioner) discovers the
+    /// disks under `hostDir`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub provisioner: Option<Spanned<String>>,
 }
 
 /// An NFS export mounted over RDMA.
@@ -430,9 +472,17 @@ pub struct NfsRdma {
     #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]*$"))]
     pub export: Spanned<String>,
     /// Absolute mount point on the nodes, e.g. `/mnt/ai-data`; the same
-    /// rules as `export`, and not `/`.
-    #[schemars(with = "String", pattern(r"^/[^\\\x00-\x1f\x7f]+$"))]
-    pub mount_point: Spanned<String>,
+    /// rules as `export`, and not `/`. Required with `via: host`; with
+    /// `via: csi` the kubelet picks each pod's mount point.
+    #[serde(default)]
+    #[schemars(with = "Option<String>", pattern(r"^/[^\\\x00-\x1f\x7f]+$"))]
+    pub mount_point: Option<Spanned<String>>,
+    /// `host` (default): a systemd mount on every node, given to pods as a
+    /// `hostPath`. `csi`: the NFS CSI driver and a PersistentVolumeClaim,
+    /// mounted on demand on the node a pod runs on.
+    #[serde(default)]
+    #[schemars(with = "NfsVia")]
+    pub via: Option<Spanned<NfsVia>>,
     /// TCP-style connection count for RPC-over-RDMA (1–16).
     #[serde(default = "defaults::nconnect")]
     #[schemars(with = "u32", range(min = 1, max = 16))]
@@ -642,6 +692,12 @@ pub(crate) mod defaults {
     }
     pub(crate) fn nconnect() -> Spanned<u32> {
         unspanned(16)
+    }
+    pub(crate) fn local_nvme_dir() -> Spanned<String> {
+        unspanned("/mnt/local-nvme".to_owned())
+    }
+    pub(crate) fn local_nvme_fs_type() -> Spanned<String> {
+        unspanned("xfs".to_owned())
     }
     pub(crate) fn nvme_port() -> Spanned<u16> {
         unspanned(4420)

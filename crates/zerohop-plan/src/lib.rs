@@ -25,7 +25,8 @@ pub use intent::{DataPathPlan, Monitor, Platform};
 pub use output::{Foreign, WriteError, write_set};
 pub use parse::MAX_INTENT_BYTES;
 pub use plan::{
-    AgentPlan, NfsPlan, NicPlan, Plan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan,
+    AgentPlan, LocalNvmePlan, NfsMount, NfsPlan, NicPlan, Plan, PoolPlan, RailPlan, ValidationPlan,
+    WorkloadPlan,
 };
 pub use render::{ManifestFile, ManifestSet, agent, render, validate as validation};
 pub use rule::Rule;

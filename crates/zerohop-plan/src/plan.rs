@@ -42,6 +42,8 @@ pub struct Plan {
     pub nfs: Option<NfsPlan>,
     /// NVMe-oF discovery targets (IP address, port).
     pub nvme_targets: Vec<(std::net::IpAddr, u16)>,
+    /// Local NVMe volumes, when wanted.
+    pub local_nvme: Option<LocalNvmePlan>,
     /// GPUDirect Storage.
     pub gds: bool,
     /// The example workload.
@@ -150,28 +152,44 @@ pub struct NfsPlan {
     pub server: String,
     /// Exported path, normalized (no repeated or trailing slashes).
     pub export: String,
-    /// Mount point, normalized as the export.
-    pub mount_point: String,
+    /// How the nodes mount it: on the host, with its mount point
+    /// (normalized as the export), or through the NFS CSI driver.
+    pub via: NfsMount,
     /// The PF whose network reaches the server.
     pub nic: String,
     /// nconnect.
     pub nconnect: u32,
 }
 
+/// How the nodes mount the NFS export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NfsMount {
+    /// A systemd mount at this mount point on every node.
+    Host(String),
+    /// The NFS CSI driver, on the node a pod runs on.
+    Csi,
+}
+
 impl NfsPlan {
+    /// The host mount point, with `via: host`.
+    pub fn host_mount_point(&self) -> Option<&str> {
+        match &self.via {
+            NfsMount::Host(point) => Some(point),
+            NfsMount::Csi => None,
+        }
+    }
+
+    /// Whether the NFS CSI driver mounts the export.
+    pub fn via_csi(&self) -> bool {
+        self.via == NfsMount::Csi
+    }
+
     /// The options the mount passes to the kernel, as the kernel shows them
-    /// back in the mount table: NFS 4.2 over RDMA on the RPC-over-RDMA port
-    /// (20049, RFC 8267), `nconnect` connections, 1 MiB transfers, `hard`.
+    /// back in the mount table:
+    /// [`zerohop_known::storage::data_path_options`], the one list the
+    /// doctor and `lint` judge by.
     pub fn kernel_options(&self) -> Vec<String> {
-        vec![
-            "vers=4.2".to_owned(),
-            "proto=rdma".to_owned(),
-            "port=20049".to_owned(),
-            format!("nconnect={}", self.nconnect),
-            "rsize=1048576".to_owned(),
-            "wsize=1048576".to_owned(),
-            "hard".to_owned(),
-        ]
+        zerohop_known::storage::data_path_options(self.nconnect)
     }
 
     /// The `Options=` of the mount unit: [`NfsPlan::kernel_options`] and
@@ -182,6 +200,17 @@ impl NfsPlan {
         options.push("_netdev".to_owned());
         options.join(",")
     }
+}
+
+/// Local NVMe volumes for GPUDirect Storage.
+#[derive(Debug, Clone)]
+pub struct LocalNvmePlan {
+    /// The directory the local volume provisioner discovers disks in.
+    pub host_dir: String,
+    /// `xfs` or `ext4`.
+    pub fs_type: String,
+    /// A vendor CSI driver, instead of the local volume provisioner.
+    pub provisioner: Option<String>,
 }
 
 /// The example workload.

@@ -6,6 +6,7 @@ mod host;
 mod install;
 mod network;
 mod readme;
+mod storage;
 mod unit;
 pub mod validate;
 mod workload;
@@ -63,6 +64,7 @@ pub fn render(plan: &Plan) -> ManifestSet {
     steps.extend(host::storage_steps(plan));
     steps.push(network::nic_cluster_policy_step(plan));
     steps.extend(network::rdma_steps(plan));
+    steps.extend(storage::steps(plan));
     steps.push(if openshift {
         gpu::cluster_policy_step(plan)
     } else {
@@ -88,6 +90,7 @@ pub fn render(plan: &Plan) -> ManifestSet {
     if !openshift {
         files.extend(install::values_files(plan));
     }
+    files.extend(storage::values_files(plan));
     files.extend(host::aux_files(plan));
     files.extend(validate::files(plan));
     ManifestSet { files }

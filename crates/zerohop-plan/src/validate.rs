@@ -62,6 +62,8 @@ pub static RULES: &[&Rule] = &[
     &UNUSABLE_RESOURCE_PREFIX,
     &storage::CONFLICTING_STORAGE_PATHS,
     &storage::UNUSABLE_NFS_NIC,
+    &storage::UNUSABLE_CSI_DRIVER,
+    &storage::NFS_MOUNT_POINT_MISSING,
     &workload::WORKLOAD_DOES_NOT_FIT_POOL,
     &topology::POD_NEVER_ADMITTED,
 ];
@@ -607,6 +609,7 @@ pub(crate) fn validate(
         nfs: storage.nfs,
         nvme_targets: storage.nvme_targets,
         gds: storage.gds,
+        local_nvme: storage.local_nvme,
         workload,
         validation,
         agent,

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use zerohop_plan::{
-    Foreign, InputError, ManifestFile, ManifestSet, Plan, Platform, WriteError, load, read_intent,
-    render, write_set,
+    Foreign, InputError, ManifestFile, ManifestSet, NfsMount, Plan, Platform, WriteError, load,
+    read_intent, render, write_set,
 };
 
 fn example(name: &str) -> String {
@@ -375,7 +375,7 @@ fn mount_units_keep_one_setting_per_line_and_expand_no_specifier() {
     for platform in [Platform::Kubernetes, Platform::Openshift] {
         let set = hostile_plan("cluster.yaml", platform, |plan| {
             let nfs = plan.nfs.as_mut().expect("nfs in the example");
-            nfs.mount_point = "/mnt/100%h\nExecStartPre=/bin/sh -c reboot\\".to_owned();
+            nfs.via = NfsMount::Host("/mnt/100%h\nExecStartPre=/bin/sh -c reboot\\".to_owned());
             nfs.export = "/export/%n".to_owned();
         });
         let mut units: Vec<String> = set
@@ -448,7 +448,7 @@ fn readme_checks_pass_a_hostile_mount_point_as_one_word() {
     let seen = dir.path().join("seen");
     let point = format!("/mnt/data;$(touch {0}) `touch {0}`'\"", canary.display());
     let set = hostile_plan("cluster.yaml", Platform::Openshift, |plan| {
-        plan.nfs.as_mut().expect("nfs").mount_point = point.clone();
+        plan.nfs.as_mut().expect("nfs").via = NfsMount::Host(point.clone());
     });
     let readme = &set
         .files

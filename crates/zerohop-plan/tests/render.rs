@@ -11,8 +11,13 @@ use zerohop_plan::{ManifestSet, Platform, load, render};
 const EXAMPLES: &[&str] = &["cluster.yaml", "infiniband.yaml"];
 
 /// The intents under `tests/consumers/` that cover what the examples do
-/// not: shared RDMA mode, NVMe-oF, NFS over InfiniBand.
-const FEATURES: &[&str] = &["roce-shared-nvmeof.yaml", "ib-shared-nfs-gds.yaml"];
+/// not: shared RDMA mode, NVMe-oF, NFS over InfiniBand, NFS over RDMA
+/// through CSI with local NVMe volumes.
+const FEATURES: &[&str] = &[
+    "roce-shared-nvmeof.yaml",
+    "ib-shared-nfs-gds.yaml",
+    "roce-nfs-csi-local-nvme.yaml",
+];
 
 fn example(name: &str) -> String {
     let dir = if FEATURES.contains(&name) {
@@ -74,8 +79,11 @@ fn check_builtin(object: &Value) -> Result<(), String> {
         ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     };
     use k8s_openapi::api::apps::v1::DaemonSet;
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+    use k8s_openapi::api::core::v1::{
+        ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Service, ServiceAccount,
+    };
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::storage::v1::StorageClass;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     match (object["apiVersion"].as_str(), object["kind"].as_str()) {
         (Some("v1"), Some("Pod")) => round_trips::<Pod>(object),
@@ -137,6 +145,9 @@ fn check_builtin(object: &Value) -> Result<(), String> {
                 .map_err(|err| err.to_string())
         }
         (Some("v1"), Some("ConfigMap")) => round_trips::<ConfigMap>(object),
+        (Some("v1"), Some("PersistentVolume")) => round_trips::<PersistentVolume>(object),
+        (Some("v1"), Some("PersistentVolumeClaim")) => round_trips::<PersistentVolumeClaim>(object),
+        (Some("storage.k8s.io/v1"), Some("StorageClass")) => round_trips::<StorageClass>(object),
         (Some("v1"), Some("Service")) => round_trips::<Service>(object),
         (Some("machineconfiguration.openshift.io/v1"), Some("KubeletConfig")) => {
             let spec = object["spec"].as_object().ok_or("no spec")?;

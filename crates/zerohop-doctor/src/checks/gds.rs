@@ -455,7 +455,11 @@ declare_check! {
     ///
     /// ## What it checks
     /// For every data mount given with `--mount` (once NFS007 found it
-    /// mounted): its file system in `/proc/self/mountinfo` (else
+    /// mounted), and every volume the kubelet mounted for a pod (CSI
+    /// volumes under `/var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~csi/`,
+    /// local volumes under `kubernetes.io~local-volume/`) whose file system
+    /// holds data (ext4, XFS, NFS, Lustre, GPFS, WekaFS, BeeGFS, btrfs; not
+    /// a tmpfs of secrets): its file system in `/proc/self/mountinfo` (else
     /// `/proc/mounts`) against the support matrix of `nvidia-fs` (NVIDIA
     /// gds-nvidia-fs README, GDS release notes), and for local file
     /// systems the device under them:
@@ -498,6 +502,7 @@ declare_check! {
     /// ## Source
     /// NVIDIA GPUDirect Storage Installation and Troubleshooting Guide and cuFile API Reference (GDS 1.14), the `cufile.json` settings as `gdscheck -p` prints them (supported file systems).
     /// Real capture: crates/zerohop-doctor/tests/truth_rdma_storage.rs::gds_filesystem_follows_the_mount_to_its_disk
+    /// Real capture: crates/zerohop-doctor/tests/kubelet_csi_mounts.rs::a_csi_nfs_volume_over_rdma_passes_every_nfs_check_and_names_its_volume
     ///
     /// ## Example
     ///
@@ -523,6 +528,14 @@ declare_check! {
         run: gds_filesystem,
     };
 }
+
+/// The file systems of pods' volumes GDS005 judges: those that hold data,
+/// whether GDS reads them directly or not; a CSI volume of another kind
+/// (a tmpfs of secrets, a FUSE bucket) is no data mount for GPUDirect
+/// Storage to reach.
+const POD_DATA_FILE_SYSTEMS: [&str; 9] = [
+    "ext4", "xfs", "nfs", "nfs4", "lustre", "gpfs", "wekafs", "beegfs", "btrfs",
+];
 
 /// NVMe transports whose controller can DMA into GPU memory: a local
 /// controller, or an RDMA NIC for NVMe-oF.
@@ -704,12 +717,21 @@ fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
     if ctx.profile.gds == Some(false) {
         return vec![Outcome::not_applicable("gpudirect storage not wanted")];
     }
-    if ctx.profile.mounts.is_empty() {
+    let mounts = &ctx.facts.mounts;
+    let pod_volumes: Vec<&zerohop_host::facts::PodVolume> = mounts
+        .pod_volumes
+        .iter()
+        .filter(|volume| {
+            mounts
+                .mount_of(&volume.mount_point)
+                .is_some_and(|entry| POD_DATA_FILE_SYSTEMS.contains(&entry.fstype.as_str()))
+        })
+        .collect();
+    if ctx.profile.mounts.is_empty() && pod_volumes.is_empty() {
         return vec![Outcome::not_applicable(
-            "no data mounts declared (--mount PATH)",
+            "no data mounts declared (--mount PATH), and no pod volume on a data file system",
         )];
     }
-    let mounts = &ctx.facts.mounts;
     let table = need!(require(&mounts.table, || Outcome::unknown(
         "no mount table (/proc/self/mountinfo and /proc/mounts absent)"
     )));
@@ -723,10 +745,19 @@ fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
             .map(|v| v.trim().to_owned()),
         _ => None,
     };
-    ctx.profile
+    let paths = ctx
+        .profile
         .mounts
         .iter()
-        .map(|path| {
+        .map(|path| (path.clone(), None))
+        .chain(
+            pod_volumes
+                .iter()
+                .map(|v| (v.mount_point.clone(), Some(*v))),
+        );
+    paths
+        .map(|(path, pod_volume)| {
+            let path = &path;
             let entry = match mounts.place(path) {
                 Some(placement) if placement.is_mounted() => placement.entry(),
                 _ => None,
@@ -785,6 +816,10 @@ fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
             let mut outcome = outcome.evidence(table.source, entry.line.clone()).subject(path.clone());
             if let Some((source, value)) = extra {
                 outcome = outcome.evidence(source, value);
+            }
+            if let Some(volume) = pod_volume {
+                let source = volume.data.as_ref().map_or_else(|| volume.mount_point.clone(), |d| d.path.clone());
+                outcome = outcome.evidence(source, volume.describe());
             }
             match &nvidia_fs_version {
                 Some(version) => outcome.evidence(format!("{NVIDIA_FS_PROC}/version"), version.clone()),

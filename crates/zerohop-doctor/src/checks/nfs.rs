@@ -10,10 +10,9 @@ use crate::context::{Context, Outcome};
 use crate::declare_check;
 use crate::fix::{fstab_field, join, quote};
 
-/// The port NFS over RDMA listens on (RFC 8267 §6.2).
-const NFS_RDMA_PORT: u64 = 20049;
-/// The transfer size below which NFS over RDMA leaves throughput unused.
-const MIN_IO_SIZE: u64 = 1 << 20;
+/// The port NFS over RDMA listens on, and the transfer size below which
+/// it leaves throughput unused: the facts `plan` and `lint` hold too.
+use zerohop_known::storage::{MAX_NCONNECT, MIN_TRANSFER_SIZE as MIN_IO_SIZE, NFS_RDMA_PORT};
 
 /// Why an NFS mount is (or is not) a data mount: the one scope every NFS
 /// check judges by.
@@ -24,6 +23,9 @@ enum Scope {
     /// Nothing is declared, and it runs over RDMA or `/etc/fstab` asks for
     /// RDMA: only the data path does that.
     Rdma,
+    /// A pod's persistent volume, mounted by the kubelet through CSI: what
+    /// pods really read, judged like a declared data mount.
+    Pod,
     /// Nothing is declared, and the profile expects every NFS mount over RDMA.
     Expected,
     /// Nothing is declared and nothing marks it as the data path (a home
@@ -67,7 +69,9 @@ fn data_mounts(ctx: &Context<'_>) -> Result<Vec<DataMount>, Box<Outcome>> {
         return Ok(nfs
             .into_iter()
             .map(|mount| {
-                let scope = if uses_rdma(&mount) || mount.fstab_wants_rdma() {
+                let scope = if mount.pod_volume.is_some() {
+                    Scope::Pod
+                } else if uses_rdma(&mount) || mount.fstab_wants_rdma() {
                     Scope::Rdma
                 } else if ctx.profile.nfs_rdma == Some(true) {
                     Scope::Expected
@@ -105,6 +109,16 @@ fn data_mounts(ctx: &Context<'_>) -> Result<Vec<DataMount>, Box<Outcome>> {
             chosen.push(DataMount {
                 mount: mount.clone(),
                 scope: Scope::Declared,
+            });
+        }
+    }
+    // Pods' volumes are data mounts whatever was declared: the kubelet
+    // mounts them where it likes.
+    for mount in nfs.into_iter().filter(|m| m.pod_volume.is_some()) {
+        if !chosen.iter().any(|c| c.mount == mount) {
+            chosen.push(DataMount {
+                mount,
+                scope: Scope::Pod,
             });
         }
     }
@@ -147,11 +161,48 @@ fn no_data_message(others: usize) -> Outcome {
     ))
 }
 
-/// Adds the mount line as evidence.
+/// Adds the mount line as evidence, and for a pod's volume what the
+/// kubelet's directory says of it.
 fn mount_evidence(outcome: Outcome, mount: &NfsMount) -> Outcome {
-    outcome
+    let outcome = outcome
         .evidence(mount.evidence.0, mount.evidence.1.clone())
-        .subject(mount.mount_point.clone())
+        .subject(mount.mount_point.clone());
+    match &mount.pod_volume {
+        Some(volume) => outcome.evidence(
+            volume
+                .data
+                .as_ref()
+                .map_or_else(|| volume.mount_point.clone(), |d| d.path.clone()),
+            volume.describe(),
+        ),
+        None => outcome,
+    }
+}
+
+/// The fix of a pod's volume: the kubelet mounts it with the
+/// `mountOptions` of its PersistentVolume (copied from the StorageClass
+/// when provisioned), so they are what to change, to the data path's
+/// (`zerohop_known::storage::data_path_options`, what `zerohop plan`
+/// renders). `None` for a mount that is no pod volume.
+fn pod_volume_fix(mount: &NfsMount) -> Option<Remediation> {
+    let volume = mount.pod_volume.as_ref()?;
+    let name = volume
+        .data
+        .as_ref()
+        .and_then(|d| d.spec_volume.as_deref())
+        .unwrap_or(&volume.volume);
+    let list: Vec<String> = zerohop_known::storage::data_path_options(MAX_NCONNECT)
+        .iter()
+        .map(|o| format!("{o:?}"))
+        .collect();
+    let patch = format!("{{\"spec\":{{\"mountOptions\":[{}]}}}}", list.join(","));
+    Some(
+        Remediation::new(
+            "give the pod's persistentvolume (and its storageclass) the data-path mount options, then restart the pod so that the kubelet mounts it again",
+        )
+        .command(join(["kubectl", "get", "pv", name, "-o", "jsonpath={.spec.mountOptions}"]))
+        .command(join(["kubectl", "patch", "pv", name, "--type", "merge", "-p", &patch])),
+    )
 }
 
 /// Which data mounts a check judges.
@@ -208,6 +259,9 @@ fn transports_summary(mount: &NfsMount) -> Option<String> {
 }
 
 fn remount(mount: &NfsMount, options: &str) -> Remediation {
+    if let Some(fix) = pod_volume_fix(mount) {
+        return fix;
+    }
     let line = [
         mount.source.as_str(),
         &mount.mount_point,
@@ -241,7 +295,11 @@ fn remount_with(mount: &NfsMount, options: &str) -> String {
     )
 }
 
-const RDMA_OPTIONS: &str = "proto=rdma,port=20049,nconnect=16,rsize=1048576,wsize=1048576,hard";
+/// The options a remount over RDMA gives: the data path's, with the most
+/// transports.
+fn rdma_options() -> String {
+    zerohop_known::storage::rdma_mount_options(MAX_NCONNECT).join(",")
+}
 
 declare_check! {
     /// Every data mount is mounted: those declared, else those `/etc/fstab` asks for.
@@ -446,7 +504,13 @@ declare_check! {
     /// The data mounts, the one scope of every NFS check: with `--mount`,
     /// the NFS mounts that hold a declared path; without, the NFS mounts
     /// that use RDMA (options or transports) or that `/etc/fstab` asks to
-    /// (and every NFS mount when `--expect-nfs-rdma true`). It fails when a
+    /// (and every NFS mount when `--expect-nfs-rdma true`). Either way the
+    /// volumes the kubelet mounted for pods through CSI
+    /// (`/var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount`)
+    /// are data mounts, as declared ones: they are what pods read; the
+    /// evidence names the PersistentVolume, the pod and the CSI driver from
+    /// the kubelet's `vol_data.json` beside the mount, and the fix is to the
+    /// PersistentVolume's `mountOptions`. It fails when a
     /// data mount is not on RDMA as declared or expected, and when RDMA was
     /// asked for (in fstab or the options) but the transports in effect are
     /// TCP: the silent fallback. Other NFS mounts (home directories over
@@ -480,6 +544,7 @@ declare_check! {
     /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::node_exporter_nfs_over_tcp_fails_when_declared_data_mounts
     /// Real capture: crates/zerohop-doctor/tests/corpus_storage.rs::nfs3_over_rdma_with_16_transports_passes
     /// Real capture: crates/zerohop-doctor/tests/corpus_gaps.rs::capture_without_mount_table_does_not_claim_no_nfs
+    /// Real capture: crates/zerohop-doctor/tests/kubelet_csi_mounts.rs::a_csi_nfs_volume_over_tcp_fails_like_a_declared_data_mount
     ///
     /// ## Example
     ///
@@ -527,13 +592,13 @@ fn nfs_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
             let wanted = ctx
                 .profile
                 .nfs_rdma
-                .unwrap_or(*scope == Scope::Declared || mount.fstab_wants_rdma());
+                .unwrap_or(matches!(scope, Scope::Declared | Scope::Pod) || mount.fstab_wants_rdma());
             let mut outcome = if mount.is_rdma() && has_xprts && xprt_rdma == Some(0) {
                 Outcome::fail(format!(
                     "options ask for rdma but the transports in effect are {}: silent fallback",
                     summary.clone().unwrap_or_default()
                 ))
-                .fix(remount(mount, RDMA_OPTIONS))
+                .fix(remount(mount, &rdma_options()))
             } else if mount.is_rdma() {
                 Outcome::pass(match xprt_rdma {
                     Some(n) if n > 0 => format!("nfs over rdma with {n} rdma transports"),
@@ -545,12 +610,13 @@ fn nfs_not_rdma(ctx: &Context<'_>) -> Vec<Outcome> {
                 Outcome::fail(format!(
                     "/etc/fstab asks for rdma but the mount is over {proto}: silent fallback"
                 ))
-                .fix(remount(mount, RDMA_OPTIONS))
+                .fix(remount(mount, &rdma_options()))
             } else if wanted {
+                let what = if *scope == Scope::Pod { "pod volume" } else { "data mount" };
                 Outcome::fail(format!(
-                    "data mount over {proto}, not rdma: every byte crosses the host cpu"
+                    "{what} over {proto}, not rdma: every byte crosses the host cpu"
                 ))
-                .fix(remount(mount, RDMA_OPTIONS))
+                .fix(remount(mount, &rdma_options()))
             } else {
                 Outcome::info(format!(
                     "nfs over {proto}, not a data mount: it neither uses nor asks for rdma; declare it with --mount if it carries training data"
@@ -625,11 +691,11 @@ fn nfs_rdma_port(ctx: &Context<'_>) -> Vec<Outcome> {
     per_mount(ctx, Mounts::RdmaOnly, |mount| {
         match mount.options.get("port") {
             None => Outcome::info("port not shown in the options: the rdma default 20049 applies"),
-            Some(port) if port.parse::<u64>().ok() == Some(NFS_RDMA_PORT) => {
+            Some(port) if port.parse::<u16>().ok() == Some(NFS_RDMA_PORT) => {
                 Outcome::pass("nfs over rdma on port 20049")
             }
             Some(port) => Outcome::warn(format!("nfs over rdma on port {port}, not 20049"))
-                .fix(remount(mount, RDMA_OPTIONS)),
+                .fix(remount(mount, &rdma_options())),
         }
     })
 }
@@ -786,16 +852,17 @@ fn nfs_io_size(ctx: &Context<'_>) -> Vec<Outcome> {
                 bytes(r),
                 bytes(w)
             ))
-            .fix(
-                Remediation::new("remount with 1 MiB transfers").command(remount_with(
-                    mount,
-                    if mount.is_rdma() {
-                        "proto=rdma,port=20049,rsize=1048576,wsize=1048576"
-                    } else {
-                        "proto=tcp,rsize=1048576,wsize=1048576"
-                    },
-                )),
-            ),
+            .fix({
+                let options = if mount.is_rdma() {
+                    "proto=rdma,port=20049,rsize=1048576,wsize=1048576"
+                } else {
+                    "proto=tcp,rsize=1048576,wsize=1048576"
+                };
+                pod_volume_fix(mount).unwrap_or_else(|| {
+                    Remediation::new("remount with 1 MiB transfers")
+                        .command(remount_with(mount, options))
+                })
+            }),
             _ => Outcome::unknown("rsize or wsize not shown in the mount options"),
         }
     })
@@ -968,10 +1035,10 @@ fn nfs_soft(ctx: &Context<'_>) -> Vec<Outcome> {
             Some(flag) => Outcome::warn(format!(
                 "{flag} mount: a slow server turns into i/o errors in training jobs"
             ))
-            .fix(
+            .fix(pod_volume_fix(mount).unwrap_or_else(|| {
                 Remediation::new("remount hard")
-                    .command(remount_with(mount, "hard,timeo=600,retrans=2")),
-            ),
+                    .command(remount_with(mount, "hard,timeo=600,retrans=2"))
+            })),
             None if mount.options.has("hard") => Outcome::pass("hard mount"),
             None => Outcome::pass("hard mount (the default)"),
         }

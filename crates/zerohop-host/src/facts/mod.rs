@@ -31,7 +31,7 @@ pub use kernel::{CpuVendor, IoUring, Isolation, KernelFacts, KernelRelease, Meml
 pub use kernel_log::KernelLog;
 pub use memory::{HugepagePool, MemoryFacts};
 pub use modules::{Module, Modules};
-pub use mounts::{MountFacts, MountTable, NfsMount, Placement};
+pub use mounts::{CsiVolumeData, MountFacts, MountTable, NfsMount, Placement, PodVolume};
 pub use net::{NetDevice, NetFacts};
 pub use numa::NumaNode;
 pub use nvidia::NvidiaFacts;

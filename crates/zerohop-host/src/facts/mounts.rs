@@ -1,4 +1,5 @@
-//! Mounted file systems, NFS transports and `/etc/fstab`.
+//! Mounted file systems, NFS transports, `/etc/fstab`, and the volumes the
+//! kubelet mounted for pods.
 
 use crate::facts::{Fact, Gap};
 use crate::parse::mountinfo::{MountEntry, Options, parse_fstab, parse_mountinfo};
@@ -91,6 +92,10 @@ pub struct MountFacts {
     pub stats: Fact<Vec<MountStats>>,
     /// `/etc/fstab` entries.
     pub fstab: Fact<Vec<MountEntry>>,
+    /// The mounts of the table the kubelet made for pods' persistent
+    /// volumes, with what its directory says of each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pod_volumes: Vec<PodVolume>,
 }
 
 /// An NFS mount with everything known about it.
@@ -110,6 +115,8 @@ pub struct NfsMount {
     pub stats: Option<MountStats>,
     /// The `/etc/fstab` entry for this mount point, when there is one.
     pub fstab: Option<MountEntry>,
+    /// The pod volume the kubelet mounted here, when it is one.
+    pub pod_volume: Option<PodVolume>,
 }
 
 impl NfsMount {
@@ -135,8 +142,10 @@ impl NfsMount {
 impl MountFacts {
     /// Reads the mount table, mountstats and fstab from `root`.
     pub fn collect(root: &HostRoot) -> MountFacts {
+        let table = table(root);
         MountFacts {
-            table: table(root),
+            pod_volumes: pod_volumes(root, &table),
+            table,
             stats: root
                 .read(MOUNTSTATS)
                 .map(|text| text.map(|text| parse_mountstats(&text)))
@@ -146,6 +155,12 @@ impl MountFacts {
                 .map(|text| text.map(|text| parse_fstab(&text)))
                 .map_err(Gap::from),
         }
+    }
+
+    /// The pod volume mounted at `mount_point`, when it is one.
+    pub fn pod_volume(&self, mount_point: &str) -> Option<&PodVolume> {
+        let point = normalize(mount_point);
+        self.pod_volumes.iter().find(|v| v.mount_point == point)
     }
 
     /// The mounts in the table, or none when unknown.
@@ -231,6 +246,16 @@ impl MountFacts {
             Ok(Some(table)) => table.source,
             _ => MOUNTINFO,
         };
+        let by_point: std::collections::HashMap<&str, &PodVolume> = self
+            .pod_volumes
+            .iter()
+            .map(|v| (v.mount_point.as_str(), v))
+            .collect();
+        let pod_volume_at = |point: &str| {
+            by_point
+                .get(normalize(point).as_str())
+                .map(|v| (*v).clone())
+        };
         let mut used = vec![false; stats.len()];
         let mut mounts = Vec::new();
         for entry in self.entries().iter().filter(|e| e.is_nfs()) {
@@ -250,6 +275,7 @@ impl MountFacts {
                 evidence: (source, entry.line.clone()),
                 stats: block.map(|index| stats[index].clone()),
                 fstab: fstab_for(&entry.mount_point),
+                pod_volume: pod_volume_at(&entry.mount_point),
             });
         }
         for block in stats
@@ -272,10 +298,152 @@ impl MountFacts {
                 ),
                 stats: Some((*block).clone()),
                 fstab: fstab_for(&block.mount_point),
+                pod_volume: pod_volume_at(&block.mount_point),
             });
         }
         mounts
     }
+}
+
+/// The kubelet's directory of the local volume plugin, whose volumes the
+/// local volume provisioner creates: its escaped plugin name (kubernetes
+/// v1.34 `pkg/volume/local/local.go`, "kubernetes.io/local-volume";
+/// `pkg/kubelet/kubelet_getters.go`, `getPodVolumeDir`:
+/// `pods/<uid>/volumes/<plugin>/<volume>`). CSI's is
+/// [`zerohop_known::storage::KUBELET_CSI_PLUGIN_DIR`].
+const LOCAL_VOLUME_PLUGIN_DIR: &str = "kubernetes.io~local-volume";
+
+/// At most this many pod volumes have their `vol_data.json` read: a node
+/// runs a few hundred pods at most (the kubelet's `maxPods`, 110 by
+/// default), and a hostile mount table must not turn into unbounded reads.
+const MAX_POD_VOLUME_READS: usize = 1024;
+
+/// The most bytes of a `vol_data.json` read: the kubelet writes a handful
+/// of short fields.
+const VOLUME_DATA_CAP: usize = 64 * 1024;
+
+/// A volume the kubelet mounted for a pod.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PodVolume {
+    /// The mount point, `/var/lib/kubelet/pods/<uid>/volumes/<plugin>/<volume>[/mount]`.
+    pub mount_point: String,
+    /// The pod's UID.
+    pub pod_uid: String,
+    /// `kubernetes.io~csi` or `kubernetes.io~local-volume`.
+    pub plugin: String,
+    /// The volume's directory name: the PersistentVolume's name (or, for
+    /// an inline CSI volume, the pod's name for it).
+    pub volume: String,
+    /// What the kubelet's `vol_data.json` beside a CSI mount says.
+    pub data: Option<CsiVolumeData>,
+}
+
+/// The fields of a CSI volume's `vol_data.json` (kubernetes v1.34
+/// `pkg/volume/csi/csi_mounter.go`, `volDataKey`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CsiVolumeData {
+    /// The file read.
+    pub path: String,
+    /// `driverName`.
+    pub driver: Option<String>,
+    /// `specVolID`: the PersistentVolume's name.
+    pub spec_volume: Option<String>,
+    /// `volumeHandle`: the driver's own ID of the volume.
+    pub volume_handle: Option<String>,
+}
+
+impl PodVolume {
+    /// The volume as evidence shows it: the PersistentVolume, the pod and
+    /// the driver.
+    pub fn describe(&self) -> String {
+        let data = self.data.as_ref();
+        let name = data
+            .and_then(|d| d.spec_volume.as_deref())
+            .unwrap_or(&self.volume);
+        let mut text = format!("volume {name} of pod {}", self.pod_uid);
+        match data.and_then(|d| d.driver.as_deref()) {
+            Some(driver) => text.push_str(&format!(", csi driver {driver}")),
+            None if self.plugin == LOCAL_VOLUME_PLUGIN_DIR => text.push_str(", local volume"),
+            None => text.push_str(", csi"),
+        }
+        if let Some(handle) = data.and_then(|d| d.volume_handle.as_deref()) {
+            text.push_str(&format!(", handle {handle}"));
+        }
+        text
+    }
+}
+
+/// The pod UID, plugin and volume of a kubelet volume mount point: a CSI
+/// volume is mounted at `<volume>/mount`, a local volume at `<volume>`.
+/// `None` for any other path.
+pub fn pod_volume_of(mount_point: &str) -> Option<(String, String, String)> {
+    use zerohop_known::storage::{KUBELET_CSI_PLUGIN_DIR, KUBELET_PODS_DIR};
+    let point = normalize(mount_point);
+    let rest = point.strip_prefix(KUBELET_PODS_DIR)?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        [uid, "volumes", plugin, volume, "mount"] if *plugin == KUBELET_CSI_PLUGIN_DIR => Some((
+            (*uid).to_owned(),
+            (*plugin).to_owned(),
+            (*volume).to_owned(),
+        )),
+        [uid, "volumes", plugin, volume] if *plugin == LOCAL_VOLUME_PLUGIN_DIR => Some((
+            (*uid).to_owned(),
+            (*plugin).to_owned(),
+            (*volume).to_owned(),
+        )),
+        _ => None,
+    }
+}
+
+/// Reads a CSI volume's `vol_data.json`; `None` when it is absent,
+/// unreadable or no JSON object.
+fn volume_data(root: &HostRoot, mount_point: &str) -> Option<CsiVolumeData> {
+    let dir = mount_point.strip_suffix("/mount")?;
+    let path = format!("{dir}/{}", zerohop_known::storage::KUBELET_CSI_VOLUME_DATA);
+    let text = root.read_with_cap(&path, VOLUME_DATA_CAP).ok()??;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let field = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    value.is_object().then(|| CsiVolumeData {
+        driver: field("driverName"),
+        spec_volume: field("specVolID"),
+        volume_handle: field("volumeHandle"),
+        path: path.clone(),
+    })
+}
+
+/// The pod volumes of the mount table, each mount point once, the CSI
+/// ones with their `vol_data.json`.
+fn pod_volumes(root: &HostRoot, table: &Fact<MountTable>) -> Vec<PodVolume> {
+    let Ok(Some(table)) = table else {
+        return Vec::new();
+    };
+    let mut volumes: Vec<PodVolume> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for entry in &table.entries {
+        let Some((pod_uid, plugin, volume)) = pod_volume_of(&entry.mount_point) else {
+            continue;
+        };
+        let mount_point = normalize(&entry.mount_point);
+        if !seen.insert(mount_point.clone()) {
+            continue;
+        }
+        let data = if plugin == zerohop_known::storage::KUBELET_CSI_PLUGIN_DIR
+            && volumes.len() < MAX_POD_VOLUME_READS
+        {
+            volume_data(root, &mount_point)
+        } else {
+            None
+        };
+        volumes.push(PodVolume {
+            mount_point,
+            pod_uid,
+            plugin,
+            volume,
+            data,
+        });
+    }
+    volumes
 }
 
 fn table(root: &HostRoot) -> Fact<MountTable> {

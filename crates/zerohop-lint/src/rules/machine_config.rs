@@ -143,9 +143,10 @@ fn mount_unit_name_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-/// Mount options that ask for NFS over RDMA.
+/// Mount options that ask for NFS over RDMA, as the doctor and the plan
+/// read them (`zerohop_known::storage::NfsOptions`).
 fn is_rdma_options(options: &[&str]) -> bool {
-    options.iter().any(|o| *o == "rdma" || *o == "proto=rdma")
+    zerohop_known::storage::NfsOptions::parse(options.iter().copied()).asks_for_rdma()
 }
 
 /// Every NFS-over-RDMA mount in the workspace: MachineConfig mount units,
@@ -225,8 +226,11 @@ declare_rule! {
 
 fn nfs_rdma_without_port(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     each_rdma_mount(workspace, |object, path, options| {
-        if !options.contains(&"port=20049") {
-            let port = options.iter().find(|o| o.starts_with("port="));
+        use zerohop_known::storage::{NFS_RDMA_PORT, NfsOptions};
+        let given = NfsOptions::parse(options.iter().copied());
+        let port = given.get("port");
+        if port.and_then(|p| p.parse::<u16>().ok()) != Some(NFS_RDMA_PORT) {
+            let port = port.map(|p| format!("port={p}"));
             sink.report(
                 object,
                 path,

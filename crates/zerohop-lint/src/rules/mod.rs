@@ -93,6 +93,8 @@ pub static RULES: &[&Rule] = &[
     &boot_order::NVME_RDMA_AT_BOOT_BEFORE_DOCA_DRIVER,
     &storage::XFS_NOBARRIER,
     &storage::UNKNOWN_CUFILE_KEY,
+    &storage::NFS_RDMA_MOUNT_OPTIONS,
+    &storage::UNPUBLISHED_CSI_DRIVER,
     &topology::POD_NEVER_ADMITTED_BY_TOPOLOGY_MANAGER,
     &topology::GPU_POD_NOT_PINNED_BY_STATIC_CPU_MANAGER,
     &images::IMAGE_REPEATS_REPOSITORY,

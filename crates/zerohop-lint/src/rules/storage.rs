@@ -96,6 +96,199 @@ fn xfs_nobarrier(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
+/// The `mountOptions` of a StorageClass or a PersistentVolume, with the path
+/// to them; `None` for other kinds.
+fn mount_options_path(object: &crate::model::Object<'_>) -> Option<&'static [PathStep<'static>]> {
+    match (object.group(), object.kind) {
+        ("storage.k8s.io", "StorageClass") => Some(&[PathStep::Key("mountOptions")]),
+        ("", "PersistentVolume") => Some(&[PathStep::Key("spec"), PathStep::Key("mountOptions")]),
+        _ => None,
+    }
+}
+
+declare_rule! {
+    /// A StorageClass or PersistentVolume whose NFS-over-RDMA mount options transfer less than 1 MiB or mount soft.
+    ///
+    /// ## What it checks
+    /// The `mountOptions` of every StorageClass and PersistentVolume that
+    /// ask for RDMA (`proto=rdma`, or the `rdma` flag), whatever the
+    /// provisioner (the NFS CSI driver `nfs.csi.k8s.io` mounts with them,
+    /// kubernetes-csi/csi-driver-nfs@f09798c0 `pkg/nfs/nodeserver.go`), by
+    /// the facts the doctor's NFS checks and `zerohop plan` share
+    /// (`zerohop_known::storage`): `rsize`/`wsize` not below 1 MiB when
+    /// given, and no `soft` or `softerr`. The port is ZL071's and
+    /// `nconnect` ZL072's, on the same objects. Options over TCP are left
+    /// alone: only the doctor, which sees what pods read, can tell a data
+    /// volume from a home directory.
+    ///
+    /// ## Why it matters
+    /// Every pod that mounts such a volume gets the shortfall on every
+    /// node: small transfers cap throughput at the RPC rate, and a soft
+    /// mount turns a slow server into I/O errors in training jobs. The
+    /// doctor finds the same on each node (NFS004, NFS006) once the pods
+    /// are running.
+    ///
+    /// ## How to fix
+    /// Give the data-path options: `proto=rdma`, `port=20049`,
+    /// `nconnect=16`, `rsize=1048576`, `wsize=1048576`, `hard` (what
+    /// `zerohop plan` renders with `nfsRdma.via: csi`). A StorageClass's
+    /// options reach only the volumes provisioned after the change; edit
+    /// the PersistentVolumes too.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL082/fail/`:
+    ///
+    /// ```text
+    /// warning[ZL082]: `rsize=65536` is below 1 MiB: rpc overhead caps throughput
+    ///   --> fail/input.yaml:14:5
+    ///    |
+    /// 14 |   - rsize=65536
+    ///    |     ^^^^^^^^^^^
+    ///    = object: StorageClass/nfs-rdma
+    ///    = help: set `rsize=1048576` in mountOptions
+    ///
+    /// warning[ZL082]: `soft` mount: a slow server turns into i/o errors in training jobs
+    ///   --> fail/input.yaml:16:5
+    ///    |
+    /// 16 |   - soft
+    ///    |     ^^^^
+    ///    = object: StorageClass/nfs-rdma
+    ///    = help: replace `soft` with `hard` in mountOptions
+    /// ```
+    pub(crate) static NFS_RDMA_MOUNT_OPTIONS = {
+        id: "ZL082",
+        name: "nfs-rdma-small-or-soft-mount",
+        severity: Warning,
+        check: nfs_rdma_mount_options,
+    };
+}
+
+fn nfs_rdma_mount_options(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    use zerohop_known::storage::{NfsOptions, Shortfall};
+    for object in &workspace.objects {
+        let Some(options_path) = mount_options_path(object) else {
+            continue;
+        };
+        let Some(options) = object.get(options_path) else {
+            continue;
+        };
+        let items: Vec<(usize, &str)> = options
+            .items()
+            .iter()
+            .enumerate()
+            .filter_map(|(index, item)| item.as_str().map(|text| (index, text)))
+            .collect();
+        let parsed = NfsOptions::parse(items.iter().map(|(_, text)| *text));
+        let judged = parsed.shortfalls().into_iter().filter(|shortfall| {
+            matches!(
+                shortfall,
+                Shortfall::SmallTransfer { .. } | Shortfall::Soft(_)
+            )
+        });
+        for shortfall in judged {
+            // The item that holds the option at fault: the last one that
+            // sets it, the one `mount.nfs` keeps.
+            let holds = |text: &str| {
+                let one = NfsOptions::parse([text]);
+                match &shortfall {
+                    Shortfall::SmallTransfer { option, .. } => one.get(option).is_some(),
+                    Shortfall::Soft(flag) => one.has(flag),
+                    Shortfall::RdmaWithoutPort | Shortfall::WrongPort(_) => false,
+                }
+            };
+            let mut path = options_path.to_vec();
+            if let Some((index, _)) = items.iter().rev().find(|(_, text)| holds(text)) {
+                path.push(PathStep::Index(*index));
+            }
+            sink.report(
+                object,
+                &path,
+                shortfall.message(),
+                Remediation::new(match &shortfall {
+                    Shortfall::Soft(flag) => {
+                        format!("replace `{flag}` with `hard` in mountOptions")
+                    }
+                    _ => format!("set `{}` in mountOptions", shortfall.repair()),
+                }),
+            );
+        }
+    }
+}
+
+declare_rule! {
+    /// A StorageClass or PersistentVolume names a CSI driver that no project publishes.
+    ///
+    /// ## What it checks
+    /// `provisioner` of every StorageClass and `spec.csi.driver` of every
+    /// PersistentVolume against the CSI driver names guides give that no
+    /// project publishes (`zerohop_known::storage::UNPUBLISHED_CSI_DRIVERS`):
+    /// `csi.nvidia.com`, which no NVIDIA repository ships and the
+    /// kubernetes-csi list of drivers does not name
+    /// (kubernetes-csi/docs@883ce07b `book/src/drivers.md`).
+    ///
+    /// ## Why it matters
+    /// No controller serves the name: claims of the class stay `Pending`
+    /// ("waiting for a volume to be created"), pods that mount them are
+    /// never scheduled, and a volume of that driver never mounts. GPUDirect
+    /// Storage needs no CSI driver of its own: it reads through the file
+    /// system's driver (ext4/XFS on NVMe, NFS over RDMA).
+    ///
+    /// ## How to fix
+    /// For local NVMe, use the local volume provisioner
+    /// (kubernetes-sigs/sig-storage-local-static-provisioner, provisioner
+    /// `kubernetes.io/no-provisioner`) or your storage vendor's CSI driver
+    /// as `kubectl get csidrivers` lists it; for NFS over RDMA,
+    /// `nfs.csi.k8s.io`. `zerohop plan` renders both.
+    ///
+    /// ## Example
+    ///
+    /// On `crates/zerohop-lint/tests/fixtures/ZL083/fail/`:
+    ///
+    /// ```text
+    /// error[ZL083]: csi driver `csi.nvidia.com` does not exist: nvidia publishes no csi driver of that name: it is in no nvidia repository and not in the kubernetes-csi list of drivers (kubernetes-csi/docs `book/src/drivers.md`); gpudirect storage needs none, it reads through the file system's own driver
+    ///  --> fail/input.yaml:5:1
+    ///   |
+    /// 5 | provisioner: csi.nvidia.com
+    ///   | ^^^^^^^^^^^
+    ///   = object: StorageClass/gds-nvme
+    ///   = help: use kubernetes.io/no-provisioner with the local volume provisioner, or the csi driver your storage vendor ships (kubectl get csidrivers)
+    /// ```
+    pub(crate) static UNPUBLISHED_CSI_DRIVER = {
+        id: "ZL083",
+        name: "unpublished-csi-driver",
+        severity: Error,
+        check: unpublished_csi_driver,
+    };
+}
+
+fn unpublished_csi_driver(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    for object in &workspace.objects {
+        let path: &[PathStep<'_>] = match (object.group(), object.kind) {
+            ("storage.k8s.io", "StorageClass") => &[PathStep::Key("provisioner")],
+            ("", "PersistentVolume") => &[
+                PathStep::Key("spec"),
+                PathStep::Key("csi"),
+                PathStep::Key("driver"),
+            ],
+            _ => continue,
+        };
+        let Some(driver) = object.str_at(path) else {
+            continue;
+        };
+        if let Some(why) = zerohop_known::storage::unpublished_csi_driver(driver) {
+            sink.report(
+                object,
+                path,
+                format!("csi driver `{driver}` does not exist: {why}"),
+                Remediation::new(
+                    "use kubernetes.io/no-provisioner with the local volume provisioner, or the csi driver your storage vendor ships (kubectl get csidrivers)",
+                ),
+            );
+        }
+    }
+}
+
 /// A `cufile.json` loaded as YAML flow, as the schema of
 /// [`zerohop_known::cufile`] walks it; a key's place is its span.
 #[derive(Debug, Clone, Copy)]

@@ -19,6 +19,18 @@ pub(crate) fn dns_subdomain(name: &str) -> Result<(), String> {
     meta_problem(&json!({ "name": name }), &format!("name {name:?} "))
 }
 
+/// Checks a CSI driver name, as the API server checks a `CSIDriver`'s:
+/// at most 63 characters, a DNS-1123 subdomain once lowercased
+/// (kubernetes v1.34 `pkg/apis/storage/validation/validation.go`,
+/// `ValidateCSIDriverName`).
+pub(crate) fn csi_driver_name(name: &str) -> Result<(), String> {
+    if name.len() > 63 {
+        return Err("is longer than 63 characters".to_owned());
+    }
+    dns_subdomain(&name.to_ascii_lowercase())
+        .map_err(|problem| format!("is no csi driver name: {problem}"))
+}
+
 /// Checks a label key and value (a node selector entry). The message
 /// names the key or the value itself.
 pub(crate) fn label(key: &str, value: &str) -> Result<(), String> {
@@ -54,6 +66,9 @@ mod tests {
         assert!(dns_label("../x").is_err());
         assert_eq!(dns_subdomain("nvidia.com"), Ok(()));
         assert!(dns_subdomain("nvidia..com").is_err());
+        assert_eq!(csi_driver_name("Local.CSI.example.com"), Ok(()));
+        assert!(csi_driver_name("a/b").is_err());
+        assert!(csi_driver_name(&"a".repeat(64)).is_err());
         assert_eq!(label("nvidia.com/gpu.present", "true"), Ok(()));
         assert_eq!(label("node-role.kubernetes.io/worker", ""), Ok(()));
         assert!(label("a b", "x").expect_err("key").starts_with("label key"));

@@ -274,19 +274,20 @@ fn data_url(contents: &str) -> String {
 /// `mnt-ai\x2ddata.service`, which does not exist.
 fn mount_units(plan: &Plan) -> Option<(String, String, String, String)> {
     let nfs = plan.nfs.as_ref()?;
+    let mount_point = nfs.host_mount_point()?;
     let source = unit::value(&format!("{}:{}", nfs.server, nfs.export));
-    let point = unit::value(&nfs.mount_point);
+    let point = unit::value(mount_point);
     let options = unit::value(&nfs.mount_options());
     let mount = format!(
         "[Unit]\nDescription=NFS over RDMA: {source}\nWants=network-online.target\nAfter=network-online.target\n\n[Mount]\nWhat={source}\nWhere={point}\nType=nfs\nOptions={options}\nTimeoutSec=60\n",
     );
-    let name = mount_unit_name(&nfs.mount_point);
+    let name = mount_unit_name(mount_point);
     let path = format!(
         "[Unit]\nDescription=Mount {point} over NFS/RDMA once the DOCA driver is ready\n\n[Path]\nPathExists={}\nUnit={}\n\n[Install]\nWantedBy=multi-user.target\n",
         unit::value(DOCA_DRIVER_READY_FILE),
         unit::value(&name),
     );
-    let path_name = format!("{}.path", escape_path(&nfs.mount_point));
+    let path_name = format!("{}.path", escape_path(mount_point));
     Some((name, mount, path_name, path))
 }
 
@@ -500,8 +501,8 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
             super::NODE
         ),
     ];
-    if let Some(nfs) = &plan.nfs {
-        let point = quote(&nfs.mount_point);
+    if let Some(mount_point) = plan.nfs.as_ref().and_then(|nfs| nfs.host_mount_point()) {
+        let point = quote(mount_point);
         let on_node = format!("ls {point} >/dev/null; nfsstat -m | grep -A1 {point}");
         checks.push(format!(
             "oc debug node/{} -- chroot /host sh -c {}   # proto=rdma,port=20049",

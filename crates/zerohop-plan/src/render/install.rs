@@ -66,7 +66,7 @@ fn gpu_operator_values(plan: &Plan) -> Value {
 }
 
 /// A values file with a comment saying how it is installed.
-fn values_file(path: &str, install: &str, values: &Value) -> ManifestFile {
+pub(crate) fn values_file(path: &str, install: &str, values: &Value) -> ManifestFile {
     // Serializing a serde_json::Value cannot fail: keys are strings.
     let yaml = serde_saphyr::to_string(values).unwrap_or_default();
     let mut contents = format!("# Helm values, not a manifest: {install}\n");
@@ -128,7 +128,7 @@ pub(crate) fn install_command(plan: &Plan, path: &str) -> Option<String> {
     match path {
         GPU_VALUES => Some(gpu_operator_install(plan)),
         NETWORK_VALUES => Some(network_operator_install(plan)),
-        _ => None,
+        _ => super::storage::install_command(path),
     }
 }
 

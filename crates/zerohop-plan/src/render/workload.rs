@@ -93,11 +93,16 @@ pub(crate) fn namespace_step(plan: &Plan) -> Step {
 /// openshift/apiserver-library-go@8efb02d5 `pkg/securitycontextconstraints/capabilities/mustrunas.go`,
 /// `ValidateContainer`: "capability may not be added"). The pods add
 /// `IPC_LOCK` (RDMA registers pinned memory), the nccl-tests workers run
-/// `sshd` as root and the launcher `mpirun` as root, and with NFS the
-/// workload mounts the host's mount point (`hostPath`). Nothing else:
+/// `sshd` as root and the launcher `mpirun` as root, and with NFS mounted
+/// on the hosts the workload mounts the host's mount point (`hostPath`);
+/// through CSI it mounts a claim (`persistentVolumeClaim`), which needs no
+/// host access. Nothing else:
 /// no host namespaces, no privileged container, no privilege escalation.
 fn security_context_constraints(plan: &Plan) -> Value {
-    let nfs = plan.nfs.is_some();
+    let host_mount = plan
+        .nfs
+        .as_ref()
+        .is_some_and(|nfs| nfs.host_mount_point().is_some());
     let mut volumes = vec![
         "configMap",
         "downwardAPI",
@@ -105,8 +110,11 @@ fn security_context_constraints(plan: &Plan) -> Value {
         "projected",
         "secret",
     ];
-    if nfs {
+    if host_mount {
         volumes.push("hostPath");
+    }
+    if !host_mount && plan.nfs.is_some() || plan.local_nvme.is_some() {
+        volumes.push("persistentVolumeClaim");
     }
     json!({
         "apiVersion": "security.openshift.io/v1",
@@ -117,7 +125,7 @@ fn security_context_constraints(plan: &Plan) -> Value {
                 "kubernetes.io/description": format!("admits the zero-copy workload and its fabric tests in {}: IPC_LOCK, any uid (sshd and mpirun run as root)", plan.workload.namespace),
             },
         },
-        "allowHostDirVolumePlugin": nfs,
+        "allowHostDirVolumePlugin": host_mount,
         "allowHostIPC": false,
         "allowHostNetwork": false,
         "allowHostPID": false,
@@ -222,14 +230,9 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         mounts.push(json!({"name": "hugepages", "mountPath": "/hugepages"}));
         volumes.push(json!({"name": "hugepages", "emptyDir": {"medium": "HugePages"}}));
     }
-    if let Some(nfs) = &plan.nfs {
-        mounts.push(
-            json!({"name": "data", "mountPath": "/data", "mountPropagation": "HostToContainer"}),
-        );
-        volumes.push(
-            json!({"name": "data", "hostPath": {"path": nfs.mount_point, "type": "Directory"}}),
-        );
-    }
+    let (data_mounts, data_volumes) = super::storage::pod_volumes(plan);
+    mounts.extend(data_mounts);
+    volumes.extend(data_volumes);
     if plan.gds {
         env.push(
             json!({"name": "CUFILE_ENV_PATH_JSON", "value": format!("{CUFILE_DIR}/cufile.json")}),
@@ -278,13 +281,16 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         path: "90-workload-pod.yaml".to_owned(),
         objects: vec![pod],
         title: "Example workload: GPUs and one RDMA device per rail".to_owned(),
-        checks: vec![
+        checks: [
             format!("kubectl -n {ns} exec {name} -- ibv_devinfo | grep -E 'hca_id|state'   # PORT_ACTIVE per rail"),
             format!("kubectl -n {ns} exec {name} -- sh -c 'cat /proc/self/status | grep Cpus_allowed_list'   # pinned cores"),
             // The pod's own view, judged from inside it: what NCCL in this
             // pod will use (`zerohop doctor --pod`, docs/checks.md).
             format!("kubectl -n {ns} cp \"$(command -v zerohop)\" {name}:/tmp/zerohop && kubectl -n {ns} exec {name} -- /tmp/zerohop doctor --pod   # rdma devices, roce gids, memlock, /dev/shm, gpu-nic pairing, NCCL_* against the pod"),
-        ],
+        ]
+        .into_iter()
+        .chain(super::storage::pod_checks(plan))
+        .collect(),
     });
     steps
 }

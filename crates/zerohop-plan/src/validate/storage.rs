@@ -1,4 +1,5 @@
-//! The storage data path: NFS over RDMA, NVMe-oF targets, GDS.
+//! The storage data path: NFS over RDMA, NVMe-oF targets, local NVMe
+//! volumes, GDS.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -6,8 +7,8 @@ use std::net::IpAddr;
 use super::Checker;
 use super::values::{MALFORMED_ADDRESS, MALFORMED_PATH, VALUE_OUT_OF_RANGE};
 use crate::grammar;
-use crate::intent::{NfsRdma, Storage};
-use crate::plan::{NfsPlan, PoolPlan, RailPlan};
+use crate::intent::{LocalNvme, NfsRdma, NfsVia, Storage};
+use crate::plan::{LocalNvmePlan, NfsMount, NfsPlan, PoolPlan, RailPlan};
 use crate::rule::declare_rule;
 
 declare_rule! {
@@ -105,11 +106,102 @@ declare_rule! {
     };
 }
 
+declare_rule! {
+    /// A CSI driver name that no driver has: malformed, or one that guides use and no project publishes.
+    ///
+    /// ## What it checks
+    /// `spec.storage.localNvme.provisioner`: a CSI driver name is at most
+    /// 63 characters, alphanumerics with `-` and `.` between (the CSI
+    /// specification, `GetPluginInfoResponse.name`), and not one of the
+    /// names guides give that no project publishes: `csi.nvidia.com`
+    /// (`zerohop_known::storage::UNPUBLISHED_CSI_DRIVERS`, checked against
+    /// the kubernetes-csi list of drivers, kubernetes-csi/docs@883ce07b
+    /// `book/src/drivers.md`, and NVIDIA's repositories).
+    ///
+    /// ## Why it matters
+    /// A StorageClass whose provisioner no controller serves provisions
+    /// nothing: every claim of it stays `Pending`, and every pod that mounts
+    /// one is never scheduled, with no error but an event on the claim.
+    ///
+    /// ## How to fix
+    /// Leave `provisioner` out, so that the local volume provisioner
+    /// (kubernetes-sigs/sig-storage-local-static-provisioner) serves the
+    /// disks under `hostDir`, or name the CSI driver your storage vendor
+    /// ships, as `kubectl get csidrivers` lists it.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP042/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   storage:
+    ///     localNvme:
+    ///       provisioner: csi.nvidia.com
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:20:20: csi driver "csi.nvidia.com" does not exist: nvidia publishes no csi driver of that name: it is in no nvidia repository and not in the kubernetes-csi list of drivers (kubernetes-csi/docs `book/src/drivers.md`); gpudirect storage needs none, it reads through the file system's own driver [ZP042]
+    ///   help: leave provisioner out for the local volume provisioner, or name the csi driver your storage vendor ships (kubectl get csidrivers)
+    /// ```
+    pub(crate) static UNUSABLE_CSI_DRIVER = {
+        id: "ZP042",
+        name: "unusable-csi-driver",
+        severity: Error,
+    };
+}
+
+declare_rule! {
+    /// NFS mounted on the hosts without a mount point.
+    ///
+    /// ## What it checks
+    /// `spec.storage.nfsRdma` with `via: host` (the default) and no
+    /// `mountPoint`.
+    ///
+    /// ## Why it matters
+    /// The host mount is a systemd mount unit, named after its mount
+    /// point, and the workload reaches it through a `hostPath` of that
+    /// directory: without one there is nothing to mount or to hand to pods.
+    /// Only with `via: csi` does the kubelet choose the mount point, per pod.
+    ///
+    /// ## How to fix
+    /// Give `mountPoint` (e.g. `/mnt/ai-data`), or mount through the NFS CSI
+    /// driver with `via: csi`.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP043/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   storage:
+    ///     nfsRdma:
+    ///       server: 10.10.0.10
+    ///       export: /export/ai-data
+    ///       nic: ens2f0np0
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:19:15: nfs over rdma mounted on the hosts without a mountPoint [ZP043]
+    ///   help: give mountPoint (e.g. /mnt/ai-data), or set via: csi to mount through the nfs csi driver
+    /// ```
+    pub(crate) static NFS_MOUNT_POINT_MISSING = {
+        id: "ZP043",
+        name: "nfs-mount-point-missing",
+        severity: Error,
+    };
+}
+
 /// The storage part of the plan, checked.
 pub(super) struct StoragePlan {
     pub(super) nfs: Option<NfsPlan>,
     pub(super) nvme_targets: Vec<(IpAddr, u16)>,
     pub(super) gds: bool,
+    pub(super) local_nvme: Option<LocalNvmePlan>,
 }
 
 /// Checks the storage section; `all_pfs` maps every PF of every pool to
@@ -132,6 +224,7 @@ pub(super) fn storage(
         );
     }
     let nfs = storage.nfs_rdma.and_then(|nfs| nfs_rdma(c, nfs, all_pfs));
+    let local_nvme = storage.local_nvme.and_then(|local| local_nvme(c, local));
     let mut nvme_targets = Vec::new();
     for target in storage.nvme_of.map(|n| n.value.targets).unwrap_or_default() {
         // Written into /etc/nvme/discovery.conf, whose lines nvme-cli
@@ -159,7 +252,61 @@ pub(super) fn storage(
         nfs,
         nvme_targets,
         gds,
+        local_nvme,
     }
+}
+
+fn local_nvme(c: &mut Checker, local: LocalNvme) -> Option<LocalNvmePlan> {
+    use zerohop_known::storage::{GDS_LOCAL_FILE_SYSTEMS, unpublished_csi_driver};
+    // The directory reaches the provisioner's values and its README check.
+    let host_dir = c.grammar(
+        &MALFORMED_PATH,
+        &local.host_dir,
+        "host directory",
+        |dir| match grammar::absolute_path(dir)? {
+            root if root == "/" => Err("is the root directory".to_owned()),
+            dir => Ok(dir),
+        },
+        "use an absolute directory such as /mnt/local-nvme",
+    );
+    let fs_type = local.fs_type.value.to_ascii_lowercase();
+    let fs_ok = GDS_LOCAL_FILE_SYSTEMS.contains(&fs_type.as_str());
+    if !fs_ok {
+        c.error(
+            &VALUE_OUT_OF_RANGE,
+            &local.fs_type.referenced,
+            format!(
+                "fsType {:?} is not a file system gpudirect storage reads directly on nvme",
+                local.fs_type.value
+            ),
+            "use xfs or ext4",
+        );
+    }
+    let mut provisioner_ok = true;
+    if let Some(provisioner) = &local.provisioner {
+        let problem = unpublished_csi_driver(&provisioner.value)
+            .map(|why| format!("csi driver {:?} does not exist: {why}", provisioner.value))
+            .or_else(|| {
+                grammar::csi_driver_name(&provisioner.value)
+                    .err()
+                    .map(|why| format!("csi driver {:?} {why}", provisioner.value))
+            });
+        if let Some(problem) = problem {
+            provisioner_ok = false;
+            c.error(
+                &UNUSABLE_CSI_DRIVER,
+                &provisioner.referenced,
+                problem,
+                "leave provisioner out for the local volume provisioner, or name the csi driver your storage vendor ships (kubectl get csidrivers)",
+            );
+        }
+    }
+    (fs_ok && provisioner_ok).then_some(())?;
+    Some(LocalNvmePlan {
+        host_dir: host_dir?,
+        fs_type,
+        provisioner: local.provisioner.map(|p| p.value),
+    })
 }
 
 fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> Option<NfsPlan> {
@@ -179,16 +326,32 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
         grammar::absolute_path,
         "give the exported path as the server's /etc/exports has it, e.g. /export/ai-data",
     );
-    let mount_point = c.grammar(
-        &MALFORMED_PATH,
-        &nfs.mount_point,
-        "mount point",
-        |point| match grammar::absolute_path(point)? {
-            root if root == "/" => Err("is the root directory".to_owned()),
-            point => Ok(point),
-        },
-        "use an absolute path such as /mnt/ai-data",
-    );
+    let via = nfs.via.as_ref().map(|v| v.value).unwrap_or_default();
+    let mount_point = nfs.mount_point.as_ref().map(|point| {
+        c.grammar(
+            &MALFORMED_PATH,
+            point,
+            "mount point",
+            |point| match grammar::absolute_path(point)? {
+                root if root == "/" => Err("is the root directory".to_owned()),
+                point => Ok(point),
+            },
+            "use an absolute path such as /mnt/ai-data",
+        )
+    });
+    let mount = match (via, mount_point) {
+        (NfsVia::Csi, _) => Some(NfsMount::Csi),
+        (NfsVia::Host, Some(point)) => point.map(NfsMount::Host),
+        (NfsVia::Host, None) => {
+            c.error(
+                &NFS_MOUNT_POINT_MISSING,
+                &nfs.server.referenced,
+                "nfs over rdma mounted on the hosts without a mountPoint",
+                "give mountPoint (e.g. /mnt/ai-data), or set via: csi to mount through the nfs csi driver",
+            );
+            None
+        }
+    };
     if !(1..=16).contains(&nfs.nconnect.value) {
         c.error(
             &VALUE_OUT_OF_RANGE,
@@ -218,7 +381,7 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
     Some(NfsPlan {
         server: server?.nfs_source_host(),
         export: export?,
-        mount_point: mount_point?,
+        via: mount?,
         nic: nfs.nic.value,
         nconnect: nfs.nconnect.value,
     })

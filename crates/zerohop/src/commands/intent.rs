@@ -242,17 +242,22 @@ fn translate(
         reserved_from: spans.and_then(|p| place(file, &p.reserved_cpus)),
     };
     let storage = &intent.spec.storage;
+    // Through CSI the kubelet mounts the export per pod, where it likes:
+    // the doctor finds those mounts itself and expects rdma of them.
     let nfs_mounts: Vec<NfsExpectation> = plan
         .nfs
         .iter()
-        .map(|nfs| NfsExpectation {
-            mount_point: nfs.mount_point.clone(),
-            source: Some(format!("{}:{}", nfs.server, nfs.export)),
-            options: nfs.kernel_options(),
-            from: storage
-                .nfs_rdma
-                .as_ref()
-                .and_then(|n| place(file, &n.mount_point)),
+        .filter_map(|nfs| {
+            Some(NfsExpectation {
+                mount_point: nfs.host_mount_point()?.to_owned(),
+                source: Some(format!("{}:{}", nfs.server, nfs.export)),
+                options: nfs.kernel_options(),
+                from: storage
+                    .nfs_rdma
+                    .as_ref()
+                    .and_then(|n| n.mount_point.as_ref())
+                    .and_then(|point| place(file, point)),
+            })
         })
         .collect();
     let targets_from = storage.nvme_of.as_ref().map(|n| &n.value.targets);
