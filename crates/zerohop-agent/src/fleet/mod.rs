@@ -2,6 +2,7 @@
 //! to the API server. Read-only: it lists (or watches) Nodes and
 //! `DataPathReport` objects and never writes.
 
+pub mod html;
 pub mod state;
 pub mod view;
 
@@ -40,6 +41,8 @@ pub enum OutputFormat {
     Human,
     /// One JSON document (one per line with `--watch`).
     Json,
+    /// One self-contained HTML page (not with `--watch`).
+    Html,
 }
 
 /// Everything `fleet` is told.
@@ -124,6 +127,7 @@ fn write(options: &Options, fleet: &Fleet, out: &mut dyn Write) -> io::Result<()
             serde_json::to_writer_pretty(&mut *out, &view::json(fleet))?;
             out.write_all(b"\n")
         }
+        OutputFormat::Html => out.write_all(html::page_of(fleet).as_bytes()),
     }?;
     out.flush()
 }
