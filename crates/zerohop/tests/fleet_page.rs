@@ -105,7 +105,10 @@ fn fleet_page_shows_nodes_by_state_failing_checks_and_stale_agents() {
         LIMIT,
     );
     assert_eq!(code, Some(1), "{err}");
-    assert!(!html.contains("<script>document"), "the node name is escaped");
+    assert!(
+        !html.contains("<script>document"),
+        "the node name is escaped"
+    );
     let pictures = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pictures");
     fs::create_dir_all(&pictures).unwrap();
     let page = pictures.join("fleet.html");

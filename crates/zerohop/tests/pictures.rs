@@ -164,7 +164,11 @@ fn seen(browser: &Path, name: &str, html: &str) -> browser::Look {
         "text_outside_box",
         "box_overlaps",
     ] {
-        assert!(look.list(key).is_empty(), "{name}: {key}: {:#?}", look.list(key));
+        assert!(
+            look.list(key).is_empty(),
+            "{name}: {key}: {:#?}",
+            look.list(key)
+        );
     }
     assert_eq!(r["text_outside_svg"], 0, "{name}: {r}");
     assert_eq!(r["scripts"], 0, "{name}");
@@ -235,6 +239,40 @@ fn hgx_drawing_pairs_each_gpu_with_its_rail_and_marks_the_down_ports() {
 }
 
 #[test]
+fn a_snapshot_is_drawn_as_its_host() {
+    let Some((host, _)) = hgx() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("hgx.zhsnap");
+    let (code, _) = zerohop(
+        &["snapshot", "--output", archive.to_str().unwrap()],
+        host.path(),
+    );
+    assert_eq!(code, Some(0));
+    let (_, from_root) = zerohop(&["topo", "--format", "svg"], host.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args(["topo", "--format", "svg", "--snapshot"])
+        .arg(&archive)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // A snapshot records what the doctor reads, which is not the host's
+    // name: the drawing is titled with the archive instead, and is the
+    // same drawing otherwise.
+    let from_snapshot = String::from_utf8(out.stdout).unwrap();
+    let drawing = |svg: &str, title: &str| -> Vec<String> {
+        svg.replace(title, HGX_NAME)
+            .lines()
+            .filter(|line| !line.starts_with("<g class=\"zh-host-box\""))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        drawing(&from_snapshot, archive.to_str().unwrap()),
+        drawing(&from_root, HGX_NAME)
+    );
+}
+
+#[test]
 fn asus_topology_page_folds_the_nvme_behind_its_switches() {
     let Some(host) = asus() else { return };
     let Some(browser) = browser::chromium() else {
@@ -263,7 +301,8 @@ fn a_script_in_a_host_name_stays_text() {
         .join("../zerohop-doctor/tests/fixtures/GPU005/warn-cross-socket");
     let dir = tempfile::tempdir().unwrap();
     copy(&fixture, dir.path());
-    let hostile = "<script>document.title='owned'</script><img src=\"http://127.0.0.1:9/leak.png\">";
+    let hostile =
+        "<script>document.title='owned'</script><img src=\"http://127.0.0.1:9/leak.png\">";
     let hostname = dir.path().join("proc/sys/kernel/hostname");
     fs::create_dir_all(hostname.parent().unwrap()).unwrap();
     fs::write(&hostname, format!("{hostile}\n")).unwrap();
@@ -317,8 +356,9 @@ fn docs_topology_drawing_is_current() {
         committed == svg,
         "docs/topology.svg is stale: ZEROHOP_UPDATE_DOCS=1 cargo test -p zerohop --test pictures docs_topology_drawing_is_current"
     );
-    let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/topology.md"))
-        .unwrap();
+    let doc =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/topology.md"))
+            .unwrap();
     assert!(doc.contains("![") && doc.contains("(topology.svg)"));
 }
 

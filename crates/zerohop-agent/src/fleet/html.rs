@@ -21,7 +21,10 @@ pub fn page_of(fleet: &Fleet) -> String {
         .collect();
     let mut rows = vec![
         ("looked at", taken),
-        ("nodes", format!("{}: {}", fleet.rows.len(), counts.join(", "))),
+        (
+            "nodes",
+            format!("{}: {}", fleet.rows.len(), counts.join(", ")),
+        ),
         ("agent interval", format!("{} s", fleet.interval.as_secs())),
     ];
     if fleet.other_nodes > 0 {
@@ -66,7 +69,11 @@ fn nodes(fleet: &Fleet, out: &mut String) {
         for row in rows {
             let capabilities: Vec<String> = CAPABILITIES
                 .iter()
-                .filter_map(|c| row.capabilities.get(c.name).map(|v| format!("{}={v}", c.name)))
+                .filter_map(|c| {
+                    row.capabilities
+                        .get(c.name)
+                        .map(|v| format!("{}={v}", c.name))
+                })
                 .collect();
             let cordoned = if row.cordoned { " (cordoned)" } else { "" };
             let failing: Vec<&str> = row.failing.iter().map(String::as_str).collect();

@@ -39,8 +39,7 @@ pub fn escape(text: &str) -> Cow<'_, str> {
 /// The policy of every page: nothing may load but the page's own inline
 /// style. An `<img>` or `<link>` an attacker managed to inject would still
 /// fetch nothing.
-pub const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
 /// The style shared by every page: system fonts only, wrapping long words
 /// (commands, paths) instead of widening the page.

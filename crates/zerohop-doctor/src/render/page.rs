@@ -316,7 +316,11 @@ fn finding(group: &Alike<'_>, out: &mut String) {
         }
         out.push_str("</pre>");
     }
-    if let Some(fix) = finding.remediation.as_ref().filter(|_| finding.status.is_problem()) {
+    if let Some(fix) = finding
+        .remediation
+        .as_ref()
+        .filter(|_| finding.status.is_problem())
+    {
         let _ = write!(out, "fix: {}", escape(&fix.summary));
         for command in &fix.commands {
             let _ = write!(out, "<pre>{}</pre>", escape(command));

@@ -478,6 +478,9 @@ mod tests {
         assert_eq!(fit("0123456789abc", 50.0, 10.0), "0123…");
         let lines = wrap("aaaa bbbb cccc dddddddddddddddddd", 100.0, 10.0);
         assert!(lines.iter().all(|l| l.chars().count() <= 10), "{lines:?}");
-        assert_eq!(lines.concat().replace(' ', ""), "aaaabbbbccccdddddddddddddddddd");
+        assert_eq!(
+            lines.concat().replace(' ', ""),
+            "aaaabbbbccccdddddddddddddddddd"
+        );
     }
 }

@@ -245,12 +245,7 @@ impl Tree {
             let Some(nic) = pairing.nic.as_deref() else {
                 continue;
             };
-            let Some(address) = topology
-                .nics
-                .iter()
-                .find(|x| x.name == nic)
-                .map(|x| &x.pci)
-            else {
+            let Some(address) = topology.nics.iter().find(|x| x.name == nic).map(|x| &x.pci) else {
                 continue;
             };
             let (Some(gpu), Some(nic)) = (tree.device(&pairing.gpu), tree.device(address)) else {
@@ -429,10 +424,7 @@ fn ids(device: &PciDevice) -> String {
 /// `17:01.0` for `0000:17:01.0`: the domain is the same on almost every
 /// host and the box is narrow.
 fn short(address: &str) -> String {
-    address
-        .strip_prefix("0000:")
-        .unwrap_or(address)
-        .to_owned()
+    address.strip_prefix("0000:").unwrap_or(address).to_owned()
 }
 
 /// The ports of a NIC as one line, and a fault when none is `ACTIVE`.
@@ -490,7 +482,10 @@ fn link(device: &PciDevice, upstream: Option<&PciDevice>) -> Option<Link> {
         Some(gts) => format!("x{width} {}GT/s", trim(gts)),
         None => format!("x{width}"),
     };
-    let cap_width = bound(own.max_width, port.and_then(|p| p.max_width).filter(|w| *w > 0));
+    let cap_width = bound(
+        own.max_width,
+        port.and_then(|p| p.max_width).filter(|w| *w > 0),
+    );
     let cap_gts = bound_f(own.max_gts(), port.and_then(PciLink::max_gts));
     let narrow = cap_width.is_some_and(|cap| width < cap);
     let slow = matches!((speed, cap_gts), (Some(now), Some(cap)) if now < cap);
@@ -539,9 +534,10 @@ fn nvme_names(facts: &Facts) -> HashMap<&str, &str> {
     let mut names = HashMap::new();
     if let Ok(Some(subsystems)) = &facts.nvme.subsystems {
         for controller in subsystems.iter().flat_map(|s| &s.controllers) {
-            if let (Some("pcie"), Some(address)) =
-                (controller.transport.as_deref(), controller.address.as_deref())
-            {
+            if let (Some("pcie"), Some(address)) = (
+                controller.transport.as_deref(),
+                controller.address.as_deref(),
+            ) {
                 names.insert(address, controller.name.as_str());
             }
         }

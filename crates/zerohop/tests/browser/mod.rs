@@ -55,7 +55,12 @@ impl Look {
     /// page's doing.
     pub fn requests(&self) -> Vec<String> {
         let log: serde_json::Value = serde_json::from_str(&self.netlog)
-            .or_else(|_| serde_json::from_str(&format!("{}]}}", self.netlog.trim_end().trim_end_matches(','))))
+            .or_else(|_| {
+                serde_json::from_str(&format!(
+                    "{}]}}",
+                    self.netlog.trim_end().trim_end_matches(',')
+                ))
+            })
             .unwrap_or_else(|err| panic!("the NetLog is not JSON ({err})"));
         let start = &log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"];
         let mut urls: Vec<String> = Vec::new();
