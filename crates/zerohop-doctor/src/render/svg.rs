@@ -280,10 +280,11 @@ fn draw_box(out: &mut String, node: &Node, place: &Place) {
     );
     let room = place.w - 12.0;
     let mut lines = node.lines.clone();
-    if node.repeats > 1 && !node.kind.is_device() {
-        if let Some(first) = lines.first_mut() {
-            first.push_str(&format!(" ×{}", node.repeats));
-        }
+    if node.repeats > 1
+        && !node.kind.is_device()
+        && let Some(first) = lines.first_mut()
+    {
+        first.push_str(&format!(" ×{}", node.repeats));
     }
     let mut y = place.y + 5.0 + 11.0;
     for (i, line) in lines.iter().enumerate() {
