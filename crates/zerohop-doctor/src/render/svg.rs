@@ -72,8 +72,8 @@ impl Place {
     }
 }
 
-/// The drawing of `topology` on the host whose `facts` it came from,
-/// titled `host`.
+/// The drawing of `tree`, with the `NCCL_IB_HCA` line and the notes of
+/// `topology` under it, titled `host`.
 pub(crate) fn draw(tree: &Tree, topology: &Topology, host: &str) -> String {
     let depth = |mut index: usize| {
         let mut d = 0;
