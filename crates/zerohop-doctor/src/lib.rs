@@ -16,6 +16,7 @@ pub mod npd;
 mod pool;
 pub mod profile;
 pub mod registry;
+pub mod render;
 pub mod runner;
 pub mod topology;
 pub mod verdict;

@@ -380,7 +380,8 @@ fn nccl_ib_hca(nics: &[Nic], pairings: &[Pairing]) -> String {
     }
 }
 
-fn known_node(device: &PciDevice) -> Option<i32> {
+/// The function's NUMA node, when the firmware says.
+pub(crate) fn known_node(device: &PciDevice) -> Option<i32> {
     device
         .numa_node
         .as_ref()
@@ -392,7 +393,7 @@ fn known_node(device: &PciDevice) -> Option<i32> {
 
 /// The host bridge a function hangs off, as the `domain:bus` of its root
 /// port (or of the function itself when it sits on the root bus).
-fn host_bridge(device: &PciDevice) -> &str {
+pub(crate) fn host_bridge(device: &PciDevice) -> &str {
     let top = device.parents.last().unwrap_or(&device.address);
     top.get(..7).unwrap_or(top)
 }

@@ -21,6 +21,11 @@ pub(crate) enum Format {
     Sarif,
     /// node-problem-detector's custom plugin protocol (`doctor`).
     Npd,
+    /// One self-contained SVG drawing (`topo`).
+    Svg,
+    /// One self-contained HTML page, nothing to fetch (`topo`, `doctor`,
+    /// `fleet`).
+    Html,
 }
 
 /// What most commands write: for people, or one JSON document.
@@ -60,7 +65,7 @@ pub(crate) fn report(report: &Report, format: Format, verbose: bool) -> anyhow::
     to_stdout(|out| match format {
         Format::Json => json::write(report, out),
         // The commands that write reports parse no other format.
-        Format::Human | Format::Sarif | Format::Npd => {
+        Format::Human | Format::Sarif | Format::Npd | Format::Svg | Format::Html => {
             human::write(report, human::HumanOptions { verbose }, out)
         }
     })

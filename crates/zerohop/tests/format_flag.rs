@@ -14,17 +14,17 @@ fn zerohop(args: &[&str]) -> Output {
 /// Each command with the formats it writes; every other value of the one
 /// list is refused.
 const COMMANDS: &[(&[&str], &[&str])] = &[
-    (&["doctor"], &["human", "json", "npd"]),
+    (&["doctor"], &["human", "json", "npd", "html"]),
     (&["lint", "-"], &["human", "json", "sarif"]),
-    (&["topo"], &["human", "json"]),
+    (&["topo"], &["human", "json", "svg", "html"]),
     (&["diff", "/", "/"], &["human", "json"]),
     (&["validate", "parse", "."], &["human", "json"]),
     (&["bench", "read", "/nonexistent"], &["human", "json"]),
-    (&["fleet"], &["human", "json"]),
+    (&["fleet"], &["human", "json", "html"]),
     (&["checks"], &["human", "json"]),
 ];
 
-const EVERY_FORMAT: [&str; 4] = ["human", "json", "sarif", "npd"];
+const EVERY_FORMAT: [&str; 6] = ["human", "json", "sarif", "npd", "svg", "html"];
 
 #[test]
 fn a_format_a_command_does_not_write_is_a_usage_error_naming_the_ones_it_does() {

@@ -2,6 +2,7 @@
 //! to the API server. Read-only: it lists (or watches) Nodes and
 //! `DataPathReport` objects and never writes.
 
+pub mod html;
 mod slim;
 pub mod state;
 pub mod view;
@@ -48,6 +49,8 @@ pub enum OutputFormat {
     Human,
     /// One JSON document (one per line with `--watch`).
     Json,
+    /// One self-contained HTML page (not with `--watch`).
+    Html,
 }
 
 /// Everything `fleet` is told.
@@ -132,6 +135,7 @@ fn write(options: &Options, fleet: &Fleet, out: &mut dyn Write) -> io::Result<()
             serde_json::to_writer_pretty(&mut *out, &view::json(fleet))?;
             out.write_all(b"\n")
         }
+        OutputFormat::Html => out.write_all(html::page_of(fleet).as_bytes()),
     }?;
     out.flush()
 }

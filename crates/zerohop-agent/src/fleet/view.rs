@@ -178,7 +178,7 @@ fn ids<'a>(items: impl Iterator<Item = &'a String>, total: usize, shown: usize) 
 }
 
 /// `45s`, `12m`, `3h`, `2d`: an age at a glance.
-fn age(duration: Duration) -> String {
+pub(crate) fn age(duration: Duration) -> String {
     let seconds = duration.as_secs();
     match seconds {
         0..120 => format!("{seconds}s"),

@@ -3,6 +3,7 @@
 //! Renderers always emit ANSI styles; the binary writes through a stream that
 //! strips them when standard output is not a terminal or `NO_COLOR` is set.
 
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod printable;

@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
+use anyhow::Context as _;
+use zerohop_doctor::render;
+use zerohop_doctor::topology::Topology;
 use zerohop_doctor::{Profile, Selection, npd};
 use zerohop_host::facts::kernel_log::DEFAULT_WINDOW;
 use zerohop_host::{CollectOptions, Facts, HostRoot};
@@ -21,7 +24,7 @@ pub(crate) struct Args {
     intent: IntentArgs,
     /// Output format: `npd` answers as a node-problem-detector custom
     /// plugin (exit 0 OK, 1 NonOK, 2 Unknown; one line of at most 80 bytes).
-    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(&[Format::Human, Format::Json, Format::Npd]))]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(&[Format::Human, Format::Json, Format::Npd, Format::Html]))]
     format: Format,
     /// Only these groups or check IDs (comma-separated or repeated), e.g.
     /// `--only kernel,PCI001`.
@@ -232,9 +235,10 @@ fn check(args: Args) -> Result<i32, CliError> {
         }
         None => flags,
     };
+    let host = host_name(&root);
     let report = zerohop_doctor::run(&facts, &profile, &selection).with_pass(
         started_at,
-        host_name(&root),
+        host.clone(),
         started.elapsed(),
     );
     if args.format == Format::Npd {
@@ -243,6 +247,16 @@ fn check(args: Args) -> Result<i32, CliError> {
         let answer = npd::result(&report);
         output::to_stdout(|out| writeln!(out, "{}", answer.line))?;
         return Ok(answer.exit_code);
+    }
+    if args.format == Format::Html {
+        // The page carries the drawing of the same facts the checks judged.
+        let host = host.unwrap_or_else(|| facts.root.clone());
+        let topology = Topology::of(&facts);
+        let svg = render::topology_svg(&facts, &topology, &host);
+        let page = render::page::doctor(&report, &svg, &host);
+        output::to_stdout(|out| out.write_all(page.as_bytes()))
+            .context("failed to write the report")?;
+        return Ok(report.exit_code());
     }
     output::report(&report, args.format, args.verbose)?;
     Ok(report.exit_code())
@@ -266,7 +280,7 @@ fn pod_mode(args: &Args, facts: &Facts) -> Option<bool> {
 
 /// The host's name as its root shows it, for the report: `None` when it
 /// cannot be read (a snapshot holds only what its recording's pass read).
-fn host_name(root: &HostRoot) -> Option<String> {
+pub(crate) fn host_name(root: &HostRoot) -> Option<String> {
     root.read_value(intent::HOSTNAME_FILE)
         .ok()
         .flatten()

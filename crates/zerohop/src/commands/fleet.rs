@@ -25,8 +25,8 @@ pub(crate) struct Args {
     /// One row per failing check with the nodes it fails on.
     #[arg(long)]
     by_check: bool,
-    /// Output format.
-    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
+    /// Output format (`html`: one page, not with `--watch`).
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(&[Format::Human, Format::Json, Format::Html]))]
     format: Format,
     /// The agents' interval: a heartbeat older than three intervals is
     /// stale (a node's report object, when there is one, says its own).
@@ -51,15 +51,21 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Runs `zerohop fleet`.
 pub(crate) fn run(args: Args) -> Result<i32, CliError> {
+    if args.watch && args.format == Format::Html {
+        return Err(CliError::usage(
+            "--format html writes one page and cannot follow --watch: drop one of them",
+        ));
+    }
     let options = Options {
         kubeconfig: args.kubeconfig,
         selector: args.selector,
         watch: args.watch,
         by_check: args.by_check,
-        format: if args.format == Format::Json {
-            OutputFormat::Json
-        } else {
-            OutputFormat::Human
+        format: match args.format {
+            Format::Json => OutputFormat::Json,
+            Format::Html => OutputFormat::Html,
+            // Human, the only other value `--format` parses here.
+            _ => OutputFormat::Human,
         },
         interval: args.interval,
         request_timeout: args.request_timeout,

@@ -108,7 +108,7 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
 
     output::to_stdout(|out| match args.format {
         // `--format` parses no other value for lint.
-        Format::Human | Format::Npd => {
+        Format::Human | Format::Npd | Format::Svg | Format::Html => {
             let mut texts = zerohop_lint::texts(batch.loaded());
             snippet::write(&report, &mut texts, out)
         }

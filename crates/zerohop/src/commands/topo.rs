@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use zerohop_core::Document;
 use zerohop_core::exit::ExitCode;
 use zerohop_core::render::printable::printable;
+use zerohop_doctor::render;
 use zerohop_doctor::topology::{Distance, Topology, TopologyDocument};
 use zerohop_host::Facts;
 use zerohop_known::nccl;
@@ -17,6 +18,7 @@ use zerohop_known::nccl;
 use zerohop_validate::compare::{self, Comparison};
 use zerohop_validate::smi_topo;
 
+use crate::commands::doctor;
 use crate::commands::host::HostArgs;
 use crate::commands::validate::read_capture;
 use crate::error::CliError;
@@ -28,7 +30,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     host: HostArgs,
     /// Output format.
-    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(output::HUMAN_OR_JSON))]
+    #[arg(long, value_name = "FORMAT", default_value = "human", value_parser = output::formats(&[Format::Human, Format::Json, Format::Svg, Format::Html]))]
     format: Format,
     /// Compare with what `nvidia-smi topo -m` printed on the same host
     /// (saved to FILE, `-` for standard input): lists the GPU/NIC pairs
@@ -49,6 +51,8 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
     };
     let root = args.host.open()?;
     let facts = Facts::collect(&root);
+    // The drawing's title: the host's name, else the root it was read from.
+    let host = doctor::host_name(&root).unwrap_or_else(|| facts.root.clone());
     let topology = Topology::of(&facts);
     let comparison = matrix.map(|matrix| compare::compare(&topology, &matrix));
     output::to_stdout(|out| match args.format {
@@ -60,6 +64,11 @@ pub(crate) fn run(args: Args) -> Result<i32, CliError> {
             serde_json::to_writer_pretty(&mut *out, &Document::new("topo", &body))?;
             writeln!(out)
         }
+        Format::Svg => out.write_all(render::topology_svg(&facts, &topology, &host).as_bytes()),
+        Format::Html => out.write_all(
+            render::page::topology(&render::topology_svg(&facts, &topology, &host), &host)
+                .as_bytes(),
+        ),
         // Human, the only other value `--format` parses here.
         _ => {
             human(&topology, out)?;
