@@ -14,7 +14,7 @@ use zerohop_doctor::profile::GpuDirect;
 use zerohop_doctor::{Profile, Selection};
 
 use support::builder::{self, Host};
-use support::{corpus, doctor_with, findings, untar, unttar};
+use support::{copy_tree, corpus, doctor_with, findings, untar, unttar};
 
 fn only(ids: &[&str]) -> Selection {
     Selection::parse(ids.iter().copied()).unwrap()
@@ -436,19 +436,6 @@ fn switch_relay_errors_are_not_judged() {
         // port_xmit_discards, the constraint errors and VL15_dropped all
         // read 0 on this capture: nothing new is reported.
         assert!(!port.message.contains("discards"), "{}", port.message);
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

@@ -14,7 +14,7 @@ use zerohop_core::{Finding, Status};
 use zerohop_doctor::{Profile, Selection};
 use zerohop_known::cufile::{self, Type};
 
-use support::{corpus, doctor_with, findings, statuses, untar};
+use support::{copy_tree, corpus, doctor_with, findings, statuses, untar};
 
 fn only(ids: &[&str]) -> Selection {
     Selection::parse(ids.iter().copied()).unwrap()
@@ -48,20 +48,6 @@ fn place(root: &Path, corpus: &Path, capture: &str, path: &str) {
         path,
         &fs::read_to_string(corpus.join(capture)).unwrap(),
     );
-}
-
-/// Copies a directory tree of regular files (the gpud capture has no links).
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// `/proc/modules` from `lsmod` output: `lsmod` prints the same fields
