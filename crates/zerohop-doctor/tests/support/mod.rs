@@ -14,12 +14,77 @@
 
 pub mod builder;
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 
 use zerohop_core::{Finding, Report, Status};
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
 pub use zerohop_testkit::shared_data::*;
+
+/// The selection of the checks `ids`.
+pub fn only(ids: &[&str]) -> Selection {
+    Selection::parse(ids.iter().copied()).unwrap()
+}
+
+/// The one directory an archive unpacks to (an hwloc snapshot holds one
+/// machine directory).
+pub fn machine(dir: &Path) -> PathBuf {
+    let entries: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "one directory expected: {entries:?}");
+    entries[0].clone()
+}
+
+/// Writes `text` at the host path `path` under `root`, making the
+/// directories.
+pub fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path.trim_start_matches('/'));
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// Copies the corpus file `capture` to the host path `path` under `root`.
+pub fn place(root: &Path, corpus: &Path, capture: &str, path: &str) {
+    write(
+        root,
+        path,
+        &fs::read_to_string(corpus.join(capture)).unwrap(),
+    );
+}
+
+/// `/proc/modules` from `lsmod` output: `lsmod` prints the same fields
+/// (name, size, use count, users) under a header, without the state and
+/// address the kernel file ends with; it lists what `/proc/modules` lists,
+/// and a module whose `module_init` failed is not there, so every line is
+/// `Live`. The header and short lines are skipped, leading blanks (the
+/// docs indent their listings) ignored.
+pub fn proc_modules_from_lsmod(lsmod: &str) -> String {
+    let mut out = String::new();
+    for line in lsmod.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 3 || fields[0] == "Module" {
+            continue;
+        }
+        let users = fields.get(3).map_or("-".to_owned(), |u| format!("{u},"));
+        out.push_str(&format!(
+            "{} {} {} {users} Live 0x0000000000000000\n",
+            fields[0], fields[1], fields[2]
+        ));
+    }
+    out
+}
+
+/// The value of a finding's evidence read from `source`.
+pub fn evidence<'a>(finding: &'a Finding, source: &str) -> Option<&'a str> {
+    finding
+        .evidence
+        .iter()
+        .find(|e| e.source == source)
+        .map(|e| e.value.as_str())
+}
 
 /// Runs the whole doctor on `root` with the default profile.
 pub fn doctor(root: &Path) -> Report {
