@@ -6,10 +6,10 @@ use zerohop_known::cufile::{self, Shape};
 use zerohop_known::jsonc;
 
 use crate::model::{Workspace, display_path};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::Sink;
 
-declare_rule! {
+declare_lint! {
     /// An XFS volume mounted with `nobarrier`, which Linux 4.19 removed.
     ///
     /// ## What it checks
@@ -129,7 +129,7 @@ impl<'a> cufile::Tree<'a> for YamlTree<'a> {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A `cufile.json` key that cuFile does not know, or a value not of its type.
     ///
     /// ## What it checks

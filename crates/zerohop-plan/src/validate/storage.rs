@@ -8,9 +8,9 @@ use super::values::{MALFORMED_ADDRESS, MALFORMED_PATH, VALUE_OUT_OF_RANGE};
 use crate::grammar;
 use crate::intent::{NfsRdma, Storage};
 use crate::plan::{NfsPlan, PoolPlan, RailPlan};
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 
-declare_rule! {
+declare_intent_rule! {
     /// NVMe over Fabrics together with NFS over RDMA, or GPUDirect Storage with NVMe over Fabrics.
     ///
     /// ## What it checks
@@ -62,7 +62,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// NFS over RDMA names a NIC that no pool has, or one whose network is tagged with a VLAN.
     ///
     /// ## What it checks
