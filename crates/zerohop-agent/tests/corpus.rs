@@ -21,52 +21,18 @@ use zerohop_doctor::{Profile, Selection};
 use zerohop_host::parse::mountstats::parse_mountstats;
 use zerohop_host::{Facts, HostRoot};
 use zerohop_k8s::schema::CrdCatalog;
+use zerohop_testkit::shared_data::{copy_tree, corpus};
 
-fn shared() -> Option<PathBuf> {
-    let dir = std::env::var_os("ZEROHOP_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if dir.join("corpus").is_dir() {
-        Some(dir)
-    } else {
-        // Only a clone without any `../shared` (a user's) may skip.
-        assert!(
-            // In CI (`CI` set) the data must be there: only a user's clone skips.
-            !dir.exists() && std::env::var_os("CI").is_none(),
-            "{} is beside the repository but lacks this test data: CI must not pass without it",
-            dir.display()
-        );
-        eprintln!(
-            "skipped: {} is absent (CI has it beside the repository)",
-            dir.display()
-        );
-        None
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-const H100: &str = "corpus/sys_class_infiniband_h100_gpud/sys-class-infiniband-h100.0";
+const H100: &str = "sys_class_infiniband_h100_gpud/sys-class-infiniband-h100.0";
 
 #[test]
 fn every_counter_of_a_real_h100_port_has_a_metric() {
-    let Some(shared) = shared() else { return };
+    let Some(corpus) = corpus() else { return };
     // Each file of the capture's counters/ and hw_counters/ is read, so a
     // counter the hardware has and the table lacks fails here.
     let known: HashSet<(&str, &str)> = rdma::SPECS.iter().map(|s| (s.dir.name(), s.file)).collect();
     let mut seen = 0;
-    for device in fs::read_dir(shared.join(H100)).unwrap() {
+    for device in fs::read_dir(corpus.join(H100)).unwrap() {
         let port = device.unwrap().path().join("ports/1");
         for dir in ["counters", "hw_counters"] {
             let Ok(entries) = fs::read_dir(port.join(dir)) else {
@@ -91,10 +57,10 @@ fn every_counter_of_a_real_h100_port_has_a_metric() {
 
 #[test]
 fn the_sampler_reads_the_ports_of_a_real_h100_node() {
-    let Some(shared) = shared() else { return };
+    let Some(corpus) = corpus() else { return };
     let root = tempfile::tempdir().unwrap();
     copy_tree(
-        &shared.join(H100),
+        &corpus.join(H100),
         &root.path().join("sys/class/infiniband"),
     );
     let host = HostRoot::at(root.path()).unwrap();
@@ -119,7 +85,7 @@ fn the_sampler_reads_the_ports_of_a_real_h100_node() {
             .map(|(_, v)| *v)
     };
     let words: u64 = fs::read_to_string(
-        shared
+        corpus
             .join(H100)
             .join("mlx5_0/ports/1/counters/port_rcv_data"),
     )
@@ -130,7 +96,7 @@ fn the_sampler_reads_the_ports_of_a_real_h100_node() {
     // The kernel counts data in 4-byte words; the metric is in bytes.
     assert_eq!(value("port_rcv_data"), Some(words * 4));
     let link_downed: u64 = fs::read_to_string(
-        shared
+        corpus
             .join(H100)
             .join("mlx5_0/ports/1/counters/link_downed"),
     )
@@ -153,11 +119,10 @@ fn the_sampler_reads_the_ports_of_a_real_h100_node() {
 
 #[test]
 fn sixteen_rdma_transports_of_one_mount_are_summed() {
-    let Some(shared) = shared() else { return };
-    let text = fs::read_to_string(
-        shared.join("corpus/proc_self_mountstats_nfs3_proto_rdma_nconnect16.txt"),
-    )
-    .unwrap();
+    let Some(corpus) = corpus() else { return };
+    let text =
+        fs::read_to_string(corpus.join("proc_self_mountstats_nfs3_proto_rdma_nconnect16.txt"))
+            .unwrap();
     let stats = parse_mountstats(&text);
     let samples = nfs::sample(&stats, &[]);
     assert_eq!(samples.len(), 1);
@@ -230,9 +195,9 @@ fn the_report_objects_of_real_hosts_are_valid_against_the_shipped_crd() {
         fixtures.join("GPU003/fail-no-path"),
     ];
     let scratch = tempfile::tempdir().unwrap();
-    if let Some(shared) = shared() {
+    if let Some(corpus) = corpus() {
         let h100 = scratch.path().join("h100");
-        copy_tree(&shared.join(H100), &h100.join("sys/class/infiniband"));
+        copy_tree(&corpus.join(H100), &h100.join("sys/class/infiniband"));
         roots.push(h100);
     }
     for root in roots {

@@ -11,7 +11,7 @@ use zerohop_core::Status;
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
 
-use support::{assert_well_formed, corpus, doctor, statuses, untar, unttar};
+use support::{assert_well_formed, corpus, doctor, machine, statuses, untar, unttar};
 
 /// A temporary root holding `files` (corpus file name → host path).
 fn root_with(corpus: &Path, files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -22,20 +22,6 @@ fn root_with(corpus: &Path, files: &[(&str, &str)]) -> tempfile::TempDir {
         fs::copy(corpus.join(name), target).unwrap();
     }
     dir
-}
-
-/// The single top-level directory of an unpacked hwloc snapshot.
-fn only_child(dir: &Path) -> std::path::PathBuf {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(
-        entries.len(),
-        1,
-        "hwloc snapshots hold one machine directory"
-    );
-    entries.pop().unwrap()
 }
 
 #[test]
@@ -88,7 +74,7 @@ fn grace_cmdline_is_arm_passthrough() {
 fn dgx_spark_arm_host_translates_dma() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_nvidia-dgx-gb10.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let report = doctor(&root);
     assert_well_formed(&report);
     // GB10 is Arm (`CPU implementer : 0x41`) and boots with
@@ -176,7 +162,7 @@ fn telegraf_hugepage_pools_per_node() {
 fn hwloc_four_node_host_has_nics_without_locality() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_40intel64-2g2n4c+pcilocality.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let report = doctor(&root);
     assert_well_formed(&report);
     let pci002 = support::findings(&report, "PCI002");
@@ -218,7 +204,7 @@ fn hwloc_four_node_host_has_nics_without_locality() {
 fn power9_host_with_gpu_memory_nodes() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_nvidiagpunumanodes.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let facts = Facts::collect(&HostRoot::at(&root).unwrap());
     // Nodes 0 and 8 hold cpus 0-87 and 88-175; nodes 250-255 are GPU memory
     // exposed as cpu-less NUMA nodes.
@@ -245,7 +231,7 @@ fn power9_host_with_gpu_memory_nodes() {
 fn hugepage_sizes_other_than_2m_and_1g() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_2i386-2t-hugepagesizecount.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let facts = Facts::collect(&HostRoot::at(&root).unwrap());
     // The capture has hugepages-2048kB and hugepages-16777216kB, one page each.
     let pools = facts.memory.hugepages.as_ref().unwrap().as_ref().unwrap();

@@ -4,26 +4,11 @@
 
 mod support;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use support::{machine, only, place};
 
 use zerohop_core::{Finding, Status};
+use zerohop_doctor::Profile;
 use zerohop_doctor::profile::{HugepagesExpectation, NicExpectation};
-use zerohop_doctor::{Profile, Selection};
-
-fn only(ids: &[&str]) -> Selection {
-    Selection::parse(ids.iter().copied()).unwrap()
-}
-
-/// The one directory an hwloc archive unpacks to.
-fn machine(dir: &Path) -> PathBuf {
-    let entries: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    entries[0].clone()
-}
 
 fn one<'a>(report: &'a zerohop_core::Report, id: &str) -> &'a Finding {
     let findings = support::findings(report, id);
@@ -85,12 +70,12 @@ fn csit_cmdline_without_hugepage_directories_is_unknown() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("proc")).unwrap();
-    fs::copy(
-        corpus.join("proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt"),
-        dir.path().join("proc/cmdline"),
-    )
-    .unwrap();
+    place(
+        dir.path(),
+        &corpus,
+        "proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt",
+        "proc/cmdline",
+    );
     let intent = |pages| Profile {
         hugepages: Some(HugepagesExpectation {
             size_kib: 1 << 20,
@@ -129,12 +114,12 @@ fn gpud_lvm_root_is_device_mapper_without_sys_block() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("proc/self")).unwrap();
-    fs::copy(
-        corpus.join("proc_self_mountinfo_gpu_node_gpud.txt"),
-        dir.path().join("proc/self/mountinfo"),
-    )
-    .unwrap();
+    place(
+        dir.path(),
+        &corpus,
+        "proc_self_mountinfo_gpu_node_gpud.txt",
+        "proc/self/mountinfo",
+    );
     let profile = Profile {
         mounts: vec!["/".to_owned()],
         ..Profile::default()
@@ -180,12 +165,12 @@ fn capture_without_mount_table_does_not_claim_no_nfs() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("proc")).unwrap();
-    fs::copy(
-        corpus.join("proc_cmdline_icelake_intel_iommu_on_iommu_pt_hugepages_csit.txt"),
-        dir.path().join("proc/cmdline"),
-    )
-    .unwrap();
+    place(
+        dir.path(),
+        &corpus,
+        "proc_cmdline_icelake_intel_iommu_on_iommu_pt_hugepages_csit.txt",
+        "proc/cmdline",
+    );
     let report = support::doctor_with(dir.path(), &Profile::default(), &only(&["NFS001"]));
     let nfs = one(&report, "NFS001");
     assert_eq!(nfs.status, Status::Unknown, "{}", nfs.message);

@@ -3,19 +3,11 @@
 
 mod support;
 
-use std::fs;
+use support::{evidence, place};
 
-use zerohop_core::{Finding, Status};
+use zerohop_core::Status;
 use zerohop_doctor::profile::HugepagesExpectation;
 use zerohop_doctor::{Profile, Selection};
-
-fn evidence<'a>(finding: &'a Finding, source: &str) -> Option<&'a str> {
-    finding
-        .evidence
-        .iter()
-        .find(|e| e.source == source)
-        .map(|e| e.value.as_str())
-}
 
 /// The CSIT Grace and Icelake testbeds request
 /// `hugepagesz=1G hugepages=32 hugepagesz=2M hugepages=32768`: 32 pages of
@@ -31,8 +23,7 @@ fn csit_hugepage_parameters_are_quoted_in_their_order() {
         "proc_cmdline_icelake_intel_iommu_on_iommu_pt_hugepages_csit.txt",
     ] {
         let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join("proc")).unwrap();
-        fs::copy(corpus.join(capture), dir.path().join("proc/cmdline")).unwrap();
+        place(dir.path(), &corpus, capture, "proc/cmdline");
         let profile = Profile {
             hugepages: Some(HugepagesExpectation {
                 size_kib: 1 << 20,
@@ -69,12 +60,12 @@ fn csit_grace_isolation_against_the_intent() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("proc")).unwrap();
-    fs::copy(
-        corpus.join("proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt"),
-        dir.path().join("proc/cmdline"),
-    )
-    .unwrap();
+    place(
+        dir.path(),
+        &corpus,
+        "proc_cmdline_grace_iommu_passthrough_hugepages_csit.txt",
+        "proc/cmdline",
+    );
     let profile = Profile {
         cpus: Some(zerohop_doctor::profile::CpuExpectation {
             isolated: Some("1-71".to_owned()),

@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::copy_tree;
+
 use std::fs;
 use std::path::Path;
 
@@ -14,20 +16,6 @@ use zerohop_host::{Facts, HostRoot};
 
 fn facts(root: &Path) -> Facts {
     Facts::collect(&HostRoot::at(root).unwrap())
-}
-
-/// Copies a directory tree (files and directories; the capture has no links).
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn my_groups() -> Selection {

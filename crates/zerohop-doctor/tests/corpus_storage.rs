@@ -4,11 +4,13 @@
 
 mod support;
 
+use support::only;
+
 use std::fs;
 use std::path::Path;
 
 use zerohop_core::Status;
-use zerohop_doctor::{Profile, Selection};
+use zerohop_doctor::Profile;
 use zerohop_host::{Facts, HostRoot};
 use zerohop_known::cufile;
 
@@ -21,10 +23,6 @@ fn root_with(corpus: &Path, files: &[(&str, &str)]) -> tempfile::TempDir {
         fs::copy(corpus.join(capture), real).unwrap();
     }
     dir
-}
-
-fn only(ids: &[&str]) -> Selection {
-    Selection::parse(ids.iter().copied()).unwrap()
 }
 
 #[test]

@@ -14,52 +14,15 @@ use zerohop_doctor::profile::GpuDirect;
 use zerohop_doctor::{Profile, Selection};
 
 use support::builder::{self, Host};
-use support::{corpus, doctor_with, findings, untar, unttar};
-
-fn only(ids: &[&str]) -> Selection {
-    Selection::parse(ids.iter().copied()).unwrap()
-}
-
-/// Writes `text` at `path` under `root`, making the directories.
-fn write(root: &Path, path: &str, text: &str) {
-    let path = root.join(path.trim_start_matches('/'));
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
+use support::{
+    copy_tree, corpus, doctor_with, evidence, findings, only, proc_modules_from_lsmod, untar,
+    unttar, write,
+};
 
 /// A public capture of `tests/captures`.
 fn capture(name: &str) -> String {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/captures");
     fs::read_to_string(dir.join(name)).unwrap()
-}
-
-/// `/proc/modules` lines from `lsmod` output: `lsmod` prints the same
-/// fields (name, size, use count, users) without the state and address
-/// the kernel file ends with; it lists what `/proc/modules` lists, and a
-/// module whose `module_init` failed is not there, so every line is `Live`.
-/// Its header and leading blanks (the docs indent their listing) are skipped.
-fn proc_modules(lsmod_lines: &[&str]) -> String {
-    let mut out = String::new();
-    for line in lsmod_lines {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 3 || fields[0] == "Module" {
-            continue;
-        }
-        let users = fields.get(3).map_or("-".to_owned(), |u| format!("{u},"));
-        out.push_str(&format!(
-            "{} {} {} {users} Live 0x0000000000000000\n",
-            fields[0], fields[1], fields[2]
-        ));
-    }
-    out
-}
-
-fn evidence<'a>(finding: &'a Finding, source: &str) -> Option<&'a str> {
-    finding
-        .evidence
-        .iter()
-        .find(|e| e.source == source)
-        .map(|e| e.value.as_str())
 }
 
 /// The NFS-over-RDMA client's `lsmod` (mikekatana), its lines by module.
@@ -89,7 +52,14 @@ fn gpu_host_with_peermem(corpus: &Path, peermem: bool) -> tempfile::TempDir {
         docs.lines()
             .filter(|l| peermem || !l.trim_start().starts_with("nvidia_peermem ")),
     );
-    write(dir.path(), "proc/modules", &proc_modules(&lines));
+    write(
+        dir.path(),
+        "proc/modules",
+        &proc_modules_from_lsmod(&lines.join(
+            "
+",
+        )),
+    );
     write(
         dir.path(),
         "proc/sys/kernel/osrelease",
@@ -257,7 +227,14 @@ fn nfs_over_rdma_needs_no_user_space_verbs() {
         .collect();
     let lines: Vec<&str> = without.iter().map(String::as_str).collect();
     let root = support::scratch();
-    write(root.path(), "proc/modules", &proc_modules(&lines));
+    write(
+        root.path(),
+        "proc/modules",
+        &proc_modules_from_lsmod(&lines.join(
+            "
+",
+        )),
+    );
     fs::copy(
         corpus.join("proc_self_mountstats_nfs3_proto_rdma_nconnect16.txt"),
         {
@@ -436,19 +413,6 @@ fn switch_relay_errors_are_not_judged() {
         // port_xmit_discards, the constraint errors and VL15_dropped all
         // read 0 on this capture: nothing new is reported.
         assert!(!port.message.contains("discards"), "{}", port.message);
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

@@ -16,7 +16,7 @@ use zerohop_host::parse::nvidia::{ModuleFlavour, parse_version};
 use zerohop_host::{Facts, HostRoot};
 
 use support::builder::{self, Host};
-use support::{corpus, doctor, doctor_with, findings, untar};
+use support::{corpus, doctor, doctor_with, findings, machine, untar};
 
 fn facts(root: &Path) -> Facts {
     Facts::collect(&HostRoot::at(root).unwrap())
@@ -44,20 +44,6 @@ fn evidence<'a>(finding: &'a Finding, source: &str) -> &'a str {
         .find(|e| e.source == source)
         .map(|e| e.value.as_str())
         .unwrap_or_else(|| panic!("no evidence from {source} in {finding:#?}"))
-}
-
-/// The single top-level directory of an unpacked hwloc snapshot.
-fn only_child(dir: &Path) -> std::path::PathBuf {
-    let entries: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(
-        entries.len(),
-        1,
-        "hwloc snapshots hold one machine directory"
-    );
-    entries[0].clone()
 }
 
 /// A root holding the PCI functions of an `lspci -vvv` listing, each
@@ -181,7 +167,7 @@ fn hgx_h100_management_lom_at_the_width_of_its_root_port_passes() {
 fn management_nics_without_locality_are_information() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_40intel64-2g2n4c+pcilocality.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let report = doctor_with(
         &root,
         &Profile::default(),
@@ -214,7 +200,7 @@ fn management_nics_without_locality_are_information() {
 fn a_connectx3_of_class_0280_is_checked() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let facts = facts(&root);
     // 0000:82:00.0 is 15b3:1003 (ConnectX-3) with class 0x028000, and
     // sys/class/infiniband/mlx4_0 links to it.
@@ -488,7 +474,7 @@ fn every_gpu_nic_pair_at_node_warns_that_nccl_stages_through_host_memory() {
 fn a_missing_max_link_file_is_named_as_missing() {
     let Some(corpus) = corpus() else { return };
     let dir = untar(&corpus.join("hwloc_linux_snapshot_40intel64-2g2n4c+pcilocality.tar.bz2"));
-    let root = only_child(dir.path());
+    let root = machine(dir.path());
     let report = doctor_with(
         &root,
         &Profile::default(),

@@ -7,81 +7,16 @@
 mod support;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use zerohop_core::{Finding, Status};
-use zerohop_doctor::{Profile, Selection};
+use zerohop_doctor::Profile;
 use zerohop_known::cufile::{self, Type};
 
-use support::{corpus, doctor_with, findings, statuses, untar};
-
-fn only(ids: &[&str]) -> Selection {
-    Selection::parse(ids.iter().copied()).unwrap()
-}
-
-/// The single machine directory of an unpacked hwloc snapshot.
-fn machine(dir: &Path) -> PathBuf {
-    let entries: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(
-        entries.len(),
-        1,
-        "hwloc snapshots hold one machine directory"
-    );
-    entries[0].clone()
-}
-
-/// Writes `text` at `path` under `root`, making the directories.
-fn write(root: &Path, path: &str, text: &str) {
-    let path = root.join(path.trim_start_matches('/'));
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
-
-/// Copies a corpus file to `path` under `root`.
-fn place(root: &Path, corpus: &Path, capture: &str, path: &str) {
-    write(
-        root,
-        path,
-        &fs::read_to_string(corpus.join(capture)).unwrap(),
-    );
-}
-
-/// Copies a directory tree of regular files (the gpud capture has no links).
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-/// `/proc/modules` from `lsmod` output: `lsmod` prints the same fields
-/// (name, size, use count, users) under a header, without the state and
-/// address columns the kernel file ends with.
-fn proc_modules_from_lsmod(lsmod: &str) -> String {
-    let mut out = String::new();
-    for line in lsmod.lines().skip(1) {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 3 {
-            continue;
-        }
-        let users = fields.get(3).map_or("-".to_owned(), |u| format!("{u},"));
-        out.push_str(&format!(
-            "{} {} {} {users} Live 0x0000000000000000\n",
-            fields[0], fields[1], fields[2]
-        ));
-    }
-    out
-}
+use support::{
+    copy_tree, corpus, doctor_with, evidence, findings, machine, only, place,
+    proc_modules_from_lsmod, statuses, untar, write,
+};
 
 /// A `cufile.json` from the `CUFILE CONFIGURATION` section of `gdscheck -p`:
 /// each `key : value` line becomes the key's value, typed as the schema
@@ -131,14 +66,6 @@ fn cufile_from_gdscheck(text: &str) -> Value {
         section.insert(parts[parts.len() - 1].to_owned(), typed);
     }
     Value::Object(root)
-}
-
-fn evidence_of<'a>(finding: &'a Finding, source: &str) -> Option<&'a str> {
-    finding
-        .evidence
-        .iter()
-        .find(|e| e.source == source)
-        .map(|e| e.value.as_str())
 }
 
 fn commands(finding: &Finding) -> Vec<String> {
@@ -226,7 +153,7 @@ fn iommu_group_types_decide_passthrough() {
         krn001.message
     );
     assert_eq!(
-        evidence_of(krn001, "/sys/kernel/iommu_groups/*/type"),
+        evidence(krn001, "/sys/kernel/iommu_groups/*/type"),
         Some("<missing>")
     );
 
@@ -249,7 +176,7 @@ fn iommu_group_types_decide_passthrough() {
     let krn001 = &findings(&report, "KRN001")[0];
     assert_eq!(krn001.status, Status::Pass, "{}", krn001.message);
     assert_eq!(
-        evidence_of(krn001, "/sys/kernel/iommu_groups/*/type"),
+        evidence(krn001, "/sys/kernel/iommu_groups/*/type"),
         Some("3 identity, 1 unmanaged")
     );
 
@@ -278,12 +205,9 @@ fn absent_io_uring_sysctl_is_judged_by_the_release() {
     let uring = &findings(&report, "URING001")[0];
     assert_eq!(uring.status, Status::Unknown, "{}", uring.message);
     assert!(!uring.message.contains("predates"), "{}", uring.message);
+    assert_eq!(evidence(uring, "/proc/version"), Some("6.17.0-1014-nvidia"));
     assert_eq!(
-        evidence_of(uring, "/proc/version"),
-        Some("6.17.0-1014-nvidia")
-    );
-    assert_eq!(
-        evidence_of(uring, "/proc/sys/kernel/io_uring_disabled"),
+        evidence(uring, "/proc/sys/kernel/io_uring_disabled"),
         Some("<missing>")
     );
 
@@ -326,7 +250,7 @@ fn saturated_link_downed_fails_the_port() {
         flapping.message
     );
     assert_eq!(
-        evidence_of(
+        evidence(
             flapping,
             "/sys/class/infiniband/mlx5_1/ports/1/counters/link_downed"
         ),
@@ -492,11 +416,11 @@ fn missing_iopolicy_names_the_missing_file() {
     );
     // The evidence names the files that were missing.
     assert_eq!(
-        evidence_of(policy, "/sys/class/nvme-subsystem/nvme-subsys1/iopolicy"),
+        evidence(policy, "/sys/class/nvme-subsystem/nvme-subsys1/iopolicy"),
         Some("<missing>")
     );
     assert_eq!(
-        evidence_of(policy, "/sys/module/nvme_core/parameters/iopolicy"),
+        evidence(policy, "/sys/module/nvme_core/parameters/iopolicy"),
         Some("<missing>")
     );
 }
@@ -601,7 +525,7 @@ fn gds_filesystem_follows_the_mount_to_its_disk() {
         "{}",
         gds.message
     );
-    assert_eq!(evidence_of(gds, "/sys/block"), Some("sda"));
+    assert_eq!(evidence(gds, "/sys/block"), Some("sda"));
 
     // The libnvme tree with an xfs mount on its namespace head nvme1n1:
     // nvme-subsys1's controllers nvme1 and nvme2 read transport `pcie`.
@@ -630,7 +554,7 @@ fn gds_filesystem_follows_the_mount_to_its_disk() {
         gds.message
     );
     assert_eq!(
-        evidence_of(gds, "/sys/class/nvme-subsystem"),
+        evidence(gds, "/sys/class/nvme-subsystem"),
         Some("<missing>")
     );
 }
@@ -644,7 +568,7 @@ fn iommu_fix_fits_the_architecture() {
     let report = doctor_with(&root, &Profile::default(), &only(&["KRN001"]));
     let krn001 = &findings(&report, "KRN001")[0];
     // /proc/cpuinfo reads `CPU implementer : 0x41` (Arm).
-    assert_eq!(evidence_of(krn001, "/proc/cpuinfo"), Some("arm"));
+    assert_eq!(evidence(krn001, "/proc/cpuinfo"), Some("arm"));
     let fix = commands(krn001);
     assert_eq!(
         fix[0],
@@ -682,7 +606,7 @@ fn gds_expected_without_a_gpu_fails() {
     assert_eq!(gds.status, Status::Fail);
     assert!(gds.message.contains("no nvidia gpu"), "{}", gds.message);
     assert_eq!(
-        evidence_of(gds, "/sys/bus/pci/devices"),
+        evidence(gds, "/sys/bus/pci/devices"),
         Some("23 function(s), no nvidia gpu")
     );
 
@@ -716,7 +640,7 @@ fn hugepage_suggestions_fit_the_memory() {
     // The command line asks for no 1 GiB pages: the expectation fails.
     assert_eq!(krn002.status, Status::Fail);
     assert_eq!(
-        evidence_of(krn002, "/sys/devices/system/node/node*/meminfo"),
+        evidence(krn002, "/sys/devices/system/node/node*/meminfo"),
         Some("MemTotal node0 119.7 GiB")
     );
     // The fix reserves half of the node, 59 pages, not 200.

@@ -25,7 +25,7 @@ use zerohop_agent::snapshot::Snapshot;
 use zerohop_core::Report;
 
 use crate::seeds::Sources;
-use crate::targets::signature;
+use crate::signature::signature;
 
 /// The fewest bytes one request can take (`A / HTTP/1.1\n\n`), so an
 /// input of `n` bytes holds at most `n / MIN_REQUEST_BYTES + 1` requests.

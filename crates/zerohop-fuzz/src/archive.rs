@@ -19,7 +19,7 @@ use zerohop_snapshot::diff::{self, Side};
 use zerohop_snapshot::{Meta, Snapshot, encode, open};
 
 use crate::seeds::{MAX_SEED_BYTES, Sources};
-use crate::targets::signature;
+use crate::signature::signature;
 
 /// How many doctor fixture roots are recorded as seeds of the `snapshot`
 /// target: recording runs the doctor, and the fixtures differ little in
@@ -99,7 +99,7 @@ pub fn run_snapshot(bytes: &[u8]) -> u64 {
 /// Pairs of host files from the corpus and the doctor's fixtures, joined
 /// by a NUL byte.
 pub fn diff_seeds(sources: &Sources) -> Vec<Vec<u8>> {
-    let files = crate::targets::host_files(
+    let files = crate::seeds::host_files(
         sources,
         &["cmdline", "mountinfo", "meminfo", "modules", "cufile.json"],
         &["mountinfo", "meminfo", "cmdline"],

@@ -263,7 +263,7 @@ fn save(dir: &std::path::Path, target: &str, kind: &str, input: &[u8]) -> std::i
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!(
         "{target}-{kind}-{:016x}.bin",
-        crate::targets::signature(input)
+        crate::signature::signature(input)
     ));
     std::fs::write(&path, input)?;
     Ok(path)

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod mutate;
 pub mod rng;
 pub mod seeds;
+pub mod signature;
 pub mod targets;
 pub mod tree;
 

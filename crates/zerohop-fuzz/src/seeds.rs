@@ -94,3 +94,19 @@ pub fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
 pub fn named(path: &str, name: &str) -> bool {
     path.rsplit('/').next() == Some(name)
 }
+
+/// Files named `name` in the doctor's fixture roots, and the corpus files
+/// whose names contain each of `corpus`.
+pub(crate) fn host_files(sources: &Sources, names: &[&str], corpus: &[&str]) -> Vec<Vec<u8>> {
+    let mut seeds = files_under(
+        &sources.repo_dir("crates/zerohop-doctor/tests/fixtures"),
+        |path| names.iter().any(|name| named(path, name)),
+    );
+    if let Some(dir) = sources.shared_dir("corpus") {
+        seeds.extend(files_under(&dir, |path| {
+            corpus.iter().any(|part| path.contains(part))
+                || names.iter().any(|name| named(path, name))
+        }));
+    }
+    seeds
+}

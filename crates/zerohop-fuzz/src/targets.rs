@@ -7,8 +7,6 @@
 //! engine: a mutant with a signature not seen before joins the pool of
 //! inputs to mutate, a cheap stand-in for coverage feedback.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
 
 use zerohop_core::Status;
@@ -21,7 +19,8 @@ use zerohop_k8s::yaml::{self, Limits};
 use zerohop_validate::judge::{Capture, Expectations, judge_as};
 use zerohop_validate::kind::Kind;
 
-use crate::seeds::{Sources, files_under, named};
+use crate::seeds::{Sources, files_under, host_files, named};
+use crate::signature::signature;
 use crate::{agent_http, archive, tree};
 
 /// One fuzz target.
@@ -241,13 +240,6 @@ pub fn target(name: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| t.name == name)
 }
 
-/// The signature of an outcome: a hash of its summary.
-pub fn signature(summary: impl Hash) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    summary.hash(&mut hasher);
-    hasher.finish()
-}
-
 const VALIDATE_TOKENS: &[&[u8]] = &[
     b"#  out-of-place                       in-place\n",
     b"   8589934592    2147483648     float     sum      -1   ",
@@ -420,22 +412,6 @@ fn intent_seeds(sources: &Sources) -> Vec<Vec<u8>> {
     files_under(&sources.repo_dir("examples"), |path| {
         path.ends_with(".yaml")
     })
-}
-
-/// Files named `name` in the doctor's fixture roots, and the corpus files
-/// whose names contain each of `corpus`.
-pub(crate) fn host_files(sources: &Sources, names: &[&str], corpus: &[&str]) -> Vec<Vec<u8>> {
-    let mut seeds = files_under(
-        &sources.repo_dir("crates/zerohop-doctor/tests/fixtures"),
-        |path| names.iter().any(|name| named(path, name)),
-    );
-    if let Some(dir) = sources.shared_dir("corpus") {
-        seeds.extend(files_under(&dir, |path| {
-            corpus.iter().any(|part| path.contains(part))
-                || names.iter().any(|name| named(path, name))
-        }));
-    }
-    seeds
 }
 
 fn cufile_seeds(sources: &Sources) -> Vec<Vec<u8>> {

@@ -31,7 +31,7 @@ use zerohop_host::{Facts, HostRoot};
 use zerohop_input::{Follow, read_regular};
 
 use crate::seeds::{MAX_SEED_BYTES, Sources, walk};
-use crate::targets::signature;
+use crate::signature::signature;
 
 /// Tokens of the archive and of the files the doctor reads.
 pub const TOKENS: &[&[u8]] = &[

@@ -28,13 +28,13 @@ use crate::read_error::{FileKind, IoKind, ReadError};
 /// The kernel log device's path on a host.
 pub(crate) const KMSG: &str = "/dev/kmsg";
 
+/// Where a capture of the kernel log is read under `--root DIR`, and where
+/// a recording keeps what the device gave, in the device's format.
+pub const CAPTURE: &str = "/var/log/zerohop/kmsg";
+
 /// The most bytes of records kept from one read of the device; the oldest
 /// records of the window are dropped past it.
 pub(crate) const MAX_BYTES: usize = 4 << 20;
-
-// A recording keeps the window as one file, and a file holds at most what
-// one read returns (a snapshot's cap per file).
-const _: () = assert!(MAX_BYTES <= crate::root::DEFAULT_READ_CAP);
 
 /// One record is at most `CONSOLE_EXT_LOG_MAX` (8 KiB) with its dictionary;
 /// a smaller buffer makes the read fail with `EINVAL`.

@@ -19,8 +19,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
-use crate::facts::kernel_log::CAPTURE;
-use crate::kmsg_device::KmsgRead;
+use crate::kmsg_device::{CAPTURE, KmsgRead};
 use crate::read_error::{FileKind, IoKind, ReadError};
 
 /// The most symlinks one resolution follows (the kernel allows 40).

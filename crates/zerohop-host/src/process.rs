@@ -13,7 +13,9 @@
 //!
 //! [`HostRoot`]: crate::HostRoot
 
-use crate::facts::gds::CUFILE_ENV;
+/// The environment variable libcufile reads for another configuration
+/// file: a variable of the reading process, so it is described here.
+pub const CUFILE_ENV: &str = "CUFILE_ENV_PATH_JSON";
 
 /// Where the process that reads a root stands relative to the host the
 /// root shows.

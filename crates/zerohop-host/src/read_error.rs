@@ -1,6 +1,8 @@
-//! Why a file that exists could not be used.
+//! Why a file that exists could not be used, and why a root could not be
+//! opened.
 
 use std::io;
+use std::path::PathBuf;
 
 pub use zerohop_input::FileKind;
 
@@ -198,4 +200,31 @@ mod tests {
             }
         ));
     }
+}
+
+/// Why a root could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    /// The path does not exist.
+    #[error("root {0} does not exist")]
+    Missing(PathBuf),
+    /// The path exists but is not a directory.
+    #[error("root {0} is not a directory")]
+    NotADirectory(PathBuf),
+    /// The directory does not hold a host's files.
+    #[error("{dir} is not a host root: {why}")]
+    NotAHost {
+        /// The directory.
+        dir: PathBuf,
+        /// What it is instead, as a lowercase fragment.
+        why: &'static str,
+    },
+    /// The directory (or its `proc/` or `sys/`) cannot be read.
+    #[error("root {dir} cannot be read: {reason}")]
+    Unreadable {
+        /// The directory.
+        dir: PathBuf,
+        /// Why, from the failed read.
+        reason: String,
+    },
 }

@@ -1,7 +1,6 @@
 //! [`HostRoot`]: the one way zerohop reads a host.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,10 +10,10 @@ use crate::process::{Environment, Process};
 use crate::reader::{self, Remote};
 use crate::record::Recorder;
 use crate::source::{Files, Source};
-use crate::tree::Tree;
+use crate::tree::{Tree, open_tree};
 use crate::watchdog::{Lane, Watchdog};
 
-pub use crate::read_error::{FileKind, IoKind, ReadError};
+pub use crate::read_error::{FileKind, IoKind, ReadError, RootError};
 pub use crate::tree::{MAX_DIR_ENTRIES, Tail};
 
 /// Where a kernel's boot is named: the same text for every process of one
@@ -27,38 +26,15 @@ const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 /// hosts with hundreds of CPUs and mounts.
 pub const DEFAULT_READ_CAP: usize = 4 << 20;
 
+// A recording keeps the kernel-log window as one file, and a file holds at
+// most what one read returns (a snapshot's cap per file).
+const _: () = assert!(crate::kmsg_device::MAX_BYTES <= DEFAULT_READ_CAP);
+
 /// How long one read (an open and read, a listing, a link lookup) may take
 /// before it is abandoned, on the live host and in a directory alike: a
 /// host mounted at `/host` is a live host seen through a directory, and a
 /// capture can sit on a network file system.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Why a root could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum RootError {
-    /// The path does not exist.
-    #[error("root {0} does not exist")]
-    Missing(PathBuf),
-    /// The path exists but is not a directory.
-    #[error("root {0} is not a directory")]
-    NotADirectory(PathBuf),
-    /// The directory does not hold a host's files.
-    #[error("{dir} is not a host root: {why}")]
-    NotAHost {
-        /// The directory.
-        dir: PathBuf,
-        /// What it is instead, as a lowercase fragment.
-        why: &'static str,
-    },
-    /// The directory (or its `proc/` or `sys/`) cannot be read.
-    #[error("root {dir} cannot be read: {reason}")]
-    Unreadable {
-        /// The directory.
-        dir: PathBuf,
-        /// Why, from the failed read.
-        reason: String,
-    },
-}
 
 /// A host's file system as zerohop sees it: read-only, bounded in size and
 /// time, and with every path interpreted relative to the host's `/`.
@@ -212,6 +188,7 @@ impl HostRoot {
     /// one pass already, are shared as they are.
     #[must_use]
     pub fn fresh(&self) -> HostRoot {
+        reader::reap_returned();
         self.watchdog.forget_returned();
         let tree = match &*self.tree {
             Source::Tree {
@@ -485,20 +462,9 @@ impl Recording {
     }
 }
 
-/// Opens the tree under `dir`, the live one when `dir` is `/`.
-pub(crate) fn open_tree(dir: &Path) -> Result<Tree, RootError> {
-    let meta = fs::metadata(dir).map_err(|_| RootError::Missing(dir.to_path_buf()))?;
-    if !meta.is_dir() {
-        return Err(RootError::NotADirectory(dir.to_path_buf()));
-    }
-    if fs::canonicalize(dir).is_ok_and(|real| real == Path::new("/")) {
-        return Ok(Tree::live());
-    }
-    Ok(Tree::at(dir))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::symlink;
 
     use super::*;

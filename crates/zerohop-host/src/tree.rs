@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::in_root::{InRoot, Opened};
-use crate::read_error::{FileKind, ReadError};
+use crate::read_error::{FileKind, ReadError, RootError};
 use crate::resolve::{ResolveError, Resolver};
 use crate::watchdog;
 
@@ -443,6 +443,18 @@ fn resolve_error(path: &str, err: &ResolveError) -> ReadError {
             path: path.to_owned(),
         },
     }
+}
+
+/// Opens the tree under `dir`, the live one when `dir` is `/`.
+pub(crate) fn open_tree(dir: &Path) -> Result<Tree, RootError> {
+    let meta = fs::metadata(dir).map_err(|_| RootError::Missing(dir.to_path_buf()))?;
+    if !meta.is_dir() {
+        return Err(RootError::NotADirectory(dir.to_path_buf()));
+    }
+    if fs::canonicalize(dir).is_ok_and(|real| real == Path::new("/")) {
+        return Ok(Tree::live());
+    }
+    Ok(Tree::at(dir))
 }
 
 #[cfg(test)]

@@ -159,9 +159,10 @@ impl Watchdog {
     }
 
     /// Forgets the stuck paths whose reads have all returned, so that the
-    /// next pass reads them again; those still blocked stay refused.
+    /// next pass reads them again; those still blocked stay refused. The
+    /// reader processes are reaped first (`reader::reap_returned`), by the
+    /// caller: the reader sits above the watchdog.
     pub(crate) fn forget_returned(&self) {
-        crate::reader::reap_returned();
         if !self.any_stuck.load(Ordering::Acquire) {
             return;
         }

@@ -25,6 +25,7 @@ pub mod stats;
 pub mod sys;
 pub mod target;
 pub mod units;
+mod worker;
 
 pub use config::{
     AccessPattern, Amount, CachePolicy, EngineKind, NumaPolicy, ReadConfig, SinkKind,

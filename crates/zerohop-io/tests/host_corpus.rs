@@ -2,7 +2,7 @@
 //! `HostRoot`, with the host layer's parsers. Real captures from
 //! `../shared/corpus` (hwloc's Linux test snapshots, see its `SOURCES.md`).
 
-mod support;
+use zerohop_testkit::shared_data as support;
 
 use zerohop_host::HostRoot;
 use zerohop_io::buffers::{Arena, BufferKind, HugePages};
@@ -18,7 +18,7 @@ fn the_hugepage_pools_of_a_captured_host() {
     let Some(corpus) = support::corpus() else {
         return;
     };
-    let dir = support::untar(&corpus, HUGEPAGE_POOLS);
+    let dir = support::untar(&corpus.join(HUGEPAGE_POOLS));
     let root = HostRoot::at(dir.path().join("2i386-2t-hugepagesizecount")).unwrap();
     let env = Environment::probe(&root);
     let pools: Vec<(u64, u64, u64)> = env
@@ -41,7 +41,7 @@ fn hugetlb_is_passed_over_when_the_captured_host_has_none_free() {
     let Some(corpus) = support::corpus() else {
         return;
     };
-    let dir = support::untar(&corpus, HUGEPAGE_POOLS);
+    let dir = support::untar(&corpus.join(HUGEPAGE_POOLS));
     let root = HostRoot::at(dir.path().join("2i386-2t-hugepagesizecount")).unwrap();
     let mut notes = Vec::new();
     let arena = Arena::allocate(&root, 4 << 20, HugePages::Auto, None, &mut notes).unwrap();
@@ -67,7 +67,7 @@ fn the_numa_nodes_of_a_captured_host() {
     let Some(corpus) = support::corpus() else {
         return;
     };
-    let dir = support::untar(&corpus, GPU_NUMA_NODES);
+    let dir = support::untar(&corpus.join(GPU_NUMA_NODES));
     let root = HostRoot::at(dir.path().join("nvidiagpunumanodes")).unwrap();
     let env = Environment::probe(&root);
     // sys/devices/system/node/online is `0,8,250-255`: the two sockets and

@@ -22,7 +22,7 @@ pub struct Rule {
 /// documentation, the group is `lint`.
 ///
 /// ```ignore
-/// declare_rule! {
+/// declare_lint! {
 ///     /// One-line summary.
 ///     ///
 ///     /// ## What it checks
@@ -35,7 +35,7 @@ pub struct Rule {
 ///     };
 /// }
 /// ```
-macro_rules! declare_rule {
+macro_rules! declare_lint {
     (
         $(#[doc = $doc:literal])*
         $vis:vis static $ident:ident = {
@@ -57,4 +57,4 @@ macro_rules! declare_rule {
         }
     };
 }
-pub(crate) use declare_rule;
+pub(crate) use declare_lint;

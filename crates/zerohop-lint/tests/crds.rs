@@ -12,26 +12,10 @@ use std::path::{Path, PathBuf};
 use zerohop_k8s::yaml::{self, Limits};
 use zerohop_lint::{Input, Options, lint, load_crds};
 
-const CRDS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/reference/crds"
-);
-
 /// The reference CRD directory, or `None` (skipped visibly) on a clone
 /// without any `../shared`; CI fails when it is missing.
 fn reference_crds() -> Option<PathBuf> {
-    let dir = Path::new(CRDS);
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    let shared = dir.parent().and_then(Path::parent).expect("../shared");
-    assert!(
-        !shared.exists() && std::env::var_os("CI").is_none(),
-        "{} is missing: CI must not pass without it",
-        dir.display()
-    );
-    println!("skipped: {} is absent", dir.display());
-    None
+    zerohop_testkit::shared_data::shared_dir("reference/crds")
 }
 
 /// Every document of the `*.yaml` files of `dir`, as JSON, in name order.

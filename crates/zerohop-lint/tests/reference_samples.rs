@@ -16,8 +16,6 @@ use zerohop_core::{Finding, Status};
 use zerohop_k8s::schema::CrdCatalog;
 use zerohop_lint::{Batch, Input, MAX_HELD_BYTES, NotRead, Options, Scope, lint, lint_batch};
 
-const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference");
-
 /// §D of samples/SOURCES.md: the file (relative to samples/) and the rule
 /// that must flag it.
 const MUST_FLAG: &[(&str, &str)] = &[
@@ -152,18 +150,13 @@ fn errors(findings: &[Finding]) -> Vec<String> {
 
 #[test]
 fn upstream_samples_against_upstream_crds() {
-    let reference = Path::new(REFERENCE);
-    let samples = reference.join("samples");
-    if !samples.is_dir() || !reference.join("crds").is_dir() {
-        let shared = reference.parent().expect("../shared");
-        assert!(
-            !shared.exists(),
-            "{} is beside the repository but lacks this test data: CI must not pass without it",
-            shared.display()
-        );
-        println!("skipped: {} is absent", reference.display());
+    let (Some(reference), Some(_)) = (
+        zerohop_testkit::shared_data::reference(),
+        zerohop_testkit::shared_data::shared_dir("reference/samples"),
+    ) else {
         return;
-    }
+    };
+    let samples = reference.join("samples");
     let options = Options {
         catalog: Some(CrdCatalog::load_dir(&reference.join("crds")).expect("reference crds load")),
         ..Options::default()

@@ -4,9 +4,9 @@ use serde_saphyr::Error;
 
 use crate::diagnostic::Diagnostic;
 use crate::intent::DataPathPlan;
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 
-declare_rule! {
+declare_intent_rule! {
     /// The file is not an intent the planner can read: not YAML, a value of the wrong type, a field it does not know or one it needs left out.
     ///
     /// ## What it checks

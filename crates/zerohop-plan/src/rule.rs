@@ -25,7 +25,7 @@ pub struct Rule {
 /// `Error`: the planner renders nothing for an intent with a mistake.
 ///
 /// ```ignore
-/// declare_rule! {
+/// declare_intent_rule! {
 ///     /// One-line summary.
 ///     ///
 ///     /// ## What it checks
@@ -37,7 +37,7 @@ pub struct Rule {
 ///     };
 /// }
 /// ```
-macro_rules! declare_rule {
+macro_rules! declare_intent_rule {
     (
         $(#[doc = $doc:literal])*
         $vis:vis static $ident:ident = {
@@ -57,4 +57,4 @@ macro_rules! declare_rule {
         }
     };
 }
-pub(crate) use declare_rule;
+pub(crate) use declare_intent_rule;

@@ -23,7 +23,7 @@ use crate::intent::{
 };
 use crate::parse::INVALID_INTENT;
 use crate::plan::{Plan, PoolPlan};
-use crate::rule::{Rule, declare_rule};
+use crate::rule::{Rule, declare_intent_rule};
 use values::{
     MALFORMED_CPU_LIST, MALFORMED_IMAGE_REFERENCE, MALFORMED_NODE_LABEL, NAME_NOT_A_DNS_LABEL,
     VALUE_OUT_OF_RANGE,
@@ -118,7 +118,7 @@ impl Checker {
     }
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// The intent's `apiVersion` or `kind` is not one this planner reads.
     ///
     /// ## What it checks
@@ -156,7 +156,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A node pool without nodes to select or NICs to plan, or an intent without pools.
     ///
     /// ## What it checks
@@ -203,7 +203,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A pool, a node label or a NIC is listed twice.
     ///
     /// ## What it checks
@@ -248,7 +248,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// On OpenShift, a node pool named like a machine config pool every cluster has.
     ///
     /// ## What it checks
@@ -291,7 +291,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// On OpenShift, one pool's `nodeSelector` also selects the nodes of another pool.
     ///
     /// ## What it checks
@@ -343,7 +343,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A pool selects its nodes by a GPU Feature Discovery label, which appears only after the GPU stack is up.
     ///
     /// ## What it checks
@@ -393,7 +393,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// Rail networks allocate addresses with `host-local`, so pods on two nodes get the same address.
     ///
     /// ## What it checks
@@ -436,7 +436,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A `resourcePrefix` that is not a domain, or not the one the component advertising the rails uses.
     ///
     /// ## What it checks

@@ -164,24 +164,8 @@ fn check_builtin(object: &Value) -> Result<(), String> {
 }
 
 fn reference_catalog() -> Option<CrdCatalog> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/reference/crds"
-    ));
-    if !dir.is_dir() {
-        let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-        assert!(
-            !shared.exists(),
-            "{} is beside the repository but lacks this test data: CI must not pass without it",
-            shared.display()
-        );
-        eprintln!(
-            "skipped: {} is absent (the shared reference CRDs are not on this machine)",
-            dir.display()
-        );
-        return None;
-    }
-    Some(CrdCatalog::load_dir(dir).expect("reference crds load"))
+    let dir = zerohop_testkit::shared_data::shared_dir("reference/crds")?;
+    Some(CrdCatalog::load_dir(&dir).expect("reference crds load"))
 }
 
 #[test]
@@ -231,21 +215,13 @@ fn host_kubelet_drop_in_is_a_kubelet_configuration() {
 
 #[test]
 fn rdma_shared_device_plugin_config_matches_the_webhook_schema() {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/reference/crds/network-operator-webhook-schemas"
-    ));
-    let Ok(schema_text) = std::fs::read_to_string(dir.join("rdma_shared_device_plugin.json"))
+    let Some(dir) =
+        zerohop_testkit::shared_data::shared_dir("reference/crds/network-operator-webhook-schemas")
     else {
-        let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-        assert!(
-            !shared.exists(),
-            "{} is beside the repository but lacks this test data: CI must not pass without it",
-            shared.display()
-        );
-        eprintln!("skipped: {} is absent", dir.display());
         return;
     };
+    let schema_text = std::fs::read_to_string(dir.join("rdma_shared_device_plugin.json"))
+        .expect("the webhook schema is readable");
     // Wrap the webhook's JSON Schema as a CRD so the same validator applies it.
     let schema: Value = serde_json::from_str(&schema_text).expect("schema json");
     let crd = serde_json::json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

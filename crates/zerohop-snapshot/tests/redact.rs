@@ -2,8 +2,7 @@
 //! judges it as the original: for every doctor fixture root and every host
 //! root of the shared corpus.
 
-#[path = "../../zerohop-doctor/tests/support/mod.rs"]
-mod support;
+use zerohop_testkit::shared_data as support;
 
 mod hosts;
 

@@ -5,8 +5,7 @@
 //! Only the report's `target` differs: it names what was read, the
 //! directory or the archive.
 
-#[path = "../../zerohop-doctor/tests/support/mod.rs"]
-mod support;
+use zerohop_testkit::shared_data as support;
 
 mod hosts;
 

@@ -1,6 +1,18 @@
-//! Test doubles shared by zerohop's test suites. Only ever a
-//! development dependency: the released binary holds none of this (a test
-//! on the dependency graph, `crates/zerohop/tests/architecture.rs`, keeps
-//! it so).
+//! What zerohop's test suites share. This crate is a development
+//! dependency only: no product crate depends on it, so nothing in it ships
+//! in the binary (a test on the dependency graph,
+//! `crates/zerohop/tests/architecture.rs`, keeps it so).
+//!
+//! * [`shared_data`] finds the data written by others that the tests read
+//!   in place from `../shared` (real captures, upstream CRDs), and unpacks
+//!   captures into temporary roots.
+//! * [`prerequisite`] holds the one rule for a test that cannot run here:
+//!   in CI it fails, in a user's clone it says why it skipped.
+//! * `fake_api_server` (feature `fake-api-server`) is an in-memory
+//!   Kubernetes API server with fault injection, for the agent, `fleet`
+//!   and `validate run`.
 
+#[cfg(feature = "fake-api-server")]
 pub mod fake_api_server;
+pub mod prerequisite;
+pub mod shared_data;

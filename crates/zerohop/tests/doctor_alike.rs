@@ -4,45 +4,10 @@
 //! saturated error counters. The human report gives that verdict one line
 //! and its fix one step; the JSON report keeps every finding.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-/// `../shared/corpus`, or `None` (with a printed reason) in a clone without
-/// any `../shared`; a `../shared` without the corpus fails the test.
-fn corpus() -> Option<PathBuf> {
-    let shared = std::env::var_os("ZEROHOP_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let dir = shared.join("corpus");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        // In CI (`CI` set) the data must be there: only a user's clone skips.
-        !shared.exists() && std::env::var_os("CI").is_none(),
-        "{} is beside the repository but lacks this test data: CI must not pass without it",
-        shared.display()
-    );
-    eprintln!(
-        "skipped: {} is absent (the shared corpus sits beside the repository in CI)",
-        dir.display()
-    );
-    None
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use zerohop_testkit::shared_data::{copy_tree, corpus};
 
 fn doctor(root: &Path, format: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zerohop"))

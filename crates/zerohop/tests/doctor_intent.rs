@@ -7,12 +7,13 @@
 //! case copies it and changes one file.
 
 use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 #[path = "../../zerohop-doctor/tests/support/mod.rs"]
 mod support;
+
+use support::copy_tree;
 
 fn zerohop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zerohop"))
@@ -31,23 +32,6 @@ fn repo(path: &str) -> String {
 
 fn conforming() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conform/h100-conforming")
-}
-
-/// Copies a host tree, links as links.
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            symlink(fs::read_link(entry.path()).unwrap(), &target).unwrap();
-        } else if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The conforming host with `change` applied, checked against

@@ -250,18 +250,9 @@ fn an_unreadable_root_is_an_input_error() {
     assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
 
-/// tmpfs when the machine has one: tens of thousands of files are created
-/// there in a fraction of the time a disk takes.
-fn scratch() -> tempfile::TempDir {
-    match Path::new("/dev/shm").is_dir() {
-        true => tempfile::tempdir_in("/dev/shm").unwrap(),
-        false => tempfile::tempdir().unwrap(),
-    }
-}
-
 #[test]
 fn topo_says_unknown_when_the_pci_listing_is_capped() {
-    let dir = scratch();
+    let dir = zerohop_testkit::shared_data::scratch();
     let devices = dir.path().join("sys/bus/pci/devices");
     fs::create_dir_all(&devices).unwrap();
     // One entry more than a listing returns (65,536).

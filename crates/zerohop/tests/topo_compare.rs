@@ -7,6 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use zerohop_testkit::shared_data::corpus;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../zerohop-doctor/tests/fixtures/GPU005/pass-same-switch")
@@ -87,23 +89,6 @@ fn a_missing_capture_is_a_usage_error_before_the_host_is_read() {
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("/nonexistent/topo.txt"), "{stderr}");
-}
-
-/// `../shared/corpus`, or `None` (said) in a clone without any `../shared`.
-fn corpus() -> Option<PathBuf> {
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    let dir = shared.join("corpus");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        // In CI (`CI` set) the data must be there: only a user's clone skips.
-        !shared.exists() && std::env::var_os("CI").is_none(),
-        "{} lacks the corpus: CI must not pass without it",
-        shared.display()
-    );
-    eprintln!("skipped: {} is absent", dir.display());
-    None
 }
 
 /// A real `nvidia-smi topo -m` of another host (eight H100s, GPUs only,

@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -78,15 +78,7 @@ fn zerohop(args: &[&str]) -> Output {
 /// A capture of `../shared/corpus/outputs`, or `None` (with a printed
 /// reason) when `../shared` is absent; a missing capture fails.
 fn capture(relative: &str) -> Option<String> {
-    let shared = std::env::var_os("ZEROHOP_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let corpus = shared.join("corpus");
-    if !corpus.is_dir() {
-        eprintln!("skipped: {} is absent", corpus.display());
-        return None;
-    }
-    let path = corpus.join("outputs").join(relative);
+    let path = zerohop_testkit::shared_data::shared_dir("corpus/outputs")?.join(relative);
     assert!(path.is_file(), "capture {} is missing", path.display());
     Some(path.to_string_lossy().into_owned())
 }

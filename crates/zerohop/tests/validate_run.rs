@@ -5,7 +5,7 @@
 //! Each scenario checks the requests made and that everything created is
 //! deleted by the run's label. Every run has a deadline: a hang fails.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,21 +42,10 @@ const NCCL_PASS: &str =
     "nccl-tests/all_reduce_perf_4xL40S_2pods_openshift_sriov-roce_IB-enabled_nccl2.27.3.txt";
 
 /// `../shared/corpus/outputs/<relative>`, read in place; `None` (and the
-/// test says it skipped) when `../shared` is absent, which `.ci/run`
-/// refuses, so CI never skips. A missing capture with `../shared` present
+/// test says it skipped) when `../shared` is absent, which fails in CI. A missing capture with `../shared` present
 /// fails.
 fn capture(relative: &str) -> Option<String> {
-    let shared = std::env::var_os("ZEROHOP_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if !shared.join("corpus").is_dir() {
-        eprintln!("skipped: {} is absent", shared.join("corpus").display());
-        return None;
-    }
-    let path = shared.join("corpus/outputs").join(relative);
-    let bytes = std::fs::read(&path)
-        .unwrap_or_else(|err| panic!("capture {} is missing: {err}", path.display()));
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    zerohop_testkit::shared_data::capture(&format!("outputs/{relative}"))
 }
 
 struct Setup {

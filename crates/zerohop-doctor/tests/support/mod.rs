@@ -1,122 +1,89 @@
-//! Test support: the real captures under `../shared/corpus`, unpacked into
-//! temporary host roots, and a way to run the doctor on them.
+//! Test support: a way to run the doctor on a root, a builder of fixture
+//! roots, and (from `zerohop-testkit`, shared with every suite) the real
+//! captures under `../shared/corpus`, unpacked into temporary host roots.
 //!
 //! The captures are read in place and never copied into the repository.
 //! When `../shared` is absent, [`corpus`] returns `None` and the calling
-//! test prints why and returns.
+//! test prints why and returns; in CI it fails.
 
 #![allow(
     dead_code,
+    unused_imports,
     reason = "each test binary uses a different part of the support module"
 )]
 
 pub mod builder;
 
 use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use tempfile::TempDir;
 use zerohop_core::{Finding, Report, Status};
 use zerohop_doctor::{Profile, Selection};
 use zerohop_host::{Facts, HostRoot};
+pub use zerohop_testkit::shared_data::*;
 
-/// The shared corpus directory, or `None` (with a printed reason) when absent.
-pub fn corpus() -> Option<PathBuf> {
-    let shared = std::env::var_os("ZEROHOP_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let dir = shared.join("corpus");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        // Only a clone without any `../shared` (a user's) may skip.
-        assert!(
-            // In CI (`CI` set) the data must be there: only a user's clone skips.
-            !shared.exists() && std::env::var_os("CI").is_none(),
-            "{} is beside the repository but lacks this test data: CI must not pass without it",
-            shared.display()
-        );
-        eprintln!(
-            "skipped: {} is absent (the shared corpus sits beside the repository in CI)",
-            dir.display()
-        );
-        None
-    }
+/// The selection of the checks `ids`.
+pub fn only(ids: &[&str]) -> Selection {
+    Selection::parse(ids.iter().copied()).unwrap()
 }
 
-/// A new temporary directory, on tmpfs when the machine has one: a capture
-/// holds thousands of small files, and creating them on a disk file system
-/// costs seconds per archive where tmpfs (like sysfs itself) costs
-/// milliseconds.
-pub fn scratch() -> TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir()
-        && let Ok(dir) = tempfile::Builder::new()
-            .prefix("zerohop-test")
-            .tempdir_in(shm)
-    {
-        return dir;
-    }
-    tempfile::tempdir().expect("temporary directory")
+/// The one directory an archive unpacks to (an hwloc snapshot holds one
+/// machine directory).
+pub fn machine(dir: &Path) -> PathBuf {
+    let entries: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "one directory expected: {entries:?}");
+    entries[0].clone()
 }
 
-/// Unpacks a `.tar.gz`, `.tar.bz2` or `.tar.xz` archive with the system
-/// `tar` into a new temporary directory.
-pub fn untar(archive: &Path) -> TempDir {
-    let dir = scratch();
-    let status = Command::new("tar")
-        .arg("-xf")
-        .arg(archive)
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .expect("tar runs");
-    assert!(
-        status.success(),
-        "tar failed to unpack {}",
-        archive.display()
+/// Writes `text` at the host path `path` under `root`, making the
+/// directories.
+pub fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path.trim_start_matches('/'));
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// Copies the corpus file `capture` to the host path `path` under `root`.
+pub fn place(root: &Path, corpus: &Path, capture: &str, path: &str) {
+    write(
+        root,
+        path,
+        &fs::read_to_string(corpus.join(capture)).unwrap(),
     );
-    dir
 }
 
-/// Unpacks a ttar text archive (prometheus' test fixture format) into a new
-/// temporary directory.
-pub fn unttar(archive: &Path) -> TempDir {
-    let dir = scratch();
-    let text = fs::read_to_string(archive).expect("readable ttar");
-    let mut lines = text.lines();
-    let mut path: Option<PathBuf> = None;
-    while let Some(line) = lines.next() {
-        if let Some(rest) = line.strip_prefix("Directory: ") {
-            fs::create_dir_all(dir.path().join(rest)).unwrap();
-        } else if let Some(rest) = line.strip_prefix("Path: ") {
-            path = Some(dir.path().join(rest));
-        } else if let Some(rest) = line.strip_prefix("SymlinkTo: ") {
-            let link = path.take().expect("SymlinkTo follows Path");
-            fs::create_dir_all(link.parent().unwrap()).unwrap();
-            let _ = symlink(rest, &link);
-        } else if let Some(rest) = line.strip_prefix("Lines: ") {
-            let count: usize = rest.trim().parse().expect("line count");
-            let mut content = String::new();
-            for index in 0..count {
-                let raw = lines.next().unwrap_or("");
-                let (raw, last_without_newline) = match raw.strip_suffix("EOF") {
-                    Some(stripped) if index + 1 == count => (stripped, true),
-                    _ => (raw, false),
-                };
-                content.push_str(&raw.replace("NULLBYTE", "\0"));
-                if !last_without_newline {
-                    content.push('\n');
-                }
-            }
-            let file = path.take().expect("Lines follows Path");
-            fs::create_dir_all(file.parent().unwrap()).unwrap();
-            fs::write(&file, content).unwrap();
+/// `/proc/modules` from `lsmod` output: `lsmod` prints the same fields
+/// (name, size, use count, users) under a header, without the state and
+/// address the kernel file ends with; it lists what `/proc/modules` lists,
+/// and a module whose `module_init` failed is not there, so every line is
+/// `Live`. The header and short lines are skipped, leading blanks (the
+/// docs indent their listings) ignored.
+pub fn proc_modules_from_lsmod(lsmod: &str) -> String {
+    let mut out = String::new();
+    for line in lsmod.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 3 || fields[0] == "Module" {
+            continue;
         }
+        let users = fields.get(3).map_or("-".to_owned(), |u| format!("{u},"));
+        out.push_str(&format!(
+            "{} {} {} {users} Live 0x0000000000000000\n",
+            fields[0], fields[1], fields[2]
+        ));
     }
-    dir
+    out
+}
+
+/// The value of a finding's evidence read from `source`.
+pub fn evidence<'a>(finding: &'a Finding, source: &str) -> Option<&'a str> {
+    finding
+        .evidence
+        .iter()
+        .find(|e| e.source == source)
+        .map(|e| e.value.as_str())
 }
 
 /// Runs the whole doctor on `root` with the default profile.

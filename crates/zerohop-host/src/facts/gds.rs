@@ -11,8 +11,7 @@ use crate::root::HostRoot;
 
 /// Where libcufile reads its configuration unless `CUFILE_ENV_PATH_JSON` says otherwise.
 pub const CUFILE_DEFAULT: &str = "/etc/cufile.json";
-/// The environment variable libcufile reads for another configuration file.
-pub const CUFILE_ENV: &str = "CUFILE_ENV_PATH_JSON";
+pub use crate::process::CUFILE_ENV;
 /// The largest `cufile.json` read. NVIDIA's file is about 10 KiB; anything
 /// near this is not a configuration file, and reading it whole would cost
 /// memory for nothing.

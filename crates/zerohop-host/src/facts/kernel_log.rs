@@ -32,8 +32,7 @@ use crate::parse::kmsg::{self, Record, Stamp};
 use crate::process::Environment;
 use crate::root::{HostRoot, IoKind, ReadError};
 
-/// Where a capture of the kernel log is read under `--root DIR`.
-pub const CAPTURE: &str = "/var/log/zerohop/kmsg";
+pub use crate::kmsg_device::CAPTURE;
 
 /// The most bytes read from the end of a capture: twice the largest ring
 /// buffer distributions configure (`CONFIG_LOG_BUF_SHIFT=22`, 4 MiB).

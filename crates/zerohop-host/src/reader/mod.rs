@@ -45,10 +45,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::read_error::RootError;
 use crate::read_error::{IoKind, ReadError};
 use crate::reader::request::{Op, Opened, Request};
 use crate::reader::wire::{Malformed, Reader};
-use crate::root::RootError;
 use crate::watchdog::{self, MAX_STUCK_READERS, Watchdog};
 
 /// The first argument that starts this executable as a reader.

@@ -7,10 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::kmsg_device;
-use crate::read_error::ReadError;
+use crate::read_error::{ReadError, RootError};
 use crate::reader::wire::{Malformed, Reader, Writer};
-use crate::root::{RootError, open_tree};
-use crate::tree::Tree;
+use crate::tree::{Tree, open_tree};
 
 /// One operation on a tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,15 +4,11 @@
 
 mod pread;
 mod setup;
-mod shared;
 mod summary;
 mod uring;
 mod validate;
 
-use std::io;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use zerohop_host::HostRoot;
@@ -23,71 +19,12 @@ use crate::plan::{self, Extent};
 use crate::report::RunReport;
 use crate::sink::{self, BufferSink, DirectReader, DirectSink, Route};
 use crate::sys::{self, Who};
-use crate::target::{self, InputError, Target};
+use crate::target::{self, Target};
 
-pub(crate) use shared::{Clock, Shared, WorkerOutcome, fallback, join_all};
+pub(crate) use crate::worker::{Clock, Shared, WorkerOutcome, fallback, join_all};
+pub use crate::worker::{Control, RunError};
 pub use uring::{iopoll_probe_verdict, probe as probe_uring};
 pub use validate::validate;
-
-/// How the caller steers a running read: a stop flag (set it on Ctrl-C to
-/// get the partial result) and a byte counter for a progress bar.
-#[derive(Debug, Clone, Default)]
-pub struct Control {
-    /// Raise to stop all workers; the result covers what was read.
-    pub stop: Arc<AtomicBool>,
-    /// Bytes read so far, ramp included.
-    pub progress: Arc<AtomicU64>,
-}
-
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// Bad input, found before any I/O.
-    #[error(transparent)]
-    Input(#[from] InputError),
-    /// A read failed.
-    // The kernel's error is part of the message, so it is not also a
-    // `source`: a reader that prints the chain would repeat it.
-    #[error("{path}: read of {len} bytes at offset {offset} failed: {error}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The offset.
-        offset: u64,
-        /// The length asked for.
-        len: u64,
-        /// The error.
-        error: io::Error,
-    },
-    /// Writing the file of `bench prepare` failed; the destination is as
-    /// it was.
-    #[error(
-        "{path}: writing the new file failed at offset {offset}: {error}; nothing was replaced"
-    )]
-    Write {
-        /// The destination.
-        path: PathBuf,
-        /// The offset.
-        offset: u64,
-        /// The error.
-        error: io::Error,
-    },
-    /// Setting up a worker failed in a way no fallback covers: the machine
-    /// refused memory, a GPU call or an io_uring call.
-    #[error("worker setup failed: {0}")]
-    Setup(String),
-    /// A thread of the run panicked: a bug in zerohop.
-    #[error("a {0} thread panicked")]
-    Panicked(String),
-}
-
-impl RunError {
-    /// Whether the failure is a bug in zerohop rather than the input or
-    /// the machine (which decides between exit codes 3 and 2).
-    pub fn is_bug(&self) -> bool {
-        matches!(self, RunError::Panicked(_))
-    }
-}
 
 /// The backend that actually runs, as the report names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

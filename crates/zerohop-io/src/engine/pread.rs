@@ -27,7 +27,8 @@ pub(super) fn worker(
     let per_thread = sink::spec(cfg.sink).slots_per_reader as usize;
     let mut fallbacks = Vec::new();
     let mut buffers = shared
-        .buffers(sink, threads * per_thread * bs, &mut fallbacks)
+        .arena(threads * per_thread * bs, &mut fallbacks)
+        .and_then(|arena| sink.hold(arena))
         .map_err(|err| shared.setup_failed(err))?;
     let kind = buffers.arena().kind();
     let numa_node = buffers.arena().numa_node();

@@ -10,7 +10,6 @@ use zerohop_host::HostRoot;
 
 use super::{DirectReader, DirectSink, Route, SinkSpec};
 use crate::config::ReadConfig;
-use crate::engine::{RunError, Shared, WorkerOutcome, fallback};
 use crate::env::Environment;
 use crate::gpu::cuda::{CudaDevice, CudaError};
 use crate::gpu::cufile::{CufileApi, CufileDriver, DRIVER_OPEN_TIMEOUT, FileHandle};
@@ -18,6 +17,7 @@ use crate::gpu::{LibraryStatus, Unavailable};
 use crate::plan::Extent;
 use crate::stats::Stats;
 use crate::target::Target;
+use crate::worker::{RunError, Shared, WorkerOutcome, fallback};
 
 /// What the engine knows of this sink before opening it.
 pub(super) static SPEC: SinkSpec = SinkSpec {
@@ -122,7 +122,7 @@ impl DirectReader for CufileReader<'_> {
             let threads: Vec<_> = (0..cfg.queue_depth)
                 .map(|_| scope.spawn(move || self.thread(shared, requests, clock.ramp_end)))
                 .collect();
-            crate::engine::join_all(threads, "cuFile")
+            crate::worker::join_all(threads, "cuFile")
         });
         let mut stats = Stats::new(clock.ramp_end);
         let mut all_registered = true;

@@ -6,9 +6,9 @@ use zerohop_host::HostRoot;
 use super::{BufferSink, HeldBuffers, QueueLane, ReaderLane, Route, SinkSpec};
 use crate::buffers::Arena;
 use crate::config::ReadConfig;
-use crate::engine::RunError;
 use crate::env::Environment;
 use crate::gpu::{LibraryStatus, Unavailable};
+use crate::worker::RunError;
 
 /// What the engine knows of this sink before opening it.
 pub(super) static SPEC: SinkSpec = SinkSpec {

@@ -18,11 +18,11 @@ use zerohop_host::HostRoot;
 
 use crate::buffers::Arena;
 use crate::config::{ReadConfig, SinkKind};
-use crate::engine::{RunError, Shared, WorkerOutcome};
 use crate::env::Environment;
 use crate::gpu::Unavailable;
 use crate::plan::Extent;
 use crate::target::Target;
+use crate::worker::{RunError, Shared, WorkerOutcome};
 
 /// What the engine knows of a sink before opening it.
 pub(crate) struct SinkSpec {

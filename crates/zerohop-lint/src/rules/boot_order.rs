@@ -10,7 +10,7 @@ use zerohop_known::operators::{DOCA_DRIVER_READY_FILE, NETWORK_OPERATOR_GROUP};
 
 use super::machine_config::{GROUP, ROLE_LABEL, data_url, directive, unit_path, units};
 use crate::model::{HostFile, Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 
 /// The unit a path unit starts: its `Unit=`, else the `.service` of its own
@@ -142,7 +142,7 @@ fn report_at(
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A path unit without `Unit=` beside a unit of its name that is not a service: it starts a service nobody defines.
     ///
     /// ## What it checks
@@ -273,7 +273,7 @@ fn discovers_over_rdma(object: &Object<'_>) -> bool {
         })
 }
 
-declare_rule! {
+declare_lint! {
     /// NVMe-oF over RDMA connected at boot, before the containerised DOCA driver: the inbox `nvme_rdma` keeps the driver from loading.
     ///
     /// ## What it checks

@@ -5,13 +5,13 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use zerohop_known::operators;
 
 use crate::model::{Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 use zerohop_known::operators::GPU_OPERATOR_GROUP;
 
 const GROUP: &str = GPU_OPERATOR_GROUP;
 
-declare_rule! {
+declare_lint! {
     /// `useOpenKernelModules` is set; the GPU Operator no longer reads it.
     ///
     /// ## What it checks
@@ -112,7 +112,7 @@ const DEPRECATED_FIELDS: &[(&[&str], &str)] = &[
     ),
 ];
 
-declare_rule! {
+declare_lint! {
     /// A ClusterPolicy sets a field the GPU Operator has deprecated.
     ///
     /// ## What it checks
@@ -169,7 +169,7 @@ fn deprecated_clusterpolicy_field(workspace: &Workspace<'_>, sink: &mut Sink<'_>
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// More than one ClusterPolicy; the GPU Operator ignores all but one.
     ///
     /// ## What it checks
@@ -227,7 +227,7 @@ fn multiple_clusterpolicies(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A ClusterPolicy and a GPUCluster in the same cluster.
     ///
     /// ## What it checks
@@ -281,7 +281,7 @@ fn clusterpolicy_with_gpucluster(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// GPUDirect Storage is enabled without the open GPU kernel modules.
     ///
     /// ## What it checks
@@ -398,7 +398,7 @@ fn gpu_operator_values<'a>(workspace: &Workspace<'a>) -> Vec<GpuOperatorValues<'
         .collect()
 }
 
-declare_rule! {
+declare_lint! {
     /// A ClusterPolicy manifest beside GPU Operator chart values that make the chart create one.
     ///
     /// ## What it checks
@@ -470,7 +470,7 @@ fn clusterpolicy_beside_chart_clusterpolicy(workspace: &Workspace<'_>, sink: &mu
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A ClusterPolicy component has no image, and nothing gives the operator one.
     ///
     /// ## What it checks

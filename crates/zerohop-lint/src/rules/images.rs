@@ -6,7 +6,7 @@ use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 use zerohop_known::operators::{GPU_OPERATOR_GROUP, NETWORK_OPERATOR_GROUP};
 
@@ -146,7 +146,7 @@ fn without_tag(reference: &str) -> &str {
         .map_or(reference, |at| &reference[..last_slash + at])
 }
 
-declare_rule! {
+declare_lint! {
     /// An operator component's `image` repeats what its `repository` or `version` already gives.
     ///
     /// ## What it checks
@@ -244,7 +244,7 @@ fn image_repeats_repository(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An operator component sets some of `repository`, `image` and `version` but not all, so the image it pulls has no name or tag.
     ///
     /// ## What it checks

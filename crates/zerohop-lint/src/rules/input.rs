@@ -8,10 +8,10 @@ use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span,
 
 use crate::NotRead;
 use crate::model::{InputFailure, Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::Sink;
 
-declare_rule! {
+declare_lint! {
     /// An input could not be read, or is not YAML that can be linted.
     ///
     /// ## What it checks
@@ -104,7 +104,7 @@ fn invalid_fix(kind: &LoadErrorKind) -> &'static str {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A mapping sets the same key twice.
     ///
     /// ## What it checks
@@ -296,7 +296,7 @@ fn yaml11_text(node: &Node) -> &str {
         .map_or("", |reading| reading.text.as_str())
 }
 
-declare_rule! {
+declare_lint! {
     /// An unquoted `yes`, `no`, `on`, `off`, `y` or `n` that Kubernetes reads as a boolean.
     ///
     /// ## What it checks
@@ -354,7 +354,7 @@ fn yaml11_boolean(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     );
 }
 
-declare_rule! {
+declare_lint! {
     /// An unquoted number with a leading zero, which Kubernetes reads as octal.
     ///
     /// ## What it checks
@@ -412,7 +412,7 @@ fn leading_zero_octal(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     );
 }
 
-declare_rule! {
+declare_lint! {
     /// An unquoted value such as a PCI address that YAML 1.1 libraries read as a base-60 number.
     ///
     /// ## What it checks
@@ -469,7 +469,7 @@ fn unquoted_base_60(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     );
 }
 
-declare_rule! {
+declare_lint! {
     /// A document that is not a Kubernetes object was skipped.
     ///
     /// ## What it checks
@@ -526,7 +526,7 @@ fn not_a_kubernetes_object(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A path under a linted directory was skipped: a symlink that leaves it, or a directory nested too deep.
     ///
     /// ## What it checks

@@ -6,7 +6,7 @@ use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use crate::model::{Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::cpuset::{CpuSet, Isolcpus};
 use zerohop_known::operators::DOCA_DRIVER_READY_FILE;
@@ -78,7 +78,7 @@ pub(super) fn directive<'a>(contents: &'a str, key: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-declare_rule! {
+declare_lint! {
     /// A systemd mount unit whose name is not the escaped path it mounts.
     ///
     /// ## What it checks
@@ -188,7 +188,7 @@ fn each_rdma_mount(
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An NFS mount over RDMA without `port=20049`.
     ///
     /// ## What it checks
@@ -246,7 +246,7 @@ fn nfs_rdma_without_port(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     });
 }
 
-declare_rule! {
+declare_lint! {
     /// An NFS mount over RDMA without `nconnect`.
     ///
     /// ## What it checks
@@ -293,7 +293,7 @@ fn nfs_rdma_without_nconnect(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     });
 }
 
-declare_rule! {
+declare_lint! {
     /// A MachineConfig's role matches no MachineConfigPool in the input.
     ///
     /// ## What it checks
@@ -503,7 +503,7 @@ fn isolcpus_arguments<'a>(object: &Object<'a>) -> Vec<(usize, &'a str)> {
         .collect()
 }
 
-declare_rule! {
+declare_lint! {
     /// A MachineConfig isolates CPUs of the kubelet's shared pool from load balancing (`isolcpus` with `domain`).
     ///
     /// ## What it checks
@@ -630,7 +630,7 @@ fn after_openibd(contents: &str) -> bool {
     })
 }
 
-declare_rule! {
+declare_lint! {
     /// An NFS-over-RDMA mount that comes up before the containerised DOCA driver.
     ///
     /// ## What it checks

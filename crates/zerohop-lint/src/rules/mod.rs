@@ -1,5 +1,5 @@
 //! The rules, one module per area, and their list. Each rule is one
-//! `declare_rule!` and the function that applies it; a new one is listed
+//! `declare_lint!` and the function that applies it; a new one is listed
 //! in [`RULES`].
 
 mod boot_order;

@@ -5,10 +5,10 @@ use zerohop_known::nccl::{NET_GDR_LEVEL, NET_GDR_LEVEL_DEFAULT, legacy_level};
 
 use super::container_env::settings;
 use crate::model::{Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 
-declare_rule! {
+declare_lint! {
     /// `NCCL_NET_GDR_LEVEL` set to a number, which NCCL reads by a legacy table that no longer matches its path classes.
     ///
     /// ## What it checks

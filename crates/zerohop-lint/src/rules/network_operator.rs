@@ -10,7 +10,7 @@ use zerohop_known::resource_name;
 use super::facts::{self, DOCA_DRIVER_ENV};
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 use zerohop_known::operators::{GPU_OPERATOR_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 
@@ -23,7 +23,7 @@ fn nic_policies<'w, 'a>(workspace: &'w Workspace<'a>) -> impl Iterator<Item = &'
         .filter(|o| o.is(GROUP, "NicClusterPolicy") || o.is(GROUP, "NicNodePolicy"))
 }
 
-declare_rule! {
+declare_lint! {
     /// A NicClusterPolicy not named `nic-cluster-policy`; the Network Operator ignores it.
     ///
     /// ## What it checks
@@ -97,7 +97,7 @@ const REMOVED_FIELDS: &[(&[&str], &str, &str)] = &[
     ),
 ];
 
-declare_rule! {
+declare_lint! {
     /// A NicClusterPolicy sets a field removed from the Network Operator API.
     ///
     /// ## What it checks
@@ -171,7 +171,7 @@ fn env_name(item: &Node) -> Option<&str> {
     item.get("name").and_then(Node::as_str)
 }
 
-declare_rule! {
+declare_lint! {
     /// An `ofedDriver` environment variable the DOCA driver does not read.
     ///
     /// ## What it checks
@@ -261,7 +261,7 @@ fn env_value(env: &Node, name: &str) -> Option<(usize, String)> {
         })
 }
 
-declare_rule! {
+declare_lint! {
     /// The DOCA driver loads NFS over RDMA without leave to unload storage modules on its next start.
     ///
     /// ## What it checks
@@ -349,7 +349,7 @@ fn nfsrdma_without_unload_storage_modules(workspace: &Workspace<'_>, sink: &mut 
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A DOCA driver environment variable set on a component that does not read it.
     ///
     /// ## What it checks
@@ -463,7 +463,7 @@ fn doca_env_on_wrong_component(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An SR-IOV device plugin resource without `resourcePrefix`, advertised as `intel.com/...`.
     ///
     /// ## What it checks
@@ -518,7 +518,7 @@ fn sriov_dp_resource_without_prefix(workspace: &Workspace<'_>, sink: &mut Sink<'
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A resource name that a component of the chain rejects.
     ///
     /// ## What it checks
@@ -609,7 +609,7 @@ fn suggested_name(name: &str) -> String {
     replaced.trim_matches('_').to_owned()
 }
 
-declare_rule! {
+declare_lint! {
     /// The RDMA shared device plugin with the RDMA subsystem in exclusive mode.
     ///
     /// ## What it checks
@@ -671,7 +671,7 @@ fn rdma_shared_plugin_with_exclusive_mode(workspace: &Workspace<'_>, sink: &mut 
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// The same resource is advertised by two device plugins.
     ///
     /// ## What it checks

@@ -7,7 +7,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 
 use super::workloads::pod_networks;
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 use zerohop_known::operators::{NETWORK_ATTACHMENT_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 
@@ -140,7 +140,7 @@ fn why_several_nodes(workspace: &Workspace<'_>, network: &Object<'_>) -> Option<
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A network that spans nodes allocates addresses with `host-local`, so pods on different nodes get the same IP.
     ///
     /// ## What it checks
@@ -230,7 +230,7 @@ fn host_local_ipam_across_nodes(workspace: &Workspace<'_>, sink: &mut Sink<'_>) 
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An SR-IOV network's `resourceName` carries a prefix, which the SR-IOV Network Operator adds again.
     ///
     /// ## What it checks

@@ -10,7 +10,7 @@ use zerohop_known::shell::quote;
 
 use super::facts::is_openshift;
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 
 const SCC_GROUP: &str = "security.openshift.io";
@@ -288,7 +288,7 @@ fn role_grants_use(role: &Object<'_>) -> bool {
         })
 }
 
-declare_rule! {
+declare_lint! {
     /// On OpenShift, a pod that asks for more than `restricted-v2` allows, under a service account the set grants no other SCC.
     ///
     /// ## What it checks

@@ -9,7 +9,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use super::facts::quantity;
 use super::resources::is_gpu_resource;
 use crate::model::{PodTemplate, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 
 /// The GPUs each container of a template asks for, by container index, in
@@ -46,7 +46,7 @@ fn is_best_effort(template: &PodTemplate<'_>) -> bool {
     })
 }
 
-declare_rule! {
+declare_lint! {
     /// A GPU pod that requests no CPU or memory, so it is BestEffort: the first evicted, and never pinned.
     ///
     /// ## What it checks
@@ -168,7 +168,7 @@ fn mounts_memory_shm(container: &Node, memory: &HashSet<&str>) -> bool {
         .any(|name| memory.contains(name))
 }
 
-declare_rule! {
+declare_lint! {
     /// A container with several GPUs keeps the runtime's 64 MiB `/dev/shm`, which NCCL's shared-memory segments outgrow.
     ///
     /// ## What it checks

@@ -11,7 +11,7 @@ use zerohop_known::roce::MIN_MTU;
 
 use super::resources::advertised;
 use crate::model::{Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 
 /// Whether a SriovNetworkNodePolicy makes RoCE VFs: RDMA on a port whose
@@ -88,7 +88,7 @@ fn is_roce_network(roce: &HashSet<&str>, object: &Object<'_>, plugins: &[Json]) 
     by_resource || (rdma_cni && !infiniband)
 }
 
-declare_rule! {
+declare_lint! {
     /// A RoCE network or policy sets an MTU below 4200, so RDMA runs with a path MTU under 4096.
     ///
     /// ## What it checks

@@ -8,11 +8,11 @@ use zerohop_k8s::yaml::PathStep;
 use zerohop_known::operators::{ChartOnlyValue, chart_only_value};
 
 use crate::model::{Object, Workspace, display_path};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 use zerohop_known::operators::{GPU_OPERATOR_GROUP, NETWORK_OPERATOR_GROUP};
 
-declare_rule! {
+declare_lint! {
     /// A custom resource sets a field its CRD does not declare.
     ///
     /// ## What it checks
@@ -57,7 +57,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_lint! {
     /// A custom resource lacks a field its CRD requires.
     ///
     /// ## What it checks
@@ -93,7 +93,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_lint! {
     /// A custom resource field has a value its CRD rejects.
     ///
     /// ## What it checks
@@ -128,7 +128,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_lint! {
     /// A custom resource uses an API version its CRD does not serve.
     ///
     /// ## What it checks

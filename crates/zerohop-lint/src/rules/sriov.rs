@@ -8,7 +8,7 @@ use zerohop_k8s::yaml::{Node, PathStep};
 
 use super::resources::{Advertiser, advertised};
 use crate::model::{Object, Workspace};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::nic::{self, MELLANOX_MAX_VFS, MELLANOX_VENDOR_HEX};
 use zerohop_known::operators::{NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
@@ -77,7 +77,7 @@ const DEVICE_ID: [PathStep<'static>; 3] = [
     PathStep::Key("deviceID"),
 ];
 
-declare_rule! {
+declare_lint! {
     /// A SriovNetworkNodePolicy selects NICs by a VF device ID.
     ///
     /// ## What it checks
@@ -140,7 +140,7 @@ fn vf_device_id_in_policy(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An SR-IOV device plugin selector for VFs lists a PF device ID.
     ///
     /// ## What it checks
@@ -210,7 +210,7 @@ fn pf_device_id_in_vf_selector(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An SR-IOV device plugin selects VFs that no SriovNetworkNodePolicy in the input creates.
     ///
     /// ## What it checks
@@ -292,7 +292,7 @@ fn vf_selector_never_matches_policy(workspace: &Workspace<'_>, sink: &mut Sink<'
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A SriovNetworkNodePolicy asks for RDMA on VFs bound to `vfio-pci`.
     ///
     /// ## What it checks
@@ -345,7 +345,7 @@ fn vfio_pci_with_rdma(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An InfiniBand policy's resource is used by a `SriovNetwork` instead of a `SriovIBNetwork`.
     ///
     /// ## What it checks
@@ -427,7 +427,7 @@ fn ib_policy_with_ethernet_network(workspace: &Workspace<'_>, sink: &mut Sink<'_
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// More than 128 VFs requested on an NVIDIA/Mellanox NIC.
     ///
     /// ## What it checks
@@ -490,7 +490,7 @@ fn too_many_mellanox_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A `pfNames` VF range that is malformed or reaches beyond `numVfs`.
     ///
     /// ## What it checks
@@ -583,7 +583,7 @@ fn pf_names_range_beyond_num_vfs(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An SR-IOV network of RDMA VFs does not chain the `rdma` CNI plugin, so pods get no RDMA device.
     ///
     /// ## What it checks
@@ -764,7 +764,7 @@ fn selector_keys<'a>(
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// An SR-IOV or Network Operator object selects nodes by a GPU Feature Discovery label, which appears only after the GPU stack is up.
     ///
     /// ## What it checks

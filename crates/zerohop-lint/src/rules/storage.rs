@@ -6,10 +6,10 @@ use zerohop_known::cufile::{self, Shape};
 use zerohop_known::jsonc;
 
 use crate::model::{Workspace, display_path};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::Sink;
 
-declare_rule! {
+declare_lint! {
     /// An XFS volume mounted with `nobarrier`, which Linux 4.19 removed.
     ///
     /// ## What it checks
@@ -106,7 +106,7 @@ fn mount_options_path(object: &crate::model::Object<'_>) -> Option<&'static [Pat
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A StorageClass or PersistentVolume whose NFS-over-RDMA mount options transfer less than 1 MiB or mount soft.
     ///
     /// ## What it checks
@@ -216,7 +216,7 @@ fn nfs_rdma_mount_options(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A StorageClass or PersistentVolume names a CSI driver that no project publishes.
     ///
     /// ## What it checks
@@ -322,7 +322,7 @@ impl<'a> cufile::Tree<'a> for YamlTree<'a> {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A `cufile.json` key that cuFile does not know, or a value not of its type.
     ///
     /// ## What it checks

@@ -17,7 +17,7 @@ use super::networks::ipam_field;
 use super::whereabouts::{Address, Range, Whereabouts, ipam_blocks};
 use super::workloads::{networks, pod_networks};
 use crate::model::{Object, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, join_some, short};
 
 /// A storage server's address the set names.
@@ -199,7 +199,7 @@ fn names_whereabouts(object: &Object<'_>) -> bool {
         .any(|block| block.get("type").and_then(Json::as_str) == Some("whereabouts"))
 }
 
-declare_rule! {
+declare_lint! {
     /// A whereabouts range that can hand a pod the address of a storage server, or its own gateway.
     ///
     /// ## What it checks
@@ -340,7 +340,7 @@ fn installs_whereabouts(workspace: &Workspace<'_>) -> bool {
     }) || instructed
 }
 
-declare_rule! {
+declare_lint! {
     /// Networks allocate with whereabouts, but nothing in a Kubernetes set installs it.
     ///
     /// ## What it checks
@@ -442,7 +442,7 @@ fn runs_nccl(containers: &[(Vec<PathStep<'static>>, &Node)]) -> bool {
     })
 }
 
-declare_rule! {
+declare_lint! {
     /// An NCCL workload attaches to the storage network, so its collectives share the storage rail.
     ///
     /// ## What it checks

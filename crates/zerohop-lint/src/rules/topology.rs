@@ -11,7 +11,7 @@ use zerohop_known::topology::{
 use super::facts::quantity;
 use super::resources;
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, short};
 
 /// The CPU and Topology Manager settings of one kubelet configuration of
@@ -182,7 +182,7 @@ fn demands(template: &PodTemplate<'_>, scope: Scope, static_cpus: bool) -> Vec<D
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A pod that the Topology Manager configured in the input can never admit on its nodes' NUMA layout.
     ///
     /// ## What it checks
@@ -297,7 +297,7 @@ fn pod_never_admitted_by_topology_manager(workspace: &Workspace<'_>, sink: &mut 
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A GPU pod that the static CPU manager cannot pin: not Guaranteed, or not whole CPUs.
     ///
     /// ## What it checks

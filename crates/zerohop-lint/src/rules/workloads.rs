@@ -11,7 +11,7 @@ use super::container_env::{command_words, value_of};
 use super::facts::quantity;
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodTemplate, Workspace, pod_templates};
-use crate::registry::declare_rule;
+use crate::registry::declare_lint;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::operators::{NETWORK_ATTACHMENT_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
 
@@ -171,7 +171,7 @@ pub(crate) fn pod_networks(template: &PodTemplate<'_>) -> Vec<(String, String)> 
         .collect()
 }
 
-declare_rule! {
+declare_lint! {
     /// A pod's network annotation names no network in reach.
     ///
     /// ## What it checks
@@ -275,7 +275,7 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A pod requests an SR-IOV or RDMA resource that nothing in the input advertises.
     ///
     /// ## What it checks
@@ -372,7 +372,7 @@ fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A pod attaches to an SR-IOV network without requesting its resource.
     ///
     /// ## What it checks
@@ -470,7 +470,7 @@ fn is_vf_request(request: &Request<'_>, index: &Index<'_, '_>) -> bool {
     advertisers.peek().is_none() || advertisers.any(|a| a.by != Advertiser::RdmaSharedDevicePlugin)
 }
 
-declare_rule! {
+declare_lint! {
     /// A container uses RDMA devices without the `IPC_LOCK` capability.
     ///
     /// ## What it checks
@@ -560,7 +560,7 @@ fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// Hugepages requests that differ from their limits.
     ///
     /// ## What it checks
@@ -648,7 +648,7 @@ fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// Hugepages requested without a cpu or memory request.
     ///
     /// ## What it checks
@@ -726,7 +726,7 @@ fn total(requests: &[Request<'_>], select: impl Fn(&Request<'_>) -> bool) -> i64
         .sum()
 }
 
-declare_rule! {
+declare_lint! {
     /// A pod gets fewer VFs than GPUs.
     ///
     /// ## What it checks
@@ -906,7 +906,7 @@ fn sets_any_nccl(container: &Node) -> bool {
         })
 }
 
-declare_rule! {
+declare_lint! {
     /// A GPU pod with RDMA devices sets no NCCL environment: advice, NCCL finds its devices itself.
     ///
     /// ## What it checks
@@ -994,7 +994,7 @@ fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-declare_rule! {
+declare_lint! {
     /// A RoCE GPU pod leaves NCCL's traffic on traffic class 0, off the lossless priority.
     ///
     /// ## What it checks

@@ -11,11 +11,11 @@ use super::values::{
 use crate::grammar;
 use crate::intent::{DeviceType, LinkType, Nic, RdmaMode, VfCount};
 use crate::plan::{NicPlan, RailPlan};
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 use zerohop_known::nic::{self, MELLANOX_MAX_VFS};
 use zerohop_known::roce::MIN_MTU as ROCE_MIN_MTU;
 
-declare_rule! {
+declare_intent_rule! {
     /// A NIC's `deviceId` is not the PF device ID of an adapter the SR-IOV Network Operator supports.
     ///
     /// ## What it checks
@@ -63,7 +63,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A NIC runs InfiniBand but its model has Ethernet ports only.
     ///
     /// ## What it checks
@@ -111,7 +111,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A VLAN on an InfiniBand rail.
     ///
     /// ## What it checks
@@ -152,7 +152,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A NIC asks for VFs bound to `vfio-pci`, which cannot give pods RDMA devices.
     ///
     /// ## What it checks
@@ -195,7 +195,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A NIC's VF count that cannot be created: none, more than the NIC or the operator allows, or VFs in shared mode.
     ///
     /// ## What it checks
@@ -243,7 +243,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// Two NICs describe one rail differently, or two rails share a resource name.
     ///
     /// ## What it checks

@@ -9,9 +9,9 @@ use super::values::{MALFORMED_ADDRESS, MALFORMED_PATH, VALUE_OUT_OF_RANGE};
 use crate::grammar;
 use crate::intent::{LocalNvme, NfsRdma, NfsVia, Storage};
 use crate::plan::{LocalNvmePlan, NfsMount, NfsPlan, PoolPlan, RailPlan};
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 
-declare_rule! {
+declare_intent_rule! {
     /// NVMe over Fabrics together with NFS over RDMA, or GPUDirect Storage with NVMe over Fabrics.
     ///
     /// ## What it checks
@@ -63,7 +63,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// NFS over RDMA names a NIC that no pool has, or one whose network is tagged with a VLAN.
     ///
     /// ## What it checks
@@ -106,7 +106,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A CSI driver name that no driver has: malformed, or one that guides use and no project publishes.
     ///
     /// ## What it checks
@@ -153,7 +153,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// NFS mounted on the hosts without a mount point.
     ///
     /// ## What it checks

@@ -40,9 +40,9 @@ use super::Checker;
 use super::values::{MALFORMED_CPU_LIST, VALUE_OUT_OF_RANGE};
 use crate::intent::{NumaNodeSpec, RdmaMode};
 use crate::plan::{NumaPlan, PoolPlan, RailPlan, numa_layout, rail_resource};
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 
-declare_rule! {
+declare_intent_rule! {
     /// A pool's NUMA layout contradicts itself or the pool: GPUs that do not add up, a CPU in two nodes, a NIC on a node the pool lacks.
     ///
     /// ## What it checks
@@ -98,7 +98,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// The example pod can never be admitted on the pool's nodes under the Topology Manager policy the plan chooses.
     ///
     /// ## What it checks

@@ -4,9 +4,9 @@
 //! ([`Checker::grammar`](super::Checker::grammar)); the grammars are in
 //! [`crate::grammar`] and `zerohop_known`.
 
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 
-declare_rule! {
+declare_intent_rule! {
     /// A name or namespace that is not a DNS-1123 label.
     ///
     /// ## What it checks
@@ -51,7 +51,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// An image reference, release tag or DOCA driver version that the runtime or the operator's webhook refuses.
     ///
     /// ## What it checks
@@ -99,7 +99,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A NIC port, RDMA device or NCCL interface name the kernel could not have given.
     ///
     /// ## What it checks
@@ -148,7 +148,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A rail's `resourceName` that some device plugin or webhook of the chain rejects.
     ///
     /// ## What it checks
@@ -196,7 +196,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A node selector or monitor label key or value that Kubernetes refuses.
     ///
     /// ## What it checks
@@ -243,7 +243,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A CPU list that is not written the way the kernel writes one.
     ///
     /// ## What it checks
@@ -286,7 +286,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A subnet, server address or NVMe-oF target address that is not an address.
     ///
     /// ## What it checks
@@ -331,7 +331,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// An NFS export or mount point that is not a plain absolute path.
     ///
     /// ## What it checks
@@ -375,7 +375,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A memory size that is not a Kubernetes quantity.
     ///
     /// ## What it checks
@@ -414,7 +414,7 @@ declare_rule! {
     };
 }
 
-declare_rule! {
+declare_intent_rule! {
     /// A number outside the range its field allows.
     ///
     /// ## What it checks

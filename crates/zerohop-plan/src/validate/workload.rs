@@ -11,9 +11,9 @@ use super::{Checker, DNS_LABEL_HELP};
 use crate::grammar;
 use crate::intent::{Agent, RdmaMode, Validation, Workload};
 use crate::plan::{AgentPlan, PoolPlan, RailPlan, ValidationPlan, WorkloadPlan};
-use crate::rule::declare_rule;
+use crate::rule::declare_intent_rule;
 
-declare_rule! {
+declare_intent_rule! {
     /// The example pod asks for more GPUs, rails or huge pages than a node of the pool has, or for none.
     ///
     /// ## What it checks

@@ -2,12 +2,15 @@
 //! the in-memory API server, with a deadline on everything: a hang fails
 //! the test instead of stalling CI.
 
-#![allow(dead_code, reason = "each test file uses part of the support")]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "each test file uses part of the support"
+)]
 
-use std::fs;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -29,20 +32,7 @@ pub fn fixture(case: &str) -> PathBuf {
     .collect()
 }
 
-/// Copies a fixture tree (files and directories) into `to`, so a test can
-/// change the host between passes.
-pub fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+pub use zerohop_testkit::shared_data::copy_tree;
 
 /// Polls `check` every 50 ms until it is true or `limit` passes.
 pub fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) -> bool {

@@ -31,7 +31,8 @@ pub(super) fn worker(
     let mut fallbacks = Vec::new();
     let (qd, bs) = (cfg.queue_depth as usize, cfg.block_size as usize);
     let buffers = shared
-        .buffers(sink, bs * qd, &mut fallbacks)
+        .arena(bs * qd, &mut fallbacks)
+        .and_then(|arena| sink.hold(arena))
         .map_err(|err| shared.setup_failed(err))?;
     let arena = buffers.arena();
     let ready = setup(shared, &extents, arena, &mut fallbacks)

@@ -1,21 +1,84 @@
-//! What the workers of a run share, and what each reports back.
+//! What the workers of a run share, and what each reports back: the
+//! caller's controls, the shared state, a worker's outcome and the errors
+//! of a run. The engine and the sinks both use it; it uses neither, so the
+//! engine drives the sinks without the sinks reaching back into it.
 
 use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::Instant;
 
 use zerohop_host::HostRoot;
 
-use super::{Control, RunError};
 use crate::buffers::{Arena, BufferKind};
 use crate::config::{Amount, ReadConfig};
 use crate::pattern;
 use crate::plan::{Extent, Requests};
 use crate::report::Fallback;
-use crate::sink::{BufferSink, HeldBuffers};
 use crate::stats::Stats;
-use crate::target::Target;
+use crate::target::{InputError, Target};
+
+/// How the caller steers a running read: a stop flag (set it on Ctrl-C to
+/// get the partial result) and a byte counter for a progress bar.
+#[derive(Debug, Clone, Default)]
+pub struct Control {
+    /// Raise to stop all workers; the result covers what was read.
+    pub stop: Arc<AtomicBool>,
+    /// Bytes read so far, ramp included.
+    pub progress: Arc<AtomicU64>,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad input, found before any I/O.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A read failed.
+    // The kernel's error is part of the message, so it is not also a
+    // `source`: a reader that prints the chain would repeat it.
+    #[error("{path}: read of {len} bytes at offset {offset} failed: {error}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The offset.
+        offset: u64,
+        /// The length asked for.
+        len: u64,
+        /// The error.
+        error: io::Error,
+    },
+    /// Writing the file of `bench prepare` failed; the destination is as
+    /// it was.
+    #[error(
+        "{path}: writing the new file failed at offset {offset}: {error}; nothing was replaced"
+    )]
+    Write {
+        /// The destination.
+        path: PathBuf,
+        /// The offset.
+        offset: u64,
+        /// The error.
+        error: io::Error,
+    },
+    /// Setting up a worker failed in a way no fallback covers: the machine
+    /// refused memory, a GPU call or an io_uring call.
+    #[error("worker setup failed: {0}")]
+    Setup(String),
+    /// A thread of the run panicked: a bug in zerohop.
+    #[error("a {0} thread panicked")]
+    Panicked(String),
+}
+
+impl RunError {
+    /// Whether the failure is a bug in zerohop rather than the input or
+    /// the machine (which decides between exit codes 3 and 2).
+    pub fn is_bug(&self) -> bool {
+        matches!(self, RunError::Panicked(_))
+    }
+}
 
 /// The time base shared by the workers.
 #[derive(Debug, Clone, Copy)]
@@ -147,14 +210,13 @@ impl<'a> Shared<'a> {
         }
     }
 
-    /// Allocates a worker's buffers of `bytes` and hands them to `sink`,
+    /// Allocates a worker's buffers of `bytes` (for its sink to hold),
     /// turning allocation notes into fallbacks.
-    pub(crate) fn buffers<'s>(
+    pub(crate) fn arena(
         &self,
-        sink: &'s dyn BufferSink,
         bytes: usize,
         fallbacks: &mut Vec<Fallback>,
-    ) -> Result<Box<dyn HeldBuffers + 's>, RunError> {
+    ) -> Result<Arena, RunError> {
         let mut notes = Vec::new();
         let arena = Arena::allocate(
             self.root,
@@ -172,7 +234,7 @@ impl<'a> Shared<'a> {
                 fallbacks.push(f);
             }
         }
-        sink.hold(arena)
+        Ok(arena)
     }
 }
 
