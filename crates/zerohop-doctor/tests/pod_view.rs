@@ -384,7 +384,11 @@ fn the_nccl_environment_of_a_live_namespace_is_judged() {
             .output()
             .ok()?;
         let stdout = String::from_utf8_lossy(&output.stdout);
-        let line = stdout.lines().find_map(|l| l.strip_prefix("FINDINGS "))?;
+        // With --nocapture the harness prints the test's output on the line
+        // of its name (`test judge_this_namespace ... FINDINGS [...]`).
+        let line = stdout
+            .lines()
+            .find_map(|l| l.split_once("FINDINGS ").map(|(_, json)| json))?;
         Some(serde_json::from_str(line).unwrap())
     };
     let Some(findings) = run(&[

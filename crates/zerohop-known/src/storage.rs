@@ -177,6 +177,16 @@ impl Shortfall {
     }
 }
 
+/// The oneshot service `zerohop plan` installs on the nodes to connect the
+/// NVMe-oF targets of `/etc/nvme/discovery.conf` (in place of nvme-cli's
+/// `nvmf-autoconnect.service`, which would load the inbox `nvme_rdma`
+/// before the DOCA driver container).
+pub const NVMF_CONNECT_SERVICE: &str = "zerohop-nvmf-connect.service";
+
+/// The path unit that starts [`NVMF_CONNECT_SERVICE`] each time the DOCA
+/// driver container says it is ready.
+pub const NVMF_CONNECT_PATH: &str = "zerohop-nvmf-connect.path";
+
 /// The NFS CSI driver's name (kubernetes-csi/csi-driver-nfs@f09798c0,
 /// v4.13.4, `charts/v4.13.4/csi-driver-nfs/values.yaml`, `driver.name`).
 pub const NFS_CSI_DRIVER: &str = "nfs.csi.k8s.io";

@@ -1024,14 +1024,16 @@ declare_check! {
     /// target.
     ///
     /// ## Why it matters
-    /// The plan connects the targets at boot (`/etc/nvme/discovery.conf`
-    /// and `nvmf-autoconnect.service`); a target the node is not connected
+    /// The plan connects the targets once the NIC driver is ready
+    /// (`/etc/nvme/discovery.conf`, `zerohop-nvmf-connect.service`, started
+    /// by `zerohop-nvmf-connect.path`); a target the node is not connected
     /// to, or connected over TCP where RDMA was planned, leaves its
     /// namespaces missing or slow.
     ///
     /// ## How to fix
-    /// Check the discovery configuration and the service
-    /// (`systemctl status nvmf-autoconnect`), then connect by hand:
+    /// Check the discovery configuration and the units
+    /// (`systemctl status zerohop-nvmf-connect.path
+    /// zerohop-nvmf-connect.service`), then connect by hand:
     /// `nvme connect-all --transport=rdma --traddr=<address>`.
     ///
     /// ## Evidence
@@ -1122,7 +1124,11 @@ fn nvme_outcome(facts: &Facts, target: &NvmeTargetExpectation) -> Outcome {
         ))
         .fix(
             Remediation::new("connect the target as the plan's discovery configuration says")
-                .command("systemctl status nvmf-autoconnect")
+                .command(format!(
+                    "systemctl status {} {}",
+                    zerohop_known::storage::NVMF_CONNECT_PATH,
+                    zerohop_known::storage::NVMF_CONNECT_SERVICE
+                ))
                 .command(format!(
                     "nvme connect-all --transport={} --traddr={}",
                     zerohop_known::shell::quote(target.transport.as_deref().unwrap_or("rdma")),

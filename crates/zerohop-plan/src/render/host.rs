@@ -29,10 +29,11 @@ const QOS_SCRIPT: &str = "/usr/local/sbin/zerohop-roce-qos.sh";
 const QOS_SERVICE: &str = "zerohop-roce-qos.service";
 /// The path unit that runs [`QOS_SERVICE`] again after each driver load.
 const QOS_PATH: &str = "zerohop-roce-qos.path";
-/// The oneshot service that connects the NVMe-oF targets.
-const NVMF_SERVICE: &str = "zerohop-nvmf-connect.service";
-/// The path unit that runs [`NVMF_SERVICE`] after each driver load.
-const NVMF_PATH: &str = "zerohop-nvmf-connect.path";
+// The oneshot service that connects the NVMe-oF targets, and the path unit
+// that runs it after each driver load (named once, for the doctor's advice).
+use zerohop_known::storage::{
+    NVMF_CONNECT_PATH as NVMF_PATH, NVMF_CONNECT_SERVICE as NVMF_SERVICE,
+};
 /// nvme-cli's own boot-time connection service, which connects before the
 /// DOCA driver container and so loads the inbox `nvme_rdma` (nvme-cli
 /// `nvmf-autoconnect/systemd/nvmf-autoconnect.service`).
