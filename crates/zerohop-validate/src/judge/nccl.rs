@@ -27,8 +27,8 @@ declare_judgement! {
     /// NET/IB/0/GDRDMA`). Needs `NCCL_DEBUG=INFO` with the `INIT` and `NET`
     /// subsystems.
     /// NCCL prints the channel lines in `src/transport/net.cc` and `Using
-    /// network` when it loads its network (`src/init.cc`; `src/plugin/net.cc`
-    /// from 2.23).
+    /// network` when it loads its network (`src/init.cc`; both at
+    /// NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// When NCCL finds no usable RDMA device it silently falls back to
@@ -87,7 +87,8 @@ declare_judgement! {
     /// …` (or the OFI plugin's `Selected Provider is efa (found 32 nics)`):
     /// which RDMA devices and ports NCCL uses, and their link layer.
     /// NCCL's IB transport prints both lines at init
-    /// (`src/transport/net_ib.cc`, `ncclIbInit`).
+    /// (`src/transport/net_ib.cc`, `ncclIbInit`, NVIDIA/nccl v2.27.3-1; the
+    /// transport moved to `src/transport/net_ib/init.cc` in 2.29).
     ///
     /// ## Why it matters
     /// Without a device NCCL falls back to sockets (see
@@ -256,7 +257,8 @@ declare_judgement! {
     /// `/GDRDMA`. A channel without it stages data in host memory. This is
     /// the proof of GPUDirect RDMA that bandwidth alone cannot give.
     /// NCCL appends `/GDRDMA` to a channel's line only when that connection
-    /// registers GPU memory with the NIC (`src/transport/net.cc`).
+    /// uses GPUDirect RDMA (`req.useGdr` in `src/transport/net.cc`,
+    /// NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// A job can reach a fair bandwidth with GPUDirect RDMA off on some
@@ -369,7 +371,7 @@ declare_judgement! {
     /// the common ones (memory registration, socket connections, queue pair
     /// setup, timeouts, GPU memory).
     /// NCCL writes these lines through its `WARN` macro
-    /// (`src/include/debug.h`).
+    /// (`src/include/debug.h`, NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// NCCL warns just before it fails, or when it works around a problem
@@ -418,7 +420,8 @@ declare_judgement! {
     /// with validation off (`-c 0`, `N/A` in the column) is reported as not
     /// checked.
     /// nccl-tests counts the wrong elements of each size when validation is on
-    /// (`src/common.cu`, `-c 1` by default).
+    /// (`src/common.cu`, `CheckData`; `datacheck = 1`, that is `-c 1`, by
+    /// default; NVIDIA/nccl-tests v2.17.6).
     ///
     /// ## Why it matters
     /// Wrong elements mean data corruption on the path: a bad NIC, cable or
@@ -601,8 +604,9 @@ declare_judgement! {
     /// Over the rows of 1 MiB and more, the busbw at the largest size
     /// against the best busbw: below half of it, the bandwidth collapses at
     /// the sizes that matter for training.
-    /// The bus bandwidth is nccl-tests' own figure (`doc/PERFORMANCE.md`); the
-    /// half is zerohop's threshold for a collapse rather than noise.
+    /// The bus bandwidth is nccl-tests' own figure (`doc/PERFORMANCE.md`,
+    /// NVIDIA/nccl-tests v2.17.6); the half is zerohop's threshold for a
+    /// collapse rather than noise.
     ///
     /// ## Why it matters
     /// Bandwidth that peaks and then falls points at congestion (a lossy
