@@ -786,7 +786,7 @@ pub(crate) fn judge(
         findings.push(wrong_results(capture, run, &subject, output));
         let judged = busbw(capture, run, &subject, log, expectations);
         // Against the fabric's own rate when it is known; else against the
-        // slowest RDMA fabric of the GPUs.
+        // slowest RDMA link taken for the GPUs.
         let exact = !matches!(judged.status, Status::Info | Status::Unknown);
         findings.push(judged);
         findings.push(below_rdma::judge(

@@ -67,7 +67,7 @@ pub(super) fn judge(
     };
     let Some(device) = run.devices.first() else {
         return unknown(
-            "no device list (# Using devices): the GPU model, and so the slowest RDMA fabric it is built with, cannot be seen".to_owned(),
+            "no device list (# Using devices): the GPU model, and so the slowest RDMA link it is deployed with, cannot be seen".to_owned(),
         );
     };
     let Some(generation) = gpu_fabric::generation(&device.name) else {
