@@ -19,7 +19,8 @@ declare_judgement! {
     /// `/sys/class/infiniband/*/ports/*/gids` and `gid_attrs/types`
     /// (`show_port_gid_attr_gid_type` in `drivers/infiniband/core/sysfs.c`,
     /// whose `IB/RoCE v1` and `RoCE v2` are `gid_type_str` of
-    /// `drivers/infiniband/core/cache.c`).
+    /// `drivers/infiniband/core/cache.c`, torvalds/linux
+    /// 4ab7cb4bf362dc3b85fd8ddac3b16949404be96b).
     ///
     /// ## Why it matters
     /// NCCL and perftest address RoCE peers through a GID index. The RoCE
