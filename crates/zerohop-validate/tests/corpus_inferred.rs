@@ -320,3 +320,44 @@ fn a_cut_capture_is_recaptured_with_its_own_tool() {
         ["/usr/local/cuda/gds/tools/gdscheck -p > gdscheck.txt 2>&1"]
     );
 }
+
+#[test]
+fn a_table_that_does_not_name_its_collective_is_judged_only_where_it_can_be() {
+    // The 80-H100 run of every collective, each section with its
+    // `# Collective test starting/concluded` lines taken out, as older
+    // nccl-tests print it. All-reduce's busbw is 2(n-1)/n of its algbw:
+    // it is still held to one link. Send/receive prints `sum` too, but
+    // its busbw is its algbw, as reduce's is; all-to-all reduces nothing,
+    // as all-gather does: neither is called slow without its name.
+    let Some((name, text)) =
+        read("all-collectives_perf_80xH100_10nodes_nccl-tests2.17.8_reducing-maxBytes.txt")
+    else {
+        return;
+    };
+    let section = |collective: &str| -> String {
+        let start = format!("# Collective test starting: {collective}_perf");
+        let end = format!("# Collective test concluded: {collective}_perf");
+        text.lines()
+            .skip_while(|l| l.trim() != start)
+            .skip(1)
+            .take_while(|l| l.trim() != end)
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    for (collective, status, says) in [
+        ("all_reduce", Status::Pass, "across 10 nodes"),
+        ("sendrecv", Status::Unknown, "its busbw equals its algbw"),
+        ("alltoall", Status::Unknown, "its rows reduce nothing"),
+    ] {
+        let unnamed = section(collective);
+        assert!(unnamed.lines().count() > 20, "{collective}: {unnamed}");
+        let findings = judge(&name, &unnamed);
+        let below = one(&findings, "VAL112");
+        assert_eq!(below.status, status, "{collective}: {below:#?}");
+        assert!(
+            below.message.contains(says),
+            "{collective}: {}",
+            below.message
+        );
+    }
+}

@@ -680,8 +680,10 @@ declare_judgement! {
     /// well below one link even over RDMA (13.6 GB/s for both on one
     /// 400 Gb/s H100 pair, 15 GB/s on 400 Gb/s rails in an 80-GPU capture).
     /// An unnamed collective whose rows name a reduction (`sum`) is taken
-    /// as all-reduce; one whose rows reduce nothing (`none`) may be
-    /// all-to-all, and is not judged until `--collective` names it.
+    /// as all-reduce, unless more than two ranks report a busbw equal to
+    /// the algbw: that is reduce or send/receive, which prints `sum` too.
+    /// That one, and one whose rows reduce nothing (`none`, all-gather or
+    /// all-to-all), is not judged until `--collective` names it.
     ///
     /// ## Why it matters
     /// A run that falls back to TCP (`NCCL_IB_DISABLE=1`, no RDMA device in

@@ -8,7 +8,7 @@ use super::{DEBUG_COMMAND, NCCL_BELOW_RDMA};
 use crate::judge::{Capture, Expectations, percent, rate};
 use crate::nccl::collective::Collective;
 use crate::nccl::log::NcclLog;
-use crate::nccl::results::TestRun;
+use crate::nccl::results::{Row, TestRun};
 use crate::text::size_text;
 
 /// The reduction operators of nccl-tests' `redop` column (`src/common.cu`,
@@ -90,22 +90,27 @@ pub(super) fn judge(
     let named = run.collective.map(|(_, c)| c).or(expectations.collective);
     let collective = match named {
         Some(collective) => collective,
+        // Reduce and send/receive (whose rows print `sum` too) report a
+        // busbw equal to their algbw; all-reduce (2(n-1)/n) and
+        // reduce-scatter ((n-1)/n) do not once there are more than two
+        // ranks (nccl-tests `doc/PERFORMANCE.md`, `src/sendrecv.cu`).
+        None if reduces && run.devices.len() > 2 && bus_equals_algorithm(largest) => {
+            return unnamed(
+                capture,
+                subject,
+                "the collective is not named and its busbw equals its algbw: reduce carries one link's rate, send/receive has no floor, and the table does not tell them apart",
+            );
+        }
         // A row that names a reduction is all-reduce, reduce-scatter or
-        // reduce: each carries one link's rate.
+        // reduce, each carrying one link's rate, or, with two ranks, an
+        // older nccl-tests' send/receive, which the table cannot tell.
         None if reduces => Collective::AllReduce,
         None => {
-            return judgement
-                .verdict(
-                    capture,
-                    Status::Unknown,
-                    subject,
-                    "the collective is not named and its rows reduce nothing: all-gather carries one link's rate, all-to-all has no floor, and the table does not tell them apart",
-                )
-                .fix(
-                    Remediation::new("name the collective the capture ran")
-                        .command("zerohop validate parse --collective all_gather nccl.log"),
-                )
-                .done();
+            return unnamed(
+                capture,
+                subject,
+                "the collective is not named and its rows reduce nothing: all-gather carries one link's rate, all-to-all has no floor, and the table does not tell them apart",
+            );
         }
     };
     if matches!(collective, Collective::SendRecv | Collective::AllToAll) {
@@ -171,6 +176,25 @@ fn reason(log: &NcclLog) -> String {
     } else {
         "the log shows an RDMA transport, so the fabric or GPUDirect RDMA is slower than the slowest link taken for this GPU".to_owned()
     }
+}
+
+/// Whether a row's busbw is its algbw, as for reduce and send/receive
+/// (factor 1), within the rounding of two printed decimals.
+fn bus_equals_algorithm(row: &Row) -> bool {
+    let measure = &row.in_place;
+    measure.algbw > 0.0 && (measure.busbw / measure.algbw - 1.0).abs() < 0.02
+}
+
+/// The verdict on a run whose collective neither the capture nor the
+/// options name, when its table leaves a collective without a floor open.
+fn unnamed(capture: &Capture<'_>, subject: &str, message: &str) -> Finding {
+    NCCL_BELOW_RDMA
+        .verdict(capture, Status::Unknown, subject, message)
+        .fix(
+            Remediation::new("name the collective the capture ran")
+                .command("zerohop validate parse --collective all_gather nccl.log"),
+        )
+        .done()
 }
 
 fn described(generation: &GpuGeneration) -> String {
