@@ -181,6 +181,19 @@ mod tests {
     }
 
     #[test]
+    fn every_rate_names_its_document_or_says_it_is_chosen() {
+        for generation in GENERATIONS {
+            let reference = generation.reference;
+            assert!(
+                reference.starts_with("chosen: ")
+                    || reference.contains("User Guide")
+                    || reference.contains("white paper"),
+                "{generation:?}"
+            );
+        }
+    }
+
+    #[test]
     fn every_rate_is_a_real_rdma_rate() {
         for generation in GENERATIONS {
             assert!(
