@@ -306,7 +306,7 @@ fn fixtures() -> Vec<Fixture> {
             "VAL112",
             Status::Warn,
             Some(9),
-            "slowest RDMA fabric of Ada Lovelace",
+            "slowest RDMA link taken for Ada Lovelace",
         ),
         fixture(
             "mounts.txt",

@@ -544,7 +544,9 @@ fn a_socket_run_without_debug_lines_is_flagged_by_default() {
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("warn") && stdout.contains("VAL112") && stdout.contains("not RDMA"),
+        stdout.contains("warn")
+            && stdout.contains("VAL112")
+            && stdout.contains("cannot tell a fallback to TCP"),
         "{stdout}"
     );
 }

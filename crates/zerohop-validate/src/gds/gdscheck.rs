@@ -193,9 +193,8 @@ fn gpu(number: u32, rest: &str) -> Option<GdsGpu> {
 
 /// `GPU 0 Quadro K1200 does not have supported architecture, has 5 requires
 /// >= 6`: libcufile's line for a GPU below compute capability 6 (GDS needs
-/// 6.0 or later: NVIDIA GPUDirect Storage Installation and Troubleshooting
-/// Guide; the maintainers in NVIDIA/MagnumIO#5). Seen in the GDS 0.9.1.5 output of
-/// developer-onizuka/gpudirect_storage `README.md`.
+/// 6.0 or later: the maintainers in NVIDIA/MagnumIO#5). Seen in the GDS
+/// 0.9.1.5 output of developer-onizuka/gpudirect_storage `README.md`.
 fn unsupported_architecture(number: u32, line: &str) -> Option<GdsGpu> {
     let rest = line.strip_prefix("GPU ")?;
     let (head, tail) = rest.split_once(" does not have supported architecture")?;

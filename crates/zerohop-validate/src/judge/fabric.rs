@@ -16,8 +16,11 @@ declare_judgement! {
     /// address warn; a RoCE port with `v1` GIDs only fails. InfiniBand
     /// ports (no version column) are not judged.
     /// `show_gids` prints the GID table the kernel publishes under
-    /// `/sys/class/infiniband/*/ports/*/gids` (types from
-    /// `drivers/infiniband/core/sysfs.c`).
+    /// `/sys/class/infiniband/*/ports/*/gids` and `gid_attrs/types`
+    /// (`show_port_gid_attr_gid_type` in `drivers/infiniband/core/sysfs.c`,
+    /// whose `IB/RoCE v1` and `RoCE v2` are `gid_type_str` of
+    /// `drivers/infiniband/core/cache.c`, torvalds/linux
+    /// 4ab7cb4bf362dc3b85fd8ddac3b16949404be96b).
     ///
     /// ## Why it matters
     /// NCCL and perftest address RoCE peers through a GID index. The RoCE
@@ -70,7 +73,10 @@ declare_judgement! {
     /// The NFS mounts of `mount` output (or `/proc/mounts` lines) and their
     /// `proto=` option: `rdma` (port 20049 by default) or `tcp`.
     /// The options are those of the `nfs(5)` man page; NFS over RDMA listens on
-    /// 20049 (the kernel's `Documentation/admin-guide/nfs/nfs-rdma.rst`).
+    /// 20049 (`echo rdma 20049 > /proc/fs/nfsd/portlist`, `mount -o
+    /// rdma,port=20049`: the kernel's
+    /// `Documentation/admin-guide/nfs/nfs-rdma.rst`, torvalds/linux
+    /// 0fdc50dfab47d525b71a9f0d8310746cdc0c09c5).
     ///
     /// ## Why it matters
     /// NFS over TCP copies every byte through the kernel's socket buffers;

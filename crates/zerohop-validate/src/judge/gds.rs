@@ -16,7 +16,7 @@ declare_judgement! {
     /// The last line of `gdscheck -p`: `Platform verification succeeded`,
     /// or anything else (an error, or no such line in a cut capture).
     /// The verdict is gdscheck's own (NVIDIA GPUDirect Storage Installation and
-    /// Troubleshooting Guide).
+    /// Troubleshooting Guide, "Verifying a Successful GDS Installation").
     ///
     /// ## Why it matters
     /// It is GPUDirect Storage's own verdict on the driver (`nvidia_fs`),
@@ -67,8 +67,9 @@ declare_judgement! {
     /// Each `GPU index N NAME bar:1 bar size (MiB):S supports GDS` line of
     /// `gdscheck -p`, and libcufile's `GPU N NAME does not have supported
     /// architecture, has 5 requires >= 6` for a GPU below compute capability
-    /// 6.0, which GDS requires (NVIDIA GPUDirect Storage Installation and
-    /// Troubleshooting Guide; the maintainers in NVIDIA/MagnumIO#5); the line as GDS
+    /// 6.0, which GDS requires (the maintainers in NVIDIA/MagnumIO#5, 2021:
+    /// "a compute major capability greater than or equal to 6"; the
+    /// Installation and Troubleshooting Guide does not say it); the line as GDS
     /// 0.9.1.5 prints it for a Quadro K1200, developer-onizuka/gpudirect_storage
     /// `README.md`, in `tests/fixtures/`).
     ///
@@ -118,7 +119,8 @@ declare_judgement! {
     /// ## What it checks
     /// `IOMMU: disabled|enabled` in `gdscheck -p`'s platform information.
     /// GDS needs the IOMMU off or in pass-through mode (NVIDIA GPUDirect
-    /// Storage Installation and Troubleshooting Guide).
+    /// Storage Installation and Troubleshooting Guide, "Installing GPUDirect
+    /// Storage", "Before You Install GDS").
     ///
     /// ## Why it matters
     /// With the IOMMU translating DMA, peer-to-peer transfers between an
@@ -167,8 +169,8 @@ declare_judgement! {
     /// ## What it checks
     /// `properties.use_compat_mode` in the cuFile configuration `gdscheck -p`
     /// prints (`true`/`1` or `false`/`0`).
-    /// The key is `cufile.json`'s (NVIDIA GPUDirect Storage Installation and
-    /// Troubleshooting Guide;
+    /// The key is `cufile.json`'s (NVIDIA GPUDirect Storage Benchmarking and
+    /// Configuration Guide, "GPUDirect Storage Parameters";
     /// `zerohop_known::cufile`).
     ///
     /// ## Why it matters
@@ -213,8 +215,9 @@ declare_judgement! {
     /// ## What it checks
     /// The driver configuration of `gdscheck -p` (`NVMe : Supported`,
     /// `NFS : Unsupported` …) and the RDMA peer-direct switch.
-    /// The lines are gdscheck's driver configuration section (NVIDIA GPUDirect
-    /// Storage Installation and Troubleshooting Guide).
+    /// The lines are gdscheck's `DRIVER CONFIGURATION` section (NVIDIA
+    /// GPUDirect Storage Installation and Troubleshooting Guide, "Verifying a
+    /// Successful GDS Installation").
     ///
     /// ## Why it matters
     /// A data set on NFS over RDMA, NVMe-oF or a parallel file system uses
@@ -261,7 +264,8 @@ declare_judgement! {
     /// results of the same I/O type, their average throughputs are
     /// compared: GPUDirect below half of the CPU path warns.
     /// The result lines and transfer types are gdsio's (NVIDIA GPUDirect
-    /// Storage Benchmarking and Configuration Guide, "gdsio").
+    /// Storage Benchmarking and Configuration Guide, "GPUDirect Storage
+    /// Benchmarking Tools", "gdsio Utility").
     ///
     /// ## Why it matters
     /// GPUDirect Storage exists to move data without the CPU bounce; when it
@@ -311,8 +315,9 @@ declare_judgement! {
     ///
     /// ## What it checks
     /// `Data Verification Success|Failed` of `gdsio_verify` (or `gdsio -V`).
-    /// The line is the one the GDS samples' verification prints (NVIDIA
-    /// GPUDirect Storage Benchmarking and Configuration Guide, "gdsio" `-V`).
+    /// `-V` is gdsio's "verify IO" option (its `-h` usage, gdsio 1.12); the
+    /// line is the one `gdsio_verify` prints in the capture
+    /// `developer-onizuka/gpudirect_storage/result.txt` (commit 2f23d696).
     ///
     /// ## Why it matters
     /// A failed verification is data corruption on the storage path.
@@ -360,7 +365,8 @@ declare_judgement! {
     /// `io_state_err=`, the `Error` line's counters, `pg-cache-fail=`); it
     /// also says whether I/O statistics are on.
     /// The counters are those `nvidia-fs` publishes (NVIDIA GPUDirect Storage
-    /// Installation and Troubleshooting Guide).
+    /// Installation and Troubleshooting Guide, "Displaying GDS NVIDIA FS
+    /// Driver Statistics").
     ///
     /// ## Why it matters
     /// Errors there are I/Os that failed on the direct path (DMA mapping,

@@ -195,7 +195,8 @@ pub enum LinkLayer {
 
 impl LinkLayer {
     /// The name NCCL gives it in `NET/IB : Using [0]mlx5_0:1/RoCE`
-    /// (`src/transport/net_ib.cc`, `IB` or `RoCE`).
+    /// (`NCCL_IB_LLSTR` in `src/transport/net_ib.cc`, NVIDIA/nccl
+    /// v2.27.3-1: `IB` or `RoCE`).
     pub const fn nccl_name(self) -> &'static str {
         match self {
             LinkLayer::InfiniBand => "IB",

@@ -27,8 +27,8 @@ declare_judgement! {
     /// NET/IB/0/GDRDMA`). Needs `NCCL_DEBUG=INFO` with the `INIT` and `NET`
     /// subsystems.
     /// NCCL prints the channel lines in `src/transport/net.cc` and `Using
-    /// network` when it loads its network (`src/init.cc`; `src/plugin/net.cc`
-    /// from 2.23).
+    /// network` when it loads its network (`src/init.cc`; both at
+    /// NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// When NCCL finds no usable RDMA device it silently falls back to
@@ -87,7 +87,8 @@ declare_judgement! {
     /// …` (or the OFI plugin's `Selected Provider is efa (found 32 nics)`):
     /// which RDMA devices and ports NCCL uses, and their link layer.
     /// NCCL's IB transport prints both lines at init
-    /// (`src/transport/net_ib.cc`, `ncclIbInit`).
+    /// (`src/transport/net_ib.cc`, `ncclIbInit`, NVIDIA/nccl v2.27.3-1; the
+    /// transport moved to `src/transport/net_ib/init.cc` in 2.29).
     ///
     /// ## Why it matters
     /// Without a device NCCL falls back to sockets (see
@@ -256,7 +257,8 @@ declare_judgement! {
     /// `/GDRDMA`. A channel without it stages data in host memory. This is
     /// the proof of GPUDirect RDMA that bandwidth alone cannot give.
     /// NCCL appends `/GDRDMA` to a channel's line only when that connection
-    /// registers GPU memory with the NIC (`src/transport/net.cc`).
+    /// uses GPUDirect RDMA (`req.useGdr` in `src/transport/net.cc`,
+    /// NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// A job can reach a fair bandwidth with GPUDirect RDMA off on some
@@ -369,7 +371,7 @@ declare_judgement! {
     /// the common ones (memory registration, socket connections, queue pair
     /// setup, timeouts, GPU memory).
     /// NCCL writes these lines through its `WARN` macro
-    /// (`src/include/debug.h`).
+    /// (`src/include/debug.h`, NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// NCCL warns just before it fails, or when it works around a problem
@@ -418,7 +420,8 @@ declare_judgement! {
     /// with validation off (`-c 0`, `N/A` in the column) is reported as not
     /// checked.
     /// nccl-tests counts the wrong elements of each size when validation is on
-    /// (`src/common.cu`, `-c 1` by default).
+    /// (`src/common.cu`, `CheckData`; `datacheck = 1`, that is `-c 1`, by
+    /// default; NVIDIA/nccl-tests v2.17.6).
     ///
     /// ## Why it matters
     /// Wrong elements mean data corruption on the path: a bad NIC, cable or
@@ -601,8 +604,9 @@ declare_judgement! {
     /// Over the rows of 1 MiB and more, the busbw at the largest size
     /// against the best busbw: below half of it, the bandwidth collapses at
     /// the sizes that matter for training.
-    /// The bus bandwidth is nccl-tests' own figure (`doc/PERFORMANCE.md`); the
-    /// half is zerohop's threshold for a collapse rather than noise.
+    /// The bus bandwidth is nccl-tests' own figure (`doc/PERFORMANCE.md`,
+    /// NVIDIA/nccl-tests v2.17.6); the half is zerohop's threshold for a
+    /// collapse rather than noise.
     ///
     /// ## Why it matters
     /// Bandwidth that peaks and then falls points at congestion (a lossy
@@ -650,36 +654,46 @@ declare_judgement! {
 }
 
 declare_judgement! {
-    /// A multi-node run reaches at least what the slowest RDMA fabric of its GPUs carries.
+    /// A multi-node run reaches at least what the slowest RDMA link of its GPUs carries.
     ///
     /// ## What it checks
     /// For a run across nodes whose fabric nobody named (no `--link-rate`
     /// and `--rails`, no `--intent`, no `speed=` in the NCCL log), the busbw
-    /// of the largest size against one link of the slowest RDMA fabric
-    /// NVIDIA builds systems of that GPU generation with: `L / 8` GB/s for
-    /// every collective but all-to-all, `L / 8 × (n−1) / (G·(n−G))` for
-    /// all-to-all (nccl-tests' bus-bandwidth definition,
-    /// `doc/PERFORMANCE.md`). The GPU model is the device list of
-    /// nccl-tests (`# Rank 0 … NVIDIA L40S`), the node count its host names
-    /// or NCCL's `nNodes`; `L` comes from the table `zerohop_known::gpu_fabric`,
-    /// which names its source per generation (DGX B200 and DGX Spark user
-    /// guides, NVIDIA Enterprise Reference Architectures 2-8-5-200 and
-    /// 2-4-3-200, DGX A100 and DGX-1 documentation): 400 Gb/s for B200 and
-    /// GB200, 200 Gb/s for Hopper, Ada and GB10, 100 Gb/s for Ampere, Volta
-    /// and Pascal, 40 Gb/s for Kepler. Below `--min-efficiency` of it (80%
-    /// by default) it warns. An unnamed collective is taken as all-to-all
-    /// unless its rows name a reduction (`sum`), which all-to-all has not.
-    /// Send/receive has no floor: one pair per node boundary on NCCL's
-    /// point-to-point channels stays well below one link even over RDMA
-    /// (15 GB/s on 400 Gb/s rails in a real 80-GPU capture).
+    /// of the largest size against one link of the slowest RDMA rate GPUs
+    /// of that generation are deployed with: `L / 8` GB/s for the ring and
+    /// tree collectives (all-reduce, all-gather, reduce-scatter, broadcast,
+    /// reduce), whose bus bandwidth nccl-tests defines to "reflect the speed
+    /// of the hardware bottleneck" (`doc/PERFORMANCE.md`, NVIDIA/nccl-tests
+    /// v2.17.6). The GPU model is the device list of nccl-tests (`# Rank 0
+    /// … NVIDIA L40S`), the node count its host names or NCCL's `nNodes`;
+    /// `L` comes from the table `zerohop_known::gpu_fabric`, which names its
+    /// source per generation, and says where a rate is chosen rather than
+    /// documented: 400 Gb/s for B200 and GB200 (DGX B200 User Guide),
+    /// 100 Gb/s for Hopper, Ada, RTX PRO, GB10 and Ampere (the slowest
+    /// rate their NICs are deployed at), 100 Gb/s for Volta and Pascal
+    /// (the DGX-1's EDR InfiniBand), 40 Gb/s for Kepler. Below
+    /// `--min-efficiency` of it (80% by default) it warns.
+    ///
+    /// All-to-all and send/receive have no floor: nccl-tests runs them as
+    /// `ncclSend`/`ncclRecv` pairs (`src/alltoall.cu`, `AlltoAllRunColl`;
+    /// `src/sendrecv.cu`), on NCCL's point-to-point channels, which stay
+    /// well below one link even over RDMA (13.6 GB/s for both on one
+    /// 400 Gb/s H100 pair, 15 GB/s on 400 Gb/s rails in an 80-GPU capture).
+    /// An unnamed collective whose rows name a reduction (`sum`) is taken
+    /// as all-reduce, unless more than two ranks report a busbw equal to
+    /// the algbw: that is reduce or send/receive, which prints `sum` too.
+    /// That one, and one whose rows reduce nothing (`none`, all-gather or
+    /// all-to-all), is not judged until `--collective` names it.
     ///
     /// ## Why it matters
     /// A run that falls back to TCP (`NCCL_IB_DISABLE=1`, no RDMA device in
     /// the pod, IPoIB through the socket transport) completes and prints a
     /// table like any other; without `NCCL_DEBUG=INFO` nothing in it says
-    /// which transport carried it. Bandwidth below any RDMA fabric built for
-    /// that GPU is the sign left: sockets over 100 GbE or IPoIB reach a few
-    /// GB/s, a single RDMA link of that generation tens.
+    /// which transport carried it. Bandwidth below the slowest RDMA link
+    /// deployed with that GPU is the sign left. It is not proof: RDMA
+    /// without GPUDirect, or on a congested link, can be as slow as sockets
+    /// over a fast Ethernet, so the verdict says what the capture cannot
+    /// tell, and the fix is the log line that tells it.
     ///
     /// ## How to fix
     /// Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`: the
@@ -713,13 +727,13 @@ declare_judgement! {
     ///
     /// ```text
     /// nccl
-    ///   warn           VAL112  nccl-busbw-below-rdma  tcp.log: busbw 8.01 GB/s at 1 GiB across 2 nodes is 32% of the 25.00 GB/s one 200 Gb/s link carries, the slowest RDMA fabric of Ada Lovelace systems: without NCCL_DEBUG=INFO the transport cannot be seen, and a run this slow most likely went over TCP (NET/Socket, IPoIB), not RDMA
+    ///   warn           VAL112  nccl-busbw-below-rdma  tcp.log: busbw 8.01 GB/s at 1 GiB across 2 nodes is 64% of the 12.50 GB/s one 100 Gb/s link carries, the slowest RDMA link taken for Ada Lovelace GPUs: without NCCL_DEBUG=INFO the capture cannot tell a fallback to TCP (NET/Socket, IPoIB) from RDMA running below its link rate
     ///                  tcp.log:9 = busbw 8.01 GB/s at 1 GiB
     ///                  tcp.log:4 = NVIDIA L40S on node-a, node-b
-    ///                  slowest RDMA fabric = Ada Lovelace: Enterprise Reference Architecture 2-4-3-200, 200 Gb/s per GPU
+    ///                  slowest RDMA link = Ada Lovelace at 100 Gb/s (chosen: 100 GbE RoCE, common with PCIe GPUs of this generation)
     ///
     /// what to fix first
-    ///   1. VAL112 nccl-busbw-below-rdma (tcp.log): busbw 8.01 GB/s at 1 GiB across 2 nodes is 32% of the 25.00 GB/s one 200 Gb/s link carries, the slowest RDMA fabric of Ada Lovelace systems: without NCCL_DEBUG=INFO the transport cannot be seen, and a run this slow most likely went over TCP (NET/Socket, IPoIB), not RDMA
+    ///   1. VAL112 nccl-busbw-below-rdma (tcp.log): busbw 8.01 GB/s at 1 GiB across 2 nodes is 64% of the 12.50 GB/s one 100 Gb/s link carries, the slowest RDMA link taken for Ada Lovelace GPUs: without NCCL_DEBUG=INFO the capture cannot tell a fallback to TCP (NET/Socket, IPoIB) from RDMA running below its link rate
     ///      fix: rerun with NCCL_DEBUG=INFO to see the transport, and give the fabric (--link-rate and --rails, or --intent) to judge the run against it exactly
     ///        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1 2>&1 | tee nccl.log && zerohop validate parse nccl.log
     ///        zerohop validate parse --intent cluster.yaml nccl.log
@@ -774,7 +788,7 @@ pub(crate) fn judge(
         findings.push(wrong_results(capture, run, &subject, output));
         let judged = busbw(capture, run, &subject, log, expectations);
         // Against the fabric's own rate when it is known; else against the
-        // slowest RDMA fabric of the GPUs.
+        // slowest RDMA link taken for the GPUs.
         let exact = !matches!(judged.status, Status::Info | Status::Unknown);
         findings.push(judged);
         findings.push(below_rdma::judge(

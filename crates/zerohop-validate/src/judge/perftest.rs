@@ -20,8 +20,9 @@ declare_judgement! {
     /// (80% by default), warns down to 50% and fails below. In duration
     /// mode (`-D`) the peak is not measured and prints 0.00.
     /// perftest prints `BW average` in MB/sec (2^20 bytes) or, with
-    /// `--report_gbits`, Gb/sec (`src/perftest_parameters.c`, `print_report_bw`
-    /// in `src/perftest_resources.c`).
+    /// `--report_gbits`, Gb/sec (`print_report_bw` in
+    /// `src/perftest_parameters.c`: `format_factor` is `0x100000` or
+    /// `125000000`; linux-rdma/perftest 25.01.0-0.80).
     ///
     /// ## Why it matters
     /// `ib_write_bw` between two nodes is the floor of what NCCL can get on
@@ -75,8 +76,8 @@ declare_judgement! {
     /// 99% and 99.9% percentiles. It warns when the 99.9th percentile is
     /// more than ten times the median.
     /// The columns are perftest's latency report (`print_report_lat` in
-    /// `src/perftest_resources.c`); the factor ten is zerohop's threshold for a
-    /// tail worth a look.
+    /// `src/perftest_parameters.c`, linux-rdma/perftest 25.01.0-0.80); the
+    /// factor ten is zerohop's threshold for a tail worth a look.
     ///
     /// ## Why it matters
     /// Collectives wait for the slowest message: a long tail (interrupt
@@ -128,7 +129,10 @@ declare_judgement! {
     /// `cuMemAlloc() of a … GPU buffer`), and `using DMA-BUF for GPU
     /// buffer` that recent perftest prints with `--use_cuda_dmabuf`.
     /// perftest prints these lines when it allocates its buffer in GPU memory
-    /// (`src/cuda_memory.c`).
+    /// (`src/cuda_memory.c`, linux-rdma/perftest 25.01.0-0.80; from 25.04
+    /// the `cuMemAlloc()` line is no longer printed, and before the CUDA
+    /// code moved to its own file, 4.5-0.20 printed it from
+    /// `src/perftest_resources.c`).
     ///
     /// ## Why it matters
     /// A test on host memory proves the fabric, not the path into the GPU:
@@ -229,8 +233,10 @@ declare_judgement! {
     /// `Requested mtu is higher than active mtu`: the active MTU of the
     /// port. On RoCE it follows the netdev's MTU (4096 needs at least 4200).
     /// perftest takes the port's active MTU when the requested one is higher
-    /// (`src/perftest_parameters.c`); the 4200-byte netdev MTU for a 4096-byte
-    /// RoCE MTU is the NVIDIA MLNX_OFED documentation's.
+    /// (`src/perftest_parameters.c`, linux-rdma/perftest 25.01.0-0.80); the
+    /// 4200-byte netdev MTU is `zerohop_known::roce::MIN_MTU`, from the
+    /// kernel's `iboe_get_mtu()` (`include/rdma/ib_addr.h`), which takes
+    /// 96 bytes of RoCE headers off the netdev MTU.
     ///
     /// ## Why it matters
     /// An RDMA MTU of 1024 instead of 4096 quadruples the packets per byte:
@@ -284,7 +290,9 @@ declare_judgement! {
     /// address; a link-local one (`fe80::…`, from the MAC address) is RoCE
     /// v1 or a port without an address.
     /// RoCE v2 GIDs are the IPv4-mapped addresses of the netdev (the kernel's
-    /// `drivers/infiniband/core/roce_gid_mgmt.c`).
+    /// `drivers/infiniband/core/roce_gid_mgmt.c` adds each address of the
+    /// netdev through `rdma_ip2gid`; torvalds/linux
+    /// 9938b04472d5c59f8bd8152a548533a8599596a2).
     ///
     /// ## Why it matters
     /// A link-local GID does not cross routers and, as RoCE v1, not even

@@ -15,7 +15,8 @@ declare_judgement! {
     /// switches) pass; `PHB` (the host bridge), `NODE` (another host bridge
     /// of the NUMA node) and `SYS` (the other socket) warn.
     /// The legend is the one `nvidia-smi topo -m` prints below its matrix;
-    /// `PXB` is NCCL's default `NCCL_NET_GDR_LEVEL` (`src/graph/paths.cc`).
+    /// `PXB` is NCCL's default `NCCL_NET_GDR_LEVEL` (`netGdrLevel = PATH_PXB`
+    /// in `src/graph/paths.cc`, NVIDIA/nccl v2.27.3-1).
     ///
     /// ## Why it matters
     /// NCCL uses GPUDirect RDMA only up to `NCCL_NET_GDR_LEVEL`, `PXB` by
