@@ -12,8 +12,10 @@
 /// fits in the netdev MTU less the RoCE v2 headers (mlx5 and the kernel's
 /// `ib_mtu_int_to_enum(iboe_get_mtu(netdev->mtu))`, include/rdma/ib_addr.h:
 /// `iboe_get_mtu` subtracts the GRH, UDP, BTH, extended headers and ICRC), so
-/// a 1500-byte netdev gives a 1024-byte path MTU. NVIDIA's RoCE
-/// configuration guides use 9000; 4200 is the least that carries 4096.
+/// a 1500-byte netdev gives a 1024-byte path MTU. By that arithmetic a
+/// netdev MTU of 4096 + [`ROCE_HEADER_BYTES`] (4192) is the least that
+/// carries 4096; the floor is 4200, a round figure a few bytes above it
+/// (RoCE rails usually run 9000, as NVIDIA's configuration guides do).
 /// `plan`, `lint` and the doctor all hold RoCE rails to it.
 pub const MIN_MTU: u32 = 4200;
 
@@ -116,6 +118,9 @@ mod tests {
     fn path_mtu_of_a_netdev_as_the_kernel_computes_it() {
         assert_eq!(roce_path_mtu(1500), 1024);
         assert_eq!(roce_path_mtu(MIN_MTU), 4096);
+        // The kernel's arithmetic: 4192 is the least netdev MTU for 4096.
+        assert_eq!(roce_path_mtu(4096 + ROCE_HEADER_BYTES), 4096);
+        assert_eq!(roce_path_mtu(4096 + ROCE_HEADER_BYTES - 1), 2048);
         assert_eq!(roce_path_mtu(4191), 2048);
         assert_eq!(roce_path_mtu(9000), 4096);
         assert_eq!(roce_path_mtu(300), 0);
