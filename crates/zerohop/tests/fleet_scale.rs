@@ -4,7 +4,7 @@
 //! conditions and managed fields), each with its `DataPathReport`.
 //!
 //! The default run checks the answer on 1,000 nodes; the measurement on
-//! 10,000 (`BENCHMARKS.md`, "fleet at 10,000 nodes") is
+//! 10,000 (`BENCHMARKS.md`, "fleet over many realistic GPU nodes") is
 //! `FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale
 //! -- --ignored --nocapture`, which prints the wall time and the peak
 //! resident memory of the `fleet` process from `/usr/bin/time`.
