@@ -35,6 +35,41 @@ fn root_that_is_not_a_directory_is_a_usage_error() {
 }
 
 #[test]
+fn a_relative_root_is_read_from_the_working_directory() {
+    // The files are read by helper processes that run in `/`: a relative
+    // `--root` must still mean the directory under the user's own.
+    let fixtures: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "../zerohop-doctor/tests/fixtures",
+    ]
+    .iter()
+    .collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_zerohop"))
+        .args([
+            "doctor",
+            "--root",
+            "KRN001/pass-intel-on-pt",
+            "--only",
+            "KRN001",
+        ])
+        .current_dir(&fixtures)
+        .output()
+        .expect("zerohop runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("KRN001"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
 fn unknown_group_is_a_usage_error() {
     let out = zerohop(&["doctor", "--only", "kernel,bogus"]);
     assert_eq!(out.status.code(), Some(2));

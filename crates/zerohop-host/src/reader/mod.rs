@@ -183,8 +183,13 @@ impl Remote {
     /// The tree under `dir`, looked at by a reader: the directory itself
     /// can sit on a hung mount.
     pub(crate) fn open(dir: &Path, watchdog: &Arc<Watchdog>) -> Result<Remote, RootError> {
+        // The reader processes run in `/` (so that none holds a directory
+        // busy): a relative root is made absolute here, against this
+        // process's directory, as the user meant it. Messages still show it
+        // as given.
+        let base = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut remote = Remote {
-            base: dir.to_path_buf(),
+            base,
             live: false,
             id: NEXT_TREE.fetch_add(1, Ordering::Relaxed),
         };
