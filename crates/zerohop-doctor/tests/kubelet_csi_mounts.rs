@@ -155,6 +155,30 @@ fn a_csi_nfs_volume_over_rdma_passes_every_nfs_check_and_names_its_volume() {
 }
 
 #[test]
+fn a_pod_volume_also_declared_with_mount_is_judged_once() {
+    let volume = captured();
+    let (dir, mount_point) = node(&volume, &rdma_options(), "rdma", 16);
+    // The user names the volume's directory (twice, as a pasted command
+    // line can): one verdict, the volume's, with its vol_data.json.
+    let profile = Profile {
+        mounts: vec![mount_point.clone(), mount_point.clone()],
+        ..Profile::default()
+    };
+    let report = doctor_with(dir.path(), &profile, &nfs_and_gds());
+    let gds = findings(&report, "GDS005");
+    assert_eq!(gds.len(), 1, "{gds:#?}");
+    assert_eq!(gds[0].subject, mount_point);
+    assert!(
+        gds[0]
+            .evidence
+            .iter()
+            .any(|e| e.source.ends_with("/vol_data.json")),
+        "{:#?}",
+        gds[0].evidence
+    );
+}
+
+#[test]
 fn a_csi_nfs_volume_over_tcp_fails_like_a_declared_data_mount() {
     let volume = captured();
     let options = "rw,relatime,vers=4.1,rsize=65536,wsize=65536,namlen=255,soft,proto=tcp,timeo=600,retrans=2,sec=sys,clientaddr=10.10.0.21,local_lock=none,addr=10.10.0.10";

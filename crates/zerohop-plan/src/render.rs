@@ -6,7 +6,7 @@ mod host;
 mod install;
 mod network;
 mod readme;
-mod storage;
+pub(crate) mod storage;
 mod unit;
 pub mod validate;
 mod workload;

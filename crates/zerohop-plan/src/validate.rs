@@ -64,6 +64,7 @@ pub static RULES: &[&Rule] = &[
     &storage::UNUSABLE_NFS_NIC,
     &storage::UNUSABLE_CSI_DRIVER,
     &storage::NFS_MOUNT_POINT_MISSING,
+    &storage::UNUSED_MOUNT_POINT,
     &workload::WORKLOAD_DOES_NOT_FIT_POOL,
     &topology::POD_NEVER_ADMITTED,
 ];

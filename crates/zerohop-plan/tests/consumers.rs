@@ -599,7 +599,6 @@ fn every_script_and_readme_command_passes_the_shells_and_shellcheck() {
 /// reaches systemctl as `mnt-aix2ddata.path`).
 #[test]
 fn the_pasted_host_step_enables_the_rendered_units() {
-    use std::os::unix::fs::PermissionsExt;
     let mut enabled_somewhere = false;
     for (what, platform, set) in sets() {
         if platform != Platform::Kubernetes {
@@ -616,21 +615,21 @@ fn the_pasted_host_step_enables_the_rendered_units() {
             .find(|block| block.contains("systemctl daemon-reload"))
             .unwrap_or_else(|| panic!("{what}: the host step is not a command block"));
         let dir = tempfile::tempdir().expect("tempdir");
-        let bin = dir.path().join("bin");
-        std::fs::create_dir(&bin).expect("bin");
         let log = dir.path().join("calls");
-        for program in ["update-grub", "sysctl", "systemctl", "rm", "reboot"] {
-            let stub = bin.join(program);
-            std::fs::write(
-                &stub,
-                format!("#!/bin/sh\nfor a in {program} \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$CALLS\"\necho -- >> \"$CALLS\"\n"),
-            )
-            .expect("stub");
-            std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).expect("mode");
-        }
+        // Each command the block runs on a node is a shell function that
+        // records its words: functions are found before `PATH`, and no
+        // executable is written while other tests of this binary fork (an
+        // exec of a file still open for writing in a forked child fails
+        // with ETXTBSY).
+        let stubs: String = ["update-grub", "sysctl", "systemctl", "rm", "reboot"]
+            .iter()
+            .map(|program| {
+                format!("{program}() {{ for a in {program} \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$CALLS\"; echo -- >> \"$CALLS\"; }}\n")
+            })
+            .collect();
         let output = run(Command::new("bash")
-            .args(["-e", "-c", host])
-            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .args(["-e", "-c", &format!("{stubs}{host}")])
+            .env("PATH", "/usr/bin:/bin")
             .env("CALLS", &log));
         assert!(output.status.success(), "{what}: {}", text(&output));
         let calls = std::fs::read_to_string(&log).expect("calls");

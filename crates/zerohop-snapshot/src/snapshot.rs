@@ -27,6 +27,9 @@ pub struct Meta {
     pub live: bool,
 }
 
+/// Where the kernel gives the host's name.
+const HOSTNAME: &str = "/proc/sys/kernel/hostname";
+
 /// A recorded host: what the doctor read, its report, and what it is.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -55,6 +58,11 @@ impl Snapshot {
             .ok_or_else(|| CaptureError::AlreadyASnapshot(root.display()))?;
         let facts = Facts::collect(&recording_root);
         let report = zerohop_doctor::run(&facts, &Profile::default(), &Selection::all());
+        // The host's name is recorded too, though no check reads it: the
+        // commands that read the snapshot title their drawing and page with
+        // it as they do on the live host (`--redact` replaces it there as in
+        // every other file).
+        let _ = recording_root.read_value(HOSTNAME);
         let tree = recording.take();
         // Read apart from the recording: they describe the snapshot, they
         // are not what the doctor read.
@@ -72,7 +80,7 @@ impl Snapshot {
                 zerohop_version: env!("CARGO_PKG_VERSION").to_owned(),
                 created_at: rfc3339(created_unix),
                 created_unix,
-                hostname: value("/proc/sys/kernel/hostname"),
+                hostname: value(HOSTNAME),
                 kernel_release: value("/proc/sys/kernel/osrelease"),
                 root: root.display(),
                 live: root.process().is_live(),

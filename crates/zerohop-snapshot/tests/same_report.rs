@@ -89,3 +89,25 @@ fn every_corpus_host_reads_the_same_from_its_snapshot() {
     // when ../shared is absent altogether.
     assert!(count >= 10 || support::corpus().is_none(), "{count} hosts");
 }
+
+#[test]
+fn a_snapshot_reads_the_host_name_the_host_gives() {
+    // Only the name: no check reads it, but `topo` and `doctor --format
+    // html` title the drawing and the page with it, from a snapshot too.
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("proc/sys/kernel");
+    std::fs::create_dir_all(&kernel).unwrap();
+    std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+    std::fs::write(kernel.join("hostname"), "gpu-node-17\n").unwrap();
+    let tree = HostRoot::at(dir.path()).expect("a directory root");
+    let snapshot = Snapshot::capture(&tree, when()).expect("recorded");
+    let opened = open(&encode(&snapshot).unwrap()).unwrap();
+    assert_eq!(
+        opened
+            .root("node.zhsnap")
+            .read_value("/proc/sys/kernel/hostname")
+            .unwrap()
+            .as_deref(),
+        Some("gpu-node-17")
+    );
+}

@@ -745,16 +745,21 @@ fn gds_filesystem(ctx: &Context<'_>) -> Vec<Outcome> {
             .map(|v| v.trim().to_owned()),
         _ => None,
     };
-    let paths = ctx
+    // A declared path that is also a pod's volume is judged once, as the
+    // volume, whose evidence names its PersistentVolume and pod.
+    let mut declared: Vec<&String> = ctx
         .profile
         .mounts
         .iter()
-        .map(|path| (path.clone(), None))
-        .chain(
-            pod_volumes
-                .iter()
-                .map(|v| (v.mount_point.clone(), Some(*v))),
-        );
+        .filter(|path| !pod_volumes.iter().any(|v| &v.mount_point == *path))
+        .collect();
+    declared.sort();
+    declared.dedup();
+    let paths = declared.into_iter().map(|path| (path.clone(), None)).chain(
+        pod_volumes
+            .iter()
+            .map(|v| (v.mount_point.clone(), Some(*v))),
+    );
     paths
         .map(|(path, pod_volume)| {
             let path = &path;

@@ -465,12 +465,14 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
         return Vec::new();
     }
     let mut configs = Vec::new();
+    let mut qos = false;
     for pool in &plan.pools {
         let mut files = vec![
             json!({"path": "/etc/sysctl.d/90-zerohop-rdma.conf", "mode": 420, "overwrite": true, "contents": {"source": data_url(SYSCTL)}}),
         ];
         let mut units = Vec::new();
         if let Some(script) = qos_script(plan, pool) {
+            qos = true;
             files.push(json!({"path": QOS_SCRIPT, "mode": 493, "overwrite": true, "contents": {"source": data_url(&script)}}));
             units.push(json!({"name": QOS_SERVICE, "enabled": true, "contents": qos_service()}));
             units.push(json!({"name": QOS_PATH, "enabled": true, "contents": qos_path()}));
@@ -514,9 +516,31 @@ pub(crate) fn storage_steps(plan: &Plan) -> Vec<Step> {
     vec![Step {
         path: STORAGE_FILE.to_owned(),
         objects: configs,
-        title: "Storage and fabric: NFS over RDMA once the DOCA driver is ready, RoCE QoS/DCQCN after every driver load, sysctls".to_owned(),
+        title: storage_title(plan, qos),
         checks,
     }]
+}
+
+/// The title of the storage and fabric step: what its MachineConfigs hold,
+/// so that a plan mounting NFS through CSI, or with no RoCE pool, does not
+/// announce a host mount or QoS it does not configure.
+fn storage_title(plan: &Plan, qos: bool) -> String {
+    let mut parts = Vec::new();
+    if plan
+        .nfs
+        .as_ref()
+        .is_some_and(|nfs| nfs.host_mount_point().is_some())
+    {
+        parts.push("NFS over RDMA mounted once the DOCA driver is ready");
+    }
+    if !plan.nvme_targets.is_empty() {
+        parts.push("NVMe-oF connected once the DOCA driver is ready");
+    }
+    if qos {
+        parts.push("RoCE QoS/DCQCN after every driver load");
+    }
+    parts.push("multi-rail ARP sysctls");
+    format!("Storage and fabric: {}", parts.join(", "))
 }
 
 /// `cufile.json` (with GDS) and, on Kubernetes, the host files.

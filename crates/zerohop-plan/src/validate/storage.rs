@@ -196,6 +196,51 @@ declare_intent_rule! {
     };
 }
 
+declare_intent_rule! {
+    /// A mount point that nothing would use.
+    ///
+    /// ## What it checks
+    /// `spec.storage.nfsRdma` with `via: csi` and a `mountPoint`.
+    ///
+    /// ## Why it matters
+    /// Through the NFS CSI driver the kubelet mounts the export under its
+    /// own directory for each pod that claims it, and the workload's
+    /// container sees it at `/data`; no host mount is rendered, so the
+    /// given mount point would be silently ignored while the user expects
+    /// the export there.
+    ///
+    /// ## How to fix
+    /// Remove `mountPoint`, or mount on the hosts with `via: host` (the
+    /// default) if the export must appear at that path on every node.
+    ///
+    /// ## Example
+    ///
+    /// From `crates/zerohop-plan/tests/fixtures/ZP044/fail/intent.yaml`:
+    ///
+    /// ```yaml
+    /// spec:
+    ///   storage:
+    ///     nfsRdma:
+    ///       server: 10.10.0.10
+    ///       export: /export/ai-data
+    ///       mountPoint: /mnt/ai-data
+    ///       nic: ens2f0np0
+    ///       via: csi
+    /// ```
+    ///
+    /// `zerohop plan` refuses it:
+    ///
+    /// ```text
+    /// fail/intent.yaml:21:19: mountPoint "/mnt/ai-data" is not used with via: csi: the kubelet mounts the export for each pod, which sees it at /data [ZP044]
+    ///   help: remove mountPoint, or set via: host to mount the export at that path on every node
+    /// ```
+    pub(crate) static UNUSED_MOUNT_POINT = {
+        id: "ZP044",
+        name: "unused-mount-point",
+        severity: Error,
+    };
+}
+
 /// The storage part of the plan, checked.
 pub(super) struct StoragePlan {
     pub(super) nfs: Option<NfsPlan>,
@@ -340,7 +385,22 @@ fn nfs_rdma(c: &mut Checker, nfs: NfsRdma, all_pfs: &BTreeMap<String, bool>) -> 
         )
     });
     let mount = match (via, mount_point) {
-        (NfsVia::Csi, _) => Some(NfsMount::Csi),
+        (NfsVia::Csi, Some(_)) => {
+            if let Some(point) = &nfs.mount_point {
+                c.error(
+                    &UNUSED_MOUNT_POINT,
+                    &point.referenced,
+                    format!(
+                        "mountPoint {:?} is not used with via: csi: the kubelet mounts the export for each pod, which sees it at {}",
+                        point.value,
+                        crate::render::storage::DATA_MOUNT_PATH
+                    ),
+                    "remove mountPoint, or set via: host to mount the export at that path on every node",
+                );
+            }
+            None
+        }
+        (NfsVia::Csi, None) => Some(NfsMount::Csi),
         (NfsVia::Host, Some(point)) => point.map(NfsMount::Host),
         (NfsVia::Host, None) => {
             c.error(
