@@ -477,14 +477,30 @@ declare_judgement! {
     /// across nodes: `R × L / 8` GB/s for all-reduce, all-gather,
     /// reduce-scatter, broadcast and reduce, `R × L / 8 × (n−1) / (G·(n−G))`
     /// for all-to-all, `L / 8` for send/receive, with `R` rails of `L` Gb/s
-    /// per node, `G` ranks per node and `n` ranks (nccl-tests' own
-    /// definition of busbw, `doc/PERFORMANCE.md`). The rails and their rate
-    /// come from `--rails` and `--link-rate`, or from the NCCL log (the
-    /// NET/IB devices in use and their `speed=`). It passes at
-    /// `--min-efficiency` (80% by default), warns down to 50%, and fails
-    /// below. Without a rate, a collective, or on a single node, it only
-    /// reports the measurement. nccl-tests' own `NCCL_TESTS_MIN_BW` verdict
-    /// (`# Avg bus bandwidth : X FAILED`) fails it too.
+    /// per node, `G` ranks per node and `n` ranks. These follow nccl-tests'
+    /// own definition of busbw, the algorithm bandwidth times `2(n−1)/n`
+    /// for all-reduce, `(n−1)/n` for all-gather, reduce-scatter and
+    /// all-to-all, 1 for broadcast, reduce and send/receive, chosen to
+    /// "reflect the speed of the hardware bottleneck" (`doc/PERFORMANCE.md`
+    /// and `AlltoAllGetBw` in `src/alltoall.cu`, NVIDIA/nccl-tests v2.17.6,
+    /// da0b547b1b9c6e3b1d4c15578087874522ae3761): for all-to-all only
+    /// `(n−G)/n` of a rank's buffer leaves the node, over its `1/G` share of
+    /// the rails. The rails and their rate come from `--rails` and
+    /// `--link-rate`, from the cluster intent (`--intent`: the pool's
+    /// workload rails and their `linkRateGbps`; `--plan`: the rails), or
+    /// from the NCCL log (the NET/IB devices in use and their `speed=`). It
+    /// passes at `--min-efficiency` (80% by default), warns down to 50%, and
+    /// fails below. All-to-all and send/receive are reported against their
+    /// figure but not graded, as `nccl-busbw-below-rdma` holds them to no
+    /// floor: nccl-tests runs them as `ncclSend`/`ncclRecv` pairs, and NCCL
+    /// gives each remote peer 2 channels per NIC (`ncclTopoGetNchannels`,
+    /// `src/graph/paths.cc`, NVIDIA/nccl v2.27.3-1), so their rate follows
+    /// the peers per NIC: a pair of one-GPU H100 nodes reached 13.6 GB/s
+    /// in both, 10 nodes of 8 H100 on eight 400 Gb/s rails reached 92% of
+    /// the all-to-all figure and 30% of the send/receive one. Without a
+    /// rate, a collective, or on a single node, it only reports the
+    /// measurement. nccl-tests' own `NCCL_TESTS_MIN_BW` verdict (`# Avg bus
+    /// bandwidth : X FAILED`) fails it too.
     ///
     /// ## Why it matters
     /// A missing rail, a rail at a lower speed, GPUDirect RDMA off or a
@@ -676,9 +692,14 @@ declare_judgement! {
     ///
     /// All-to-all and send/receive have no floor: nccl-tests runs them as
     /// `ncclSend`/`ncclRecv` pairs (`src/alltoall.cu`, `AlltoAllRunColl`;
-    /// `src/sendrecv.cu`), on NCCL's point-to-point channels, which stay
-    /// well below one link even over RDMA (13.6 GB/s for both on one
-    /// 400 Gb/s H100 pair, 15 GB/s on 400 Gb/s rails in an 80-GPU capture).
+    /// `src/sendrecv.cu`), on NCCL's point-to-point channels, 2 per remote
+    /// peer and NIC (`ncclTopoGetNchannels`, `src/graph/paths.cc`,
+    /// NVIDIA/nccl v2.27.3-1), so their rate follows the peers per NIC:
+    /// one peer stays well below one link even over RDMA (13.6 GB/s for
+    /// both on a pair of one-GPU H100 nodes, 15.2 GB/s for send/receive on
+    /// 400 Gb/s rails in an 80-GPU capture), many peers fill it (50.6 GB/s
+    /// for all-to-all in that capture). `nccl-busbw-low` reports them
+    /// against the fabric without grading them either.
     /// An unnamed collective whose rows name a reduction (`sum`) is taken
     /// as all-reduce, unless more than two ranks report a busbw equal to
     /// the algbw: that is reduce or send/receive, which prints `sum` too.
@@ -1605,9 +1626,22 @@ fn busbw(
         return info(format!("{at}; the fabric's rate is zero: pass --link-rate"));
     }
     let ratio = measured / expected;
-    let status = grade(ratio, expectations, judgement);
+    // Point-to-point collectives are reported against the rails, not
+    // graded: their rate follows the peers per NIC (see
+    // `Collective::point_to_point`), as `nccl-busbw-below-rdma` holds them
+    // to no floor.
+    let status = if collective.point_to_point() {
+        Status::Info
+    } else {
+        grade(ratio, expectations, judgement)
+    };
     let assumed = if nodes.is_none() {
         " (assuming more than one node)"
+    } else {
+        ""
+    };
+    let not_graded = if collective.point_to_point() {
+        "; not graded: nccl-tests runs it as ncclSend/ncclRecv pairs, and NCCL gives each remote peer 2 channels per NIC, so its rate follows the peers per NIC, not the rails alone"
     } else {
         ""
     };
@@ -1617,7 +1651,7 @@ fn busbw(
             status,
             subject,
             format!(
-                "{at} is {} of the {} GB/s the fabric carries for {collective}: {}{assumed}",
+                "{at} is {} of the {} GB/s the fabric carries for {collective}: {}{assumed}{not_graded}",
                 percent(ratio),
                 rate(expected),
                 describe_fabric(collective, &fabric),
