@@ -35,8 +35,8 @@ pub use gds::{
 pub use input::CAPTURE_PARTIAL;
 pub use nccl::{
     NCCL_BELOW_RDMA, NCCL_BUSBW, NCCL_BUSBW_DROP, NCCL_COMPLETION_ERROR, NCCL_GDR_DISTANCE,
-    NCCL_GDR_HCA, NCCL_GPUDIRECT_CHANNELS, NCCL_NO_RDMA_DEVICE, NCCL_TESTS_ABORTED, NCCL_TRANSPORT,
-    NCCL_WARNING, NCCL_WRONG_RESULTS,
+    NCCL_GDR_HCA, NCCL_GPUDIRECT_CHANNELS, NCCL_LINK_TYPE, NCCL_NO_RDMA_DEVICE, NCCL_TESTS_ABORTED,
+    NCCL_TRANSPORT, NCCL_WARNING, NCCL_WRONG_RESULTS,
 };
 pub use perftest::{
     PERFTEST_BANDWIDTH, PERFTEST_FAILED, PERFTEST_GPU_MEMORY, PERFTEST_LATENCY, PERFTEST_MTU,
@@ -152,6 +152,7 @@ pub static JUDGEMENTS: &[&Judgement] = &[
     &NCCL_TESTS_ABORTED,
     &NCCL_BUSBW_DROP,
     &NCCL_BELOW_RDMA,
+    &NCCL_LINK_TYPE,
     &PERFTEST_BANDWIDTH,
     &PERFTEST_LATENCY,
     &PERFTEST_GPU_MEMORY,
@@ -217,14 +218,18 @@ pub struct PlannedFabric {
     pub gpus_per_node: Option<u32>,
     /// The rails' link layer, when they all share one.
     pub link_layer: Option<LinkLayer>,
+    /// The line rate of one rail in Gb/s, when the intent gives one for
+    /// every rail (`linkRateGbps`; their mean when they differ).
+    pub link_rate_gbps: Option<u32>,
 }
 
 /// What the captures do not say and the judgements need: the fabric's
 /// link rate, its rails, the GPUs per node, the collective.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expectations {
-    /// Link rate of one rail (one NIC port), Gb/s. Without it, NCCL logs
-    /// give it (`speed=` of NET/IB devices, NCCL 2.23+); perftest never does.
+    /// Link rate of one rail (one NIC port), Gb/s. Without it, the planned
+    /// fabric's rate, else NCCL logs give it (`speed=` of NET/IB devices,
+    /// NCCL 2.23+); perftest never does.
     pub link_rate_gbps: Option<f64>,
     /// RDMA NICs (rails) NCCL uses per node. Without it, the NET/IB devices
     /// of an NCCL log are counted.

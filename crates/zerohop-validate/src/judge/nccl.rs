@@ -1,6 +1,7 @@
 //! Judgements of nccl-tests output and `NCCL_DEBUG` logs.
 
 mod below_rdma;
+mod link_type;
 
 use zerohop_core::{Finding, Remediation, Status};
 use zerohop_known::nccl::IB_HCA;
@@ -767,6 +768,77 @@ declare_judgement! {
     };
 }
 
+declare_judgement! {
+    /// NCCL used the link layer the cluster intent plans.
+    ///
+    /// ## What it checks
+    /// With `--intent` (whose pool's workload rails all share one
+    /// `linkType`), the link layer of every RDMA device NCCL lists in
+    /// `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE …` against it: `IB`
+    /// for `linkType: IB`, `RoCE` for `linkType: ETH`. NCCL prints the port's
+    /// `ibv_port_attr.link_layer` there as `NCCL_IB_LLSTR` (`IB` for
+    /// InfiniBand, `RoCE` for Ethernet; `src/transport/net_ib.cc`,
+    /// `ncclIbInit`, NVIDIA/nccl v2.27.3-1,
+    /// 72d2432094d6ae36abd6e511c3a16a2d052dbf94; the SHARP plugin appends
+    /// `/SHARP`). A run that moved data with `NET/Socket` (`NCCL_IB_DISABLE=1`,
+    /// no RDMA device in the pod) did not use the planned link at all, and
+    /// the finding names IPoIB when the socket interfaces are InfiniBand's
+    /// (`ib0`, `ibp12s0`: systemd names an `ARPHRD_INFINIBAND` netdev with
+    /// the `ib` prefix, `src/udev/udev-builtin-net_id.c`); so does one that
+    /// used an OFI plugin's provider. Without a planned link type it does
+    /// not apply; without `NCCL_DEBUG=INFO` it cannot tell.
+    ///
+    /// ## Why it matters
+    /// A plan for RoCE rails renders RoCE networks, GID indexes and
+    /// traffic classes; a plan for InfiniBand renders IB networks and
+    /// partitions. NCCL on ports of the other link layer runs over other
+    /// NICs than the rails (an `NCCL_IB_HCA` that names the wrong devices,
+    /// a management port), or over ports whose firmware link type differs
+    /// from the intent; NCCL over sockets runs over no RDMA at all, IPoIB
+    /// included, at a small share of the fabric's rate.
+    ///
+    /// ## How to fix
+    /// Compare `ibv_devinfo`'s `link_layer` per device with the intent:
+    /// point `NCCL_IB_HCA` at the rails' devices, set the port's link type
+    /// in the NIC firmware (`mlxconfig -d DEV set LINK_TYPE_P1=1` for
+    /// InfiniBand, `2` for Ethernet, then a reset); `zerohop doctor --intent
+    /// cluster.yaml --only CONF002` checks each port. For sockets, give the
+    /// pod the rails' RDMA resource and leave `NCCL_IB_DISABLE` unset.
+    ///
+    /// ## Example
+    ///
+    /// The capture `ib-for-roce.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`, judged with an intent
+    /// whose rails are `linkType: ETH`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0
+    /// h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>
+    /// ```
+    ///
+    /// `zerohop validate parse --intent cluster.yaml ib-for-roce.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL113  nccl-link-type-mismatch  ib-for-roce.log: the plan has RoCE rails (intent cluster.yaml, pool h100), NCCL used mlx5_0:1/IB mlx5_1:1/IB: the ports' firmware link type (LINK_TYPE) differs from the plan, or NCCL_IB_HCA picks NICs that are not the rails
+    ///                  ib-for-roce.log:2 = mlx5_0:1/IB mlx5_1:1/IB
+    ///                  intent cluster.yaml, pool h100 = linkType ETH
+    ///
+    /// what to fix first
+    ///   1. VAL113 nccl-link-type-mismatch (ib-for-roce.log): the plan has RoCE rails (intent cluster.yaml, pool h100), NCCL used mlx5_0:1/IB mlx5_1:1/IB: the ports' firmware link type (LINK_TYPE) differs from the plan, or NCCL_IB_HCA picks NICs that are not the rails
+    ///      fix: point NCCL at the rails the plan names, and set each port's link type in the NIC firmware as the intent says
+    ///        ibv_devinfo | grep -E 'hca_id|link_layer'
+    ///        echo "NCCL_IB_HCA=$NCCL_IB_HCA"
+    ///        zerohop doctor --intent cluster.yaml --only CONF002
+    /// ```
+    pub static NCCL_LINK_TYPE = {
+        id: "VAL113",
+        name: "nccl-link-type-mismatch",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
 /// All NCCL judgements of one capture.
 pub(crate) fn judge(
     capture: &Capture<'_>,
@@ -790,6 +862,7 @@ pub(crate) fn judge(
     );
     let mut findings = Vec::new();
     findings.push(transport(capture, log, single_node));
+    findings.push(link_type::judge(capture, log, expectations, single_node));
     if log.messages > 0 {
         findings.push(rdma_device(capture, log, single_node));
         findings.extend(gdr_hca(capture, log));
@@ -1496,12 +1569,23 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
         .filter_map(|d| d.speed_mbps)
         .filter(|speed| *speed > 0)
         .collect();
-    let link_gbps = match expectations.link_rate_gbps {
-        Some(rate) => {
+    let planned_rate = expectations
+        .planned
+        .as_ref()
+        .and_then(|p| Some((p.source.clone(), p.link_rate_gbps?)));
+    let link_gbps = match (expectations.link_rate_gbps, planned_rate) {
+        (Some(rate), _) => {
             sources.push((Origin::Option, format!("--link-rate {rate} Gb/s")));
             rate
         }
-        None if !speeds.is_empty() && speeds.len() == used.len() => {
+        (None, Some((source, rate))) => {
+            sources.push((
+                Origin::Plan(source),
+                format!("{rate} Gb/s per rail (linkRateGbps)"),
+            ));
+            f64::from(rate)
+        }
+        (None, None) if !speeds.is_empty() && speeds.len() == used.len() => {
             let average = speeds.iter().sum::<u64>() as f64 / speeds.len() as f64 / 1000.0;
             let line = used.iter().find(|d| d.speed_mbps.is_some()).map(|d| d.line);
             sources.push((
@@ -1510,7 +1594,7 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
             ));
             average
         }
-        None => return Err("the link rate of a rail (--link-rate)"),
+        (None, None) => return Err("the link rate of a rail (--link-rate)"),
     };
     Ok(Fabric {
         rails,

@@ -78,7 +78,8 @@ pub struct IbDevice {
     pub name: String,
     /// The port.
     pub port: u32,
-    /// `IB` or `RoCE`.
+    /// `IB` or `RoCE` (NCCL's `NCCL_IB_LLSTR`, without a plugin's
+    /// `/SHARP`).
     pub link_layer: String,
     /// Its speed in Mb/s (`speed=100000`, NCCL 2.23 and later).
     pub speed_mbps: Option<u64>,
@@ -453,7 +454,9 @@ fn ib_device(number: u32, token: &str) -> Option<IbDevice> {
         index: Some(index.parse().ok()?),
         name: name.to_owned(),
         port: port.parse().ok()?,
-        link_layer: link_layer.to_owned(),
+        // `IB`, `RoCE` or `UNSPECIFIED` (`NCCL_IB_LLSTR`); the SHARP
+        // plugin appends `/SHARP`.
+        link_layer: link_layer.split('/').next().unwrap_or("").to_owned(),
         speed_mbps: None,
     })
 }
