@@ -182,3 +182,62 @@ fn hca_fix() -> Remediation {
         .command("echo \"NCCL_IB_HCA=$NCCL_IB_HCA\"")
         .command("zerohop doctor --intent cluster.yaml --only CONF002")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::PlannedFabric;
+    use crate::nccl;
+
+    fn infiniband() -> Expectations {
+        Expectations {
+            planned: Some(PlannedFabric {
+                source: "intent i.yaml, pool p".to_owned(),
+                rails: 1,
+                gpus_per_node: None,
+                link_layer: Some(LinkLayer::InfiniBand),
+                link_rate_gbps: None,
+            }),
+            ..Expectations::default()
+        }
+    }
+
+    #[test]
+    fn sockets_over_ipoib_are_named() {
+        let text = "\
+h:1:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.
+h:1:2 [0] NCCL INFO NET/Socket : Using [0]ib0:10.1.0.1<0> [1]eno1:10.0.0.1<0>
+h:1:2 [0] NCCL INFO Using network Socket
+";
+        let log = nccl::parse(text).log;
+        let capture = Capture {
+            name: "n.log",
+            text,
+        };
+        let finding = judge(&capture, &log, &infiniband(), false);
+        assert_eq!(finding.status, Status::Fail);
+        assert!(
+            finding
+                .message
+                .ends_with("NCCL moved data with NET/Socket: TCP over IPoIB (ib0), not RDMA"),
+            "{}",
+            finding.message
+        );
+        // One node: nothing left it, whatever the transport.
+        let alone = judge(&capture, &log, &infiniband(), true);
+        assert_eq!(alone.status, Status::NotApplicable);
+    }
+
+    #[test]
+    fn a_log_without_the_using_line_cannot_tell() {
+        let text = "h:1:2 [0] NCCL INFO NCCL version 2.27.3+cuda12.9\n";
+        let log = nccl::parse(text).log;
+        let capture = Capture {
+            name: "n.log",
+            text,
+        };
+        let finding = judge(&capture, &log, &infiniband(), false);
+        assert_eq!(finding.status, Status::Unknown);
+        assert!(finding.remediation.is_some());
+    }
+}
