@@ -109,3 +109,34 @@ fn a_socket_fallback_is_not_the_planned_link() {
         "{link:#?}"
     );
 }
+
+#[test]
+fn roce_ports_grouped_into_virtual_nics_are_each_judged() {
+    // NVIDIA/nccl-tests#373: HPC-X's plugin lists four RoCE ports in two
+    // virtual NICs on line 5; three nodes, channels over NET/IBext_v8.
+    let name = "tests/fixtures/nccl_debug_4xRoCE-merged-vNICs_3nodes_issue-nccl-tests-373.txt";
+    let text = fixture(name);
+    let findings = judge_with(name, &text, &planned(LinkLayer::Ethernet));
+    let link = one(&findings, "VAL113");
+    assert_eq!((link.status, line(link)), (Status::Pass, 5), "{link:#?}");
+    assert!(
+        link.message.contains("4 device(s) over RoCE"),
+        "{}",
+        link.message
+    );
+    let devices = one(&findings, "VAL102");
+    assert_eq!(
+        (devices.status, line(devices)),
+        (Status::Pass, 5),
+        "{devices:#?}"
+    );
+    assert!(
+        devices
+            .message
+            .contains("mlx5_2:1/RoCE mlx5_3:1/RoCE mlx5_0:1/RoCE mlx5_1:1/RoCE"),
+        "{}",
+        devices.message
+    );
+    let findings = judge_with(name, &text, &planned(LinkLayer::InfiniBand));
+    assert_eq!(one(&findings, "VAL113").status, Status::Fail);
+}
