@@ -555,7 +555,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_text_judged_as_any_kind_gives_well_formed_findings(
-            text in "((# nThread |#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong|h:1:2 \\[0\\] NCCL (INFO|WARN) |Channel 0/0 : 0\\[0\\] -> 1\\[0\\] via NET/IB/0|GPU Direct RDMA Disabled for HCA 0 'm'|# Avg bus bandwidth : |#bytes #iterations BW peak\\[Gb/sec\\] |GPU0 |NIC0 | X |PIX|IoType: |Throughput: |Reads : err=|v2|[0-9. -]|\\PC){0,20}\n){0,8}",
+            text in "((# nThread |#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong|h:1:2 \\[0\\] NCCL (INFO|WARN) |NET/IB : Using \\[0\\]m:1/(IB|RoCE)(/SHARP)? |NET/IB : Using \\[0\\]=\\{\\[0\\] m:1/RoCE, |NET/Socket : Using \\[0\\]ib0:1<0> |Channel 0/0 : 0\\[0\\] -> 1\\[0\\] via NET/IB/0|GPU Direct RDMA Disabled for HCA 0 'm'|# Avg bus bandwidth : |#bytes #iterations BW peak\\[Gb/sec\\] |GPU0 |NIC0 | X |PIX|IoType: |Throughput: |Reads : err=|v2|[0-9. -]|\\PC){0,20}\n){0,8}",
             rate in proptest::option::of(0.0f64..1000.0),
             rails in proptest::option::of(0u32..64),
         ) {
@@ -563,6 +563,13 @@ mod tests {
                 link_rate_gbps: rate,
                 rails,
                 collective: Some(Collective::AllToAll),
+                planned: Some(PlannedFabric {
+                    source: "intent i.yaml, pool p".to_owned(),
+                    rails: rails.unwrap_or(1),
+                    gpus_per_node: None,
+                    link_layer: Some(LinkLayer::InfiniBand),
+                    link_rate_gbps: Some(0),
+                }),
                 ..Expectations::default()
             };
             let capture = Capture { name: "x", text: &text };

@@ -4,6 +4,7 @@ mod below_rdma;
 mod link_type;
 
 use zerohop_core::{Finding, Remediation, Status};
+use zerohop_known::kernel_log::is_ipoib_name;
 use zerohop_known::nccl::IB_HCA;
 
 use crate::declare_judgement;
@@ -35,6 +36,9 @@ declare_judgement! {
     /// When NCCL finds no usable RDMA device it silently falls back to
     /// `NET/Socket`: TCP through the kernel and host memory, a tenth of the
     /// bandwidth or less, and the job still runs. Only the log shows it.
+    /// On an InfiniBand fabric the sockets run over IP over InfiniBand
+    /// (`NET/Socket : Using [0]ib0:…`, named by the finding): the fabric is
+    /// there, its RDMA is not used.
     ///
     /// ## How to fix
     /// Make the RDMA devices visible to NCCL: request the RDMA or SR-IOV
@@ -930,6 +934,20 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
         .filter(|c| c.net != "Socket")
         .collect();
     let socket_network = log.networks.iter().find(|(_, n)| n == "Socket");
+    // IP over InfiniBand among the socket interfaces: an InfiniBand
+    // fabric carrying TCP, not its own RDMA.
+    let ipoib: Vec<&str> = log
+        .socket_interfaces
+        .iter()
+        .flat_map(|(_, interfaces)| interfaces)
+        .map(|i| i.split(':').next().unwrap_or(i))
+        .filter(|name| is_ipoib_name(name))
+        .collect();
+    let over = if ipoib.is_empty() {
+        String::new()
+    } else {
+        format!(" over IPoIB ({})", ipoib.join(", "))
+    };
     if let Some(channels) = socket {
         let mut verdict = judgement
             .verdict(
@@ -937,7 +955,7 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
                 judgement.problem(),
                 "",
                 format!(
-                    "{} network channel connection(s) use NET/Socket: TCP through the kernel and host memory, not RDMA",
+                    "{} network channel connection(s) use NET/Socket{over}: TCP through the kernel and host memory, not RDMA",
                     channels.count
                 ),
             )
@@ -984,7 +1002,7 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
                 capture,
                 judgement.problem(),
                 "",
-                "NCCL chose the Socket network: traffic between nodes goes over TCP, not RDMA",
+                format!("NCCL chose the Socket network: traffic between nodes goes over TCP{over}, not RDMA"),
             )
             .at(capture, *line, "Using network Socket");
         return socket_fix(verdict, capture, log).done();

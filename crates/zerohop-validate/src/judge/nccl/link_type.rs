@@ -223,6 +223,16 @@ h:1:2 [0] NCCL INFO Using network Socket
             "{}",
             finding.message
         );
+        // The transport judgement names IPoIB too.
+        let transport = super::super::transport(&capture, &log, false);
+        assert_eq!(transport.status, Status::Fail);
+        assert!(
+            transport
+                .message
+                .starts_with("NCCL chose the Socket network: traffic between nodes goes over TCP over IPoIB (ib0), not RDMA"),
+            "{}",
+            transport.message
+        );
         // One node: nothing left it, whatever the transport.
         let alone = judge(&capture, &log, &infiniband(), true);
         assert_eq!(alone.status, Status::NotApplicable);
