@@ -19,6 +19,13 @@ pub const MELLANOX_MAX_VFS: u32 = 128;
 /// `drivers/net/ethernet/mellanox/mlx4/main.c`).
 pub const MLX4_DEVICE_IDS: [u16; 4] = [0x1003, 0x1004, 0x1007, 0x6750];
 
+/// The fastest port rate, in Gb/s, that Linux's RDMA core can report:
+/// `IB_RATE_1600_GBPS`, the last of `enum ib_rate` in
+/// `include/rdma/ib_verbs.h` (XDR at 8x width, added by "RDMA/core: Add new
+/// IB rate for XDR (8x) support", linux-rdma, 2025-11-20; 800 Gb/s before).
+/// A link rate above it is a typing error, not a NIC.
+pub const MAX_LINK_RATE_GBPS: u32 = 1600;
+
 /// A NIC model the operators support.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NicModel {

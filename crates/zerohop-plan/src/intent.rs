@@ -259,6 +259,14 @@ pub struct Nic {
     #[serde(default = "defaults::mtu")]
     #[schemars(with = "u32", range(min = 1280, max = 9216))]
     pub mtu: Spanned<u32>,
+    /// The port's line rate in Gb/s, as `/sys/class/infiniband/<dev>/ports/<n>/rate`
+    /// shows it on the node (`400` for NDR InfiniBand or 400 GbE): the rate
+    /// `zerohop doctor --intent` expects of the port and `zerohop validate
+    /// --intent` holds NCCL's bus bandwidth to. 1 to 1600. Optional: the
+    /// NIC model alone does not tell it (a ConnectX-7 runs at 100 to 400).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>", range(min = 1, max = 1600))]
+    pub link_rate_gbps: Option<Spanned<u32>>,
     /// VFs to create on this PF: a number, or `one-per-gpu` (one per GPU
     /// of the node plus 20 % headroom). Only with `rdma.mode: sriov`.
     #[serde(default)]

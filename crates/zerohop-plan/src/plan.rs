@@ -112,6 +112,8 @@ pub struct NicPlan {
     pub model: &'static NicModel,
     /// VFs to create (0 in shared mode).
     pub num_vfs: u32,
+    /// The port's line rate in Gb/s, when the intent gives it.
+    pub link_rate_gbps: Option<u32>,
     /// Rail number.
     pub rail: u32,
     /// NUMA node, when the intent gives the layout.

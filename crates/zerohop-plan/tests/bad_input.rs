@@ -176,3 +176,37 @@ fn roce_mtu_below_the_4096_byte_path_mtu() {
     let at_floor = cluster().replace("mtu: 9000", &format!("mtu: {floor}"));
     assert!(load("cluster.yaml", &at_floor, None).is_ok());
 }
+
+/// A NIC's `linkRateGbps` is a port rate Linux can report, in Gb/s: 0 and
+/// anything above `zerohop_known::nic::MAX_LINK_RATE_GBPS` (a rate typed in
+/// Mb/s, say) are refused at the value's line and column; 400 is accepted
+/// and reaches the plan.
+#[test]
+fn link_rate_outside_what_a_port_reports() {
+    let nic = "linkType: ETH, mtu: 9000, vfs: one-per-gpu, rail: 0,";
+    for rate in ["0", "400000"] {
+        let text = cluster().replace(
+            nic,
+            &format!("linkType: ETH, linkRateGbps: {rate}, mtu: 9000, vfs: one-per-gpu, rail: 0,"),
+        );
+        let err = error_for(&text);
+        assert!(
+            err.contains(&format!("linkRateGbps {rate} is out of range [ZP019]")),
+            "{err}"
+        );
+        assert!(err.contains("cluster.yaml:26:"), "{err}");
+        assert!(err.contains("1 to 1600"), "{err}");
+    }
+    let text = cluster().replace(
+        nic,
+        "linkType: ETH, linkRateGbps: 400, mtu: 9000, vfs: one-per-gpu, rail: 0,",
+    );
+    let plan = load("cluster.yaml", &text, None).expect("accepted");
+    let rates: Vec<Option<u32>> = plan.pools[0]
+        .nics
+        .iter()
+        .map(|n| n.link_rate_gbps)
+        .collect();
+    assert_eq!(rates[0], Some(400));
+    assert_eq!(rates[1], None);
+}

@@ -72,15 +72,36 @@ fn eighty_h100_all_collectives_with_reduced_max_bytes() {
         "{}",
         busbw[0].message
     );
-    // Line 422: alltoall 50.58 GB/s of 400 × 79 / (8 × 72) = 54.86 GB/s.
-    assert_eq!((busbw[3].status, line(busbw[3])), (Status::Pass, 422));
+    // Line 422: alltoall 50.58 GB/s of 400 × 79 / (8 × 72) = 54.86 GB/s,
+    // nccl-tests' (n-1)/n busbw over the off-node share: reported, not
+    // graded, as the point-to-point channels set its rate.
+    assert_eq!((busbw[3].status, line(busbw[3])), (Status::Info, 422));
     assert!(
-        busbw[3].message.contains("92% of the 54.86 GB/s"),
+        busbw[3]
+            .message
+            .contains("92% of the 54.86 GB/s the fabric carries for alltoall"),
         "{}",
         busbw[3].message
     );
-    // Line 529: sendrecv 15.23 GB/s of one 400 Gb/s rail (50 GB/s): 30%.
-    assert_eq!((busbw[4].status, line(busbw[4])), (Status::Fail, 529));
+    assert!(
+        busbw[3]
+            .message
+            .contains("not graded: nccl-tests runs it as ncclSend/ncclRecv pairs"),
+        "{}",
+        busbw[3].message
+    );
+    // Line 529: sendrecv 15.23 GB/s of one 400 Gb/s rail (50 GB/s): 30%
+    // on a healthy fabric, one remote peer per rank: not a failure.
+    assert_eq!((busbw[4].status, line(busbw[4])), (Status::Info, 529));
+    assert!(
+        busbw[4].message.contains("30% of the 50.00 GB/s"),
+        "{}",
+        busbw[4].message
+    );
+    // Not graded here, held to no floor there: the two judgements agree.
+    for finding in of(&findings, "VAL112").iter().skip(3) {
+        assert_eq!(finding.status, Status::NotApplicable, "{finding:#?}");
+    }
     // No debug messages: the transport cannot be told.
     assert_eq!(one(&findings, "VAL101").status, Status::Unknown);
     // Line 104…533: every test reached its summary.
@@ -566,9 +587,15 @@ fn two_h100_alltoall_and_sendrecv_pass() {
     };
     let findings = judge_with(&name, &text, &expectations);
     let busbw = of(&findings, "VAL109");
-    // 13.60 of 25 GB/s: 54%, a warning; sendrecv the same on one rail.
-    assert_eq!((busbw[0].status, line(busbw[0])), (Status::Warn, 21));
-    assert_eq!((busbw[1].status, line(busbw[1])), (Status::Warn, 47));
+    // 13.60 of 25 GB/s: 54%; sendrecv the same on one rail. One remote
+    // peer per rank: reported, not graded.
+    assert_eq!((busbw[0].status, line(busbw[0])), (Status::Info, 21));
+    assert_eq!((busbw[1].status, line(busbw[1])), (Status::Info, 47));
+    assert!(
+        busbw[0].message.contains("54% of the 25.00 GB/s"),
+        "{}",
+        busbw[0].message
+    );
     assert_eq!(busbw[0].subject, format!("{name} alltoall"));
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use support::{judge, judge_with, line, of, one};
 use zerohop_core::render::human;
 use zerohop_core::{Finding, Status};
-use zerohop_validate::judge::{Expectations, JUDGEMENTS};
+use zerohop_validate::judge::{Expectations, JUDGEMENTS, LinkLayer, PlannedFabric};
 use zerohop_validate::nccl::collective::Collective;
 
 /// Each fixture: a name, its text, expectations, and the judgement ID with
@@ -308,6 +308,26 @@ fn fixtures() -> Vec<Fixture> {
             Some(9),
             "slowest RDMA link taken for Ada Lovelace",
         ),
+        Fixture {
+            expectations: Expectations {
+                planned: Some(PlannedFabric {
+                    source: "intent cluster.yaml, pool h100".to_owned(),
+                    rails: 2,
+                    gpus_per_node: Some(1),
+                    link_layer: Some(LinkLayer::Ethernet),
+                    link_rate_gbps: None,
+                }),
+                ..Expectations::default()
+            },
+            ..fixture(
+                "ib-for-roce.log",
+                "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\nh:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>\n",
+                "VAL113",
+                Status::Fail,
+                Some(2),
+                "the plan has RoCE rails (intent cluster.yaml, pool h100), NCCL used mlx5_0:1/IB mlx5_1:1/IB",
+            )
+        },
         fixture(
             "mounts.txt",
             "10.0.0.1:/data on /data type nfs4 (rw,vers=4.1,proto=tcp,port=2049)\n",

@@ -352,3 +352,43 @@ fn corpus_host_against_an_intent_it_does_not_match_fails_clearly() {
         message("CONF004")
     );
 }
+
+/// The intent's `linkRateGbps` is the rate the port must reach: the
+/// conforming host's ports run at `400 Gb/sec (4X NDR)`, which meets 400
+/// and falls short of 800 on the NIC that declares it.
+#[test]
+fn the_intents_link_rate_is_held_to_the_port_rate() {
+    let example = fs::read_to_string(repo("examples/cluster.yaml")).unwrap();
+    let nic = "{pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: \"1021\", linkType: ETH,";
+    assert!(example.contains(nic), "the example declares ens1f0np0");
+    for (rate, code, said) in [
+        ("400", 0, "9 pass"),
+        (
+            "800",
+            1,
+            "rate: expected 800 Gb/s, seen 400 Gb/sec (4X NDR)",
+        ),
+    ] {
+        let text = example.replace(nic, &format!("{nic} linkRateGbps: {rate},"));
+        let out = with_intent_checks(&text, "CONF002");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{stdout}");
+        assert!(stdout.contains(said), "{stdout}");
+    }
+}
+
+fn with_intent_checks(text: &str, only: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let intent = dir.path().join("cluster.yaml");
+    fs::write(&intent, text).unwrap();
+    let root = conforming();
+    zerohop(&[
+        "doctor",
+        "--root",
+        root.to_str().unwrap(),
+        "--intent",
+        intent.to_str().unwrap(),
+        "--only",
+        only,
+    ])
+}

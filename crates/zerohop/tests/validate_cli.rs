@@ -418,6 +418,96 @@ fn all_reduce_busbw(out: &Output) -> serde_json::Value {
         .clone()
 }
 
+/// The intent's `linkRateGbps` is the rate of a rail, and its `linkType`
+/// the link layer NCCL must use: the 80-GPU capture has no `NCCL_DEBUG`
+/// lines, so the rate is the intent's and the link layer cannot be seen.
+#[test]
+fn the_intents_link_rate_is_the_rails_rate() {
+    let Some(path) = capture(
+        "nccl-tests/all-collectives_perf_80xH100_10nodes_nccl-tests2.17.8_reducing-maxBytes.txt",
+    ) else {
+        return;
+    };
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml"),
+    )
+    .unwrap();
+    let workload_nic = "linkType: ETH, mtu: 9000, vfs: one-per-gpu,";
+    assert_eq!(
+        example.matches(workload_nic).count(),
+        8,
+        "the example's eight workload rails"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let intent = dir.path().join("cluster.yaml");
+    let rated = example.replace(
+        workload_nic,
+        "linkType: ETH, linkRateGbps: 400, mtu: 9000, vfs: one-per-gpu,",
+    );
+    std::fs::write(&intent, rated).unwrap();
+    let out = zerohop(&[
+        "validate",
+        "parse",
+        "--format",
+        "json",
+        "--intent",
+        intent.to_str().unwrap(),
+        &path,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let busbw = all_reduce_busbw(&out);
+    // Line 101: 322.70 GB/s of 8 × 400 / 8 = 400 GB/s.
+    assert_eq!(busbw["status"], "pass", "{busbw}");
+    assert!(
+        busbw["message"]
+            .as_str()
+            .unwrap()
+            .contains("81% of the 400.0 GB/s"),
+        "{busbw}"
+    );
+    assert!(
+        busbw["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("cluster.yaml, pool h100")
+                && e["value"] == "400 Gb/s per rail (linkRateGbps)"),
+        "{busbw}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let link = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "VAL113")
+        .unwrap();
+    assert_eq!(link["status"], "unknown", "{link}");
+
+    // A rate the example's NICs do not give: the intent says nothing of
+    // the rate, and the run is judged against the slowest RDMA link.
+    let out = zerohop(&[
+        "validate",
+        "parse",
+        "--format",
+        "json",
+        "--intent",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/cluster.yaml")
+            .to_str()
+            .unwrap(),
+        &path,
+    ]);
+    let busbw = all_reduce_busbw(&out);
+    assert_eq!(busbw["status"], "info", "{busbw}");
+    assert!(
+        busbw["message"].as_str().unwrap().contains("--link-rate"),
+        "{busbw}"
+    );
+}
+
 #[test]
 fn the_intent_and_the_plan_give_the_rails_and_gpus_per_node() {
     let Some(path) = capture(
@@ -440,8 +530,9 @@ fn the_intent_and_the_plan_give_the_rails_and_gpus_per_node() {
         "400",
         &path,
     ]);
-    // The capture's sendrecv fails against eight 400 Gb/s rails: exit 1, not 2.
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // Every collective reaches what the rails carry, or (all-to-all,
+    // send/receive) is reported without a grade: exit 0.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let busbw = all_reduce_busbw(&out);
     assert_eq!(busbw["status"], "pass", "{busbw}");
     assert!(
@@ -478,7 +569,7 @@ fn the_intent_and_the_plan_give_the_rails_and_gpus_per_node() {
         "400",
         &path,
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let busbw = all_reduce_busbw(&out);
     assert!(
         busbw["message"]

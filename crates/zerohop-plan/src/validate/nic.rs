@@ -12,7 +12,7 @@ use crate::grammar;
 use crate::intent::{DeviceType, LinkType, Nic, RdmaMode, VfCount};
 use crate::plan::{NicPlan, RailPlan};
 use crate::rule::declare_intent_rule;
-use zerohop_known::nic::{self, MELLANOX_MAX_VFS};
+use zerohop_known::nic::{self, MAX_LINK_RATE_GBPS, MELLANOX_MAX_VFS};
 use zerohop_known::roce::MIN_MTU as ROCE_MIN_MTU;
 
 declare_intent_rule! {
@@ -471,6 +471,18 @@ pub(super) fn nic(
             format!("use {ROCE_MIN_MTU} to 9216 (9000 for roce)"),
         );
     }
+    if let Some(rate) = &nic.link_rate_gbps
+        && !(1..=MAX_LINK_RATE_GBPS).contains(&rate.value)
+    {
+        c.error(
+            &VALUE_OUT_OF_RANGE,
+            &rate.referenced,
+            format!("linkRateGbps {} is out of range", rate.value),
+            format!(
+                "give the port's rate in Gb/s, 1 to {MAX_LINK_RATE_GBPS}, as /sys/class/infiniband/DEVICE/ports/1/rate shows it (e.g. 400)"
+            ),
+        );
+    }
     let rail = RailPlan {
         host_network: false,
         servers: Vec::new(),
@@ -526,6 +538,7 @@ pub(super) fn nic(
         rdma_device: nic.rdma_device.value,
         model: model?,
         num_vfs,
+        link_rate_gbps: nic.link_rate_gbps.map(|r| r.value),
         rail: nic.rail.value,
         numa_node: nic.numa_node.map(|n| n.value),
     })

@@ -419,8 +419,8 @@ declare_intent_rule! {
     ///
     /// ## What it checks
     /// A pool's `gpus` (1 to 16 per node); a NIC's `mtu` (4200 to 9216 on
-    /// Ethernet, which carries RoCE; 256 to 4092 on InfiniBand) and `vlan`
-    /// (1 to 4094);
+    /// Ethernet, which carries RoCE; 256 to 4092 on InfiniBand), `vlan`
+    /// (1 to 4094) and `linkRateGbps` (1 to 1600);
     /// `nfsRdma.nconnect` (1 to 16); an NVMe-oF target's `port` (not 0);
     /// `validation.ncclNodes` (2 to 1024); and `workload.cpus` (not 0).
     ///
@@ -435,7 +435,9 @@ declare_intent_rule! {
     /// `iboe_get_mtu` subtracts the RoCE v2 headers from the netdev MTU,
     /// `include/rdma/ib_addr.h`); IPoIB's MTU is the InfiniBand
     /// MTU (at most 4096) less its 4-byte header; nccl-tests measures the
-    /// fabric between at least two nodes; and the static CPU manager pins
+    /// fabric between at least two nodes; Linux's RDMA core reports no port
+    /// rate above 1600 Gb/s (`IB_RATE_1600_GBPS` of `enum ib_rate`,
+    /// `zerohop_known::nic::MAX_LINK_RATE_GBPS`); and the static CPU manager pins
     /// only a pod with whole CPUs, at least one. Outside the bound the
     /// setting is refused, or silently clamped to something else than
     /// what was planned.

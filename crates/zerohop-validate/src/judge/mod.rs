@@ -35,8 +35,8 @@ pub use gds::{
 pub use input::CAPTURE_PARTIAL;
 pub use nccl::{
     NCCL_BELOW_RDMA, NCCL_BUSBW, NCCL_BUSBW_DROP, NCCL_COMPLETION_ERROR, NCCL_GDR_DISTANCE,
-    NCCL_GDR_HCA, NCCL_GPUDIRECT_CHANNELS, NCCL_NO_RDMA_DEVICE, NCCL_TESTS_ABORTED, NCCL_TRANSPORT,
-    NCCL_WARNING, NCCL_WRONG_RESULTS,
+    NCCL_GDR_HCA, NCCL_GPUDIRECT_CHANNELS, NCCL_LINK_TYPE, NCCL_NO_RDMA_DEVICE, NCCL_TESTS_ABORTED,
+    NCCL_TRANSPORT, NCCL_WARNING, NCCL_WRONG_RESULTS,
 };
 pub use perftest::{
     PERFTEST_BANDWIDTH, PERFTEST_FAILED, PERFTEST_GPU_MEMORY, PERFTEST_LATENCY, PERFTEST_MTU,
@@ -152,6 +152,7 @@ pub static JUDGEMENTS: &[&Judgement] = &[
     &NCCL_TESTS_ABORTED,
     &NCCL_BUSBW_DROP,
     &NCCL_BELOW_RDMA,
+    &NCCL_LINK_TYPE,
     &PERFTEST_BANDWIDTH,
     &PERFTEST_LATENCY,
     &PERFTEST_GPU_MEMORY,
@@ -217,14 +218,18 @@ pub struct PlannedFabric {
     pub gpus_per_node: Option<u32>,
     /// The rails' link layer, when they all share one.
     pub link_layer: Option<LinkLayer>,
+    /// The line rate of one rail in Gb/s, when the intent gives one for
+    /// every rail (`linkRateGbps`; their mean when they differ).
+    pub link_rate_gbps: Option<u32>,
 }
 
 /// What the captures do not say and the judgements need: the fabric's
 /// link rate, its rails, the GPUs per node, the collective.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expectations {
-    /// Link rate of one rail (one NIC port), Gb/s. Without it, NCCL logs
-    /// give it (`speed=` of NET/IB devices, NCCL 2.23+); perftest never does.
+    /// Link rate of one rail (one NIC port), Gb/s. Without it, the planned
+    /// fabric's rate, else NCCL logs give it (`speed=` of NET/IB devices,
+    /// NCCL 2.23+); perftest never does.
     pub link_rate_gbps: Option<f64>,
     /// RDMA NICs (rails) NCCL uses per node. Without it, the NET/IB devices
     /// of an NCCL log are counted.
@@ -550,7 +555,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_text_judged_as_any_kind_gives_well_formed_findings(
-            text in "((# nThread |#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong|h:1:2 \\[0\\] NCCL (INFO|WARN) |Channel 0/0 : 0\\[0\\] -> 1\\[0\\] via NET/IB/0|GPU Direct RDMA Disabled for HCA 0 'm'|# Avg bus bandwidth : |#bytes #iterations BW peak\\[Gb/sec\\] |GPU0 |NIC0 | X |PIX|IoType: |Throughput: |Reads : err=|v2|[0-9. -]|\\PC){0,20}\n){0,8}",
+            text in "((# nThread |#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong|h:1:2 \\[0\\] NCCL (INFO|WARN) |NET/IB : Using \\[0\\]m:1/(IB|RoCE)(/SHARP)? |NET/IB : Using \\[0\\]=\\{\\[0\\] m:1/RoCE, |NET/Socket : Using \\[0\\]ib0:1<0> |Channel 0/0 : 0\\[0\\] -> 1\\[0\\] via NET/IB/0|GPU Direct RDMA Disabled for HCA 0 'm'|# Avg bus bandwidth : |#bytes #iterations BW peak\\[Gb/sec\\] |GPU0 |NIC0 | X |PIX|IoType: |Throughput: |Reads : err=|v2|[0-9. -]|\\PC){0,20}\n){0,8}",
             rate in proptest::option::of(0.0f64..1000.0),
             rails in proptest::option::of(0u32..64),
         ) {
@@ -558,6 +563,13 @@ mod tests {
                 link_rate_gbps: rate,
                 rails,
                 collective: Some(Collective::AllToAll),
+                planned: Some(PlannedFabric {
+                    source: "intent i.yaml, pool p".to_owned(),
+                    rails: rails.unwrap_or(1),
+                    gpus_per_node: None,
+                    link_layer: Some(LinkLayer::InfiniBand),
+                    link_rate_gbps: Some(0),
+                }),
                 ..Expectations::default()
             };
             let capture = Capture { name: "x", text: &text };

@@ -1,8 +1,10 @@
 //! Judgements of nccl-tests output and `NCCL_DEBUG` logs.
 
 mod below_rdma;
+mod link_type;
 
 use zerohop_core::{Finding, Remediation, Status};
+use zerohop_known::kernel_log::is_ipoib_name;
 use zerohop_known::nccl::IB_HCA;
 
 use crate::declare_judgement;
@@ -34,6 +36,9 @@ declare_judgement! {
     /// When NCCL finds no usable RDMA device it silently falls back to
     /// `NET/Socket`: TCP through the kernel and host memory, a tenth of the
     /// bandwidth or less, and the job still runs. Only the log shows it.
+    /// On an InfiniBand fabric the sockets run over IP over InfiniBand
+    /// (`NET/Socket : Using [0]ib0:…`, named by the finding): the fabric is
+    /// there, its RDMA is not used.
     ///
     /// ## How to fix
     /// Make the RDMA devices visible to NCCL: request the RDMA or SR-IOV
@@ -477,14 +482,30 @@ declare_judgement! {
     /// across nodes: `R × L / 8` GB/s for all-reduce, all-gather,
     /// reduce-scatter, broadcast and reduce, `R × L / 8 × (n−1) / (G·(n−G))`
     /// for all-to-all, `L / 8` for send/receive, with `R` rails of `L` Gb/s
-    /// per node, `G` ranks per node and `n` ranks (nccl-tests' own
-    /// definition of busbw, `doc/PERFORMANCE.md`). The rails and their rate
-    /// come from `--rails` and `--link-rate`, or from the NCCL log (the
-    /// NET/IB devices in use and their `speed=`). It passes at
-    /// `--min-efficiency` (80% by default), warns down to 50%, and fails
-    /// below. Without a rate, a collective, or on a single node, it only
-    /// reports the measurement. nccl-tests' own `NCCL_TESTS_MIN_BW` verdict
-    /// (`# Avg bus bandwidth : X FAILED`) fails it too.
+    /// per node, `G` ranks per node and `n` ranks. These follow nccl-tests'
+    /// own definition of busbw, the algorithm bandwidth times `2(n−1)/n`
+    /// for all-reduce, `(n−1)/n` for all-gather, reduce-scatter and
+    /// all-to-all, 1 for broadcast, reduce and send/receive, chosen to
+    /// "reflect the speed of the hardware bottleneck" (`doc/PERFORMANCE.md`
+    /// and `AlltoAllGetBw` in `src/alltoall.cu`, NVIDIA/nccl-tests v2.17.6,
+    /// da0b547b1b9c6e3b1d4c15578087874522ae3761): for all-to-all only
+    /// `(n−G)/n` of a rank's buffer leaves the node, over its `1/G` share of
+    /// the rails. The rails and their rate come from `--rails` and
+    /// `--link-rate`, from the cluster intent (`--intent`: the pool's
+    /// workload rails and their `linkRateGbps`; `--plan`: the rails), or
+    /// from the NCCL log (the NET/IB devices in use and their `speed=`). It
+    /// passes at `--min-efficiency` (80% by default), warns down to 50%, and
+    /// fails below. All-to-all and send/receive are reported against their
+    /// figure but not graded, as `nccl-busbw-below-rdma` holds them to no
+    /// floor: nccl-tests runs them as `ncclSend`/`ncclRecv` pairs, and NCCL
+    /// gives each remote peer 2 channels per NIC (`ncclTopoGetNchannels`,
+    /// `src/graph/paths.cc`, NVIDIA/nccl v2.27.3-1), so their rate follows
+    /// the peers per NIC: a pair of one-GPU H100 nodes reached 13.6 GB/s
+    /// in both, 10 nodes of 8 H100 on eight 400 Gb/s rails reached 92% of
+    /// the all-to-all figure and 30% of the send/receive one. Without a
+    /// rate, a collective, or on a single node, it only reports the
+    /// measurement. nccl-tests' own `NCCL_TESTS_MIN_BW` verdict (`# Avg bus
+    /// bandwidth : X FAILED`) fails it too.
     ///
     /// ## Why it matters
     /// A missing rail, a rail at a lower speed, GPUDirect RDMA off or a
@@ -676,9 +697,14 @@ declare_judgement! {
     ///
     /// All-to-all and send/receive have no floor: nccl-tests runs them as
     /// `ncclSend`/`ncclRecv` pairs (`src/alltoall.cu`, `AlltoAllRunColl`;
-    /// `src/sendrecv.cu`), on NCCL's point-to-point channels, which stay
-    /// well below one link even over RDMA (13.6 GB/s for both on one
-    /// 400 Gb/s H100 pair, 15 GB/s on 400 Gb/s rails in an 80-GPU capture).
+    /// `src/sendrecv.cu`), on NCCL's point-to-point channels, 2 per remote
+    /// peer and NIC (`ncclTopoGetNchannels`, `src/graph/paths.cc`,
+    /// NVIDIA/nccl v2.27.3-1), so their rate follows the peers per NIC:
+    /// one peer stays well below one link even over RDMA (13.6 GB/s for
+    /// both on a pair of one-GPU H100 nodes, 15.2 GB/s for send/receive on
+    /// 400 Gb/s rails in an 80-GPU capture), many peers fill it (50.6 GB/s
+    /// for all-to-all in that capture). `nccl-busbw-low` reports them
+    /// against the fabric without grading them either.
     /// An unnamed collective whose rows name a reduction (`sum`) is taken
     /// as all-reduce, unless more than two ranks report a busbw equal to
     /// the algbw: that is reduce or send/receive, which prints `sum` too.
@@ -746,6 +772,77 @@ declare_judgement! {
     };
 }
 
+declare_judgement! {
+    /// NCCL used the link layer the cluster intent plans.
+    ///
+    /// ## What it checks
+    /// With `--intent` (whose pool's workload rails all share one
+    /// `linkType`), the link layer of every RDMA device NCCL lists in
+    /// `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE …` against it: `IB`
+    /// for `linkType: IB`, `RoCE` for `linkType: ETH`. NCCL prints the port's
+    /// `ibv_port_attr.link_layer` there as `NCCL_IB_LLSTR` (`IB` for
+    /// InfiniBand, `RoCE` for Ethernet; `src/transport/net_ib.cc`,
+    /// `ncclIbInit`, NVIDIA/nccl v2.27.3-1,
+    /// 72d2432094d6ae36abd6e511c3a16a2d052dbf94; the SHARP plugin appends
+    /// `/SHARP`). A run that moved data with `NET/Socket` (`NCCL_IB_DISABLE=1`,
+    /// no RDMA device in the pod) did not use the planned link at all, and
+    /// the finding names IPoIB when the socket interfaces are InfiniBand's
+    /// (`ib0`, `ibp12s0`: systemd names an `ARPHRD_INFINIBAND` netdev with
+    /// the `ib` prefix, `src/udev/udev-builtin-net_id.c`); so does one that
+    /// used an OFI plugin's provider. Without a planned link type it does
+    /// not apply; without `NCCL_DEBUG=INFO` it cannot tell.
+    ///
+    /// ## Why it matters
+    /// A plan for RoCE rails renders RoCE networks, GID indexes and
+    /// traffic classes; a plan for InfiniBand renders IB networks and
+    /// partitions. NCCL on ports of the other link layer runs over other
+    /// NICs than the rails (an `NCCL_IB_HCA` that names the wrong devices,
+    /// a management port), or over ports whose firmware link type differs
+    /// from the intent; NCCL over sockets runs over no RDMA at all, IPoIB
+    /// included, at a small share of the fabric's rate.
+    ///
+    /// ## How to fix
+    /// Compare `ibv_devinfo`'s `link_layer` per device with the intent:
+    /// point `NCCL_IB_HCA` at the rails' devices, set the port's link type
+    /// in the NIC firmware (`mlxconfig -d DEV set LINK_TYPE_P1=1` for
+    /// InfiniBand, `2` for Ethernet, then a reset); `zerohop doctor --intent
+    /// cluster.yaml --only CONF002` checks each port. For sockets, give the
+    /// pod the rails' RDMA resource and leave `NCCL_IB_DISABLE` unset.
+    ///
+    /// ## Example
+    ///
+    /// The capture `ib-for-roce.log`, one of the hand-written captures of
+    /// `crates/zerohop-validate/tests/judgements.rs`, judged with an intent
+    /// whose rails are `linkType: ETH`:
+    ///
+    /// ```text
+    /// h:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0
+    /// h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>
+    /// ```
+    ///
+    /// `zerohop validate parse --intent cluster.yaml ib-for-roce.log` says:
+    ///
+    /// ```text
+    /// nccl
+    ///   fail           VAL113  nccl-link-type-mismatch  ib-for-roce.log: the plan has RoCE rails (intent cluster.yaml, pool h100), NCCL used mlx5_0:1/IB mlx5_1:1/IB: the ports' firmware link type (LINK_TYPE) differs from the plan, or NCCL_IB_HCA picks NICs that are not the rails
+    ///                  ib-for-roce.log:2 = mlx5_0:1/IB mlx5_1:1/IB
+    ///                  intent cluster.yaml, pool h100 = linkType ETH
+    ///
+    /// what to fix first
+    ///   1. VAL113 nccl-link-type-mismatch (ib-for-roce.log): the plan has RoCE rails (intent cluster.yaml, pool h100), NCCL used mlx5_0:1/IB mlx5_1:1/IB: the ports' firmware link type (LINK_TYPE) differs from the plan, or NCCL_IB_HCA picks NICs that are not the rails
+    ///      fix: point NCCL at the rails the plan names, and set each port's link type in the NIC firmware as the intent says
+    ///        ibv_devinfo | grep -E 'hca_id|link_layer'
+    ///        echo "NCCL_IB_HCA=$NCCL_IB_HCA"
+    ///        zerohop doctor --intent cluster.yaml --only CONF002
+    /// ```
+    pub static NCCL_LINK_TYPE = {
+        id: "VAL113",
+        name: "nccl-link-type-mismatch",
+        group: Nccl,
+        severity: Error,
+    };
+}
+
 /// All NCCL judgements of one capture.
 pub(crate) fn judge(
     capture: &Capture<'_>,
@@ -769,6 +866,7 @@ pub(crate) fn judge(
     );
     let mut findings = Vec::new();
     findings.push(transport(capture, log, single_node));
+    findings.push(link_type::judge(capture, log, expectations, single_node));
     if log.messages > 0 {
         findings.push(rdma_device(capture, log, single_node));
         findings.extend(gdr_hca(capture, log));
@@ -836,6 +934,20 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
         .filter(|c| c.net != "Socket")
         .collect();
     let socket_network = log.networks.iter().find(|(_, n)| n == "Socket");
+    // IP over InfiniBand among the socket interfaces: an InfiniBand
+    // fabric carrying TCP, not its own RDMA.
+    let ipoib: Vec<&str> = log
+        .socket_interfaces
+        .iter()
+        .flat_map(|(_, interfaces)| interfaces)
+        .map(|i| i.split(':').next().unwrap_or(i))
+        .filter(|name| is_ipoib_name(name))
+        .collect();
+    let over = if ipoib.is_empty() {
+        String::new()
+    } else {
+        format!(" over IPoIB ({})", ipoib.join(", "))
+    };
     if let Some(channels) = socket {
         let mut verdict = judgement
             .verdict(
@@ -843,7 +955,7 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
                 judgement.problem(),
                 "",
                 format!(
-                    "{} network channel connection(s) use NET/Socket: TCP through the kernel and host memory, not RDMA",
+                    "{} network channel connection(s) use NET/Socket{over}: TCP through the kernel and host memory, not RDMA",
                     channels.count
                 ),
             )
@@ -890,7 +1002,7 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
                 capture,
                 judgement.problem(),
                 "",
-                "NCCL chose the Socket network: traffic between nodes goes over TCP, not RDMA",
+                format!("NCCL chose the Socket network: traffic between nodes goes over TCP{over}, not RDMA"),
             )
             .at(capture, *line, "Using network Socket");
         return socket_fix(verdict, capture, log).done();
@@ -1475,12 +1587,23 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
         .filter_map(|d| d.speed_mbps)
         .filter(|speed| *speed > 0)
         .collect();
-    let link_gbps = match expectations.link_rate_gbps {
-        Some(rate) => {
+    let planned_rate = expectations
+        .planned
+        .as_ref()
+        .and_then(|p| Some((p.source.clone(), p.link_rate_gbps?)));
+    let link_gbps = match (expectations.link_rate_gbps, planned_rate) {
+        (Some(rate), _) => {
             sources.push((Origin::Option, format!("--link-rate {rate} Gb/s")));
             rate
         }
-        None if !speeds.is_empty() && speeds.len() == used.len() => {
+        (None, Some((source, rate))) => {
+            sources.push((
+                Origin::Plan(source),
+                format!("{rate} Gb/s per rail (linkRateGbps)"),
+            ));
+            f64::from(rate)
+        }
+        (None, None) if !speeds.is_empty() && speeds.len() == used.len() => {
             let average = speeds.iter().sum::<u64>() as f64 / speeds.len() as f64 / 1000.0;
             let line = used.iter().find(|d| d.speed_mbps.is_some()).map(|d| d.line);
             sources.push((
@@ -1489,7 +1612,7 @@ fn fabric(log: &NcclLog, expectations: &Expectations) -> Result<Fabric, &'static
             ));
             average
         }
-        None => return Err("the link rate of a rail (--link-rate)"),
+        (None, None) => return Err("the link rate of a rail (--link-rate)"),
     };
     Ok(Fabric {
         rails,
@@ -1605,9 +1728,22 @@ fn busbw(
         return info(format!("{at}; the fabric's rate is zero: pass --link-rate"));
     }
     let ratio = measured / expected;
-    let status = grade(ratio, expectations, judgement);
+    // Point-to-point collectives are reported against the rails, not
+    // graded: their rate follows the peers per NIC (see
+    // `Collective::point_to_point`), as `nccl-busbw-below-rdma` holds them
+    // to no floor.
+    let status = if collective.point_to_point() {
+        Status::Info
+    } else {
+        grade(ratio, expectations, judgement)
+    };
     let assumed = if nodes.is_none() {
         " (assuming more than one node)"
+    } else {
+        ""
+    };
+    let not_graded = if collective.point_to_point() {
+        "; not graded: nccl-tests runs it as ncclSend/ncclRecv pairs, and NCCL gives each remote peer 2 channels per NIC, so its rate follows the peers per NIC, not the rails alone"
     } else {
         ""
     };
@@ -1617,7 +1753,7 @@ fn busbw(
             status,
             subject,
             format!(
-                "{at} is {} of the {} GB/s the fabric carries for {collective}: {}{assumed}",
+                "{at} is {} of the {} GB/s the fabric carries for {collective}: {}{assumed}{not_graded}",
                 percent(ratio),
                 rate(expected),
                 describe_fabric(collective, &fabric),

@@ -130,6 +130,24 @@ impl Collective {
         }
     }
 
+    /// Whether nccl-tests runs this collective as `ncclSend`/`ncclRecv`
+    /// pairs: all-to-all (`AlltoAllRunColl` in `src/alltoall.cu`, before
+    /// NCCL 2.28's `ncclAlltoAll`) and send/receive (`src/sendrecv.cu`;
+    /// NVIDIA/nccl-tests v2.17.6, da0b547b1b9c6e3b1d4c15578087874522ae3761).
+    ///
+    /// Their rate between nodes follows how many remote peers share each
+    /// NIC, not the rails alone: NCCL gives each remote peer 2 channels per
+    /// NIC by default (`ncclTopoGetNchannels` in `src/graph/paths.cc`,
+    /// `NCCL_NCHANNELS_PER_NET_PEER`, NVIDIA/nccl v2.27.3-1,
+    /// 72d2432094d6ae36abd6e511c3a16a2d052dbf94). One peer per NIC stays
+    /// well below the link (13.6 GB/s for both on a pair of H100 nodes with
+    /// one GPU each), many peers fill it (all-to-all at 50.6 GB/s, 92% of
+    /// [`Collective::fabric_busbw`], over 10 nodes of 8 H100 with eight
+    /// 400 Gb/s rails, where send/receive stays at 15.2 GB/s).
+    pub fn point_to_point(self) -> bool {
+        matches!(self, Collective::AllToAll | Collective::SendRecv)
+    }
+
     /// How `fabric_busbw` is computed for this collective, for messages.
     pub fn formula(self) -> &'static str {
         match self {

@@ -78,7 +78,8 @@ pub struct IbDevice {
     pub name: String,
     /// The port.
     pub port: u32,
-    /// `IB` or `RoCE`.
+    /// `IB` or `RoCE` (NCCL's `NCCL_IB_LLSTR`, without a plugin's
+    /// `/SHARP`).
     pub link_layer: String,
     /// Its speed in Mb/s (`speed=100000`, NCCL 2.23 and later).
     pub speed_mbps: Option<u64>,
@@ -282,10 +283,7 @@ impl NcclLog {
             self.no_ib_device.get_or_insert(number);
         } else if let Some(rest) = text.strip_prefix("NET/IB : Using ") {
             let devices = rest.split(';').next().unwrap_or("");
-            for device in devices
-                .split_whitespace()
-                .filter_map(|token| ib_device(number, token))
-            {
+            for device in ib_devices(number, devices) {
                 let room = self.ib_devices.len() < MAX_ITEMS;
                 match self.ib_devices.iter_mut().find(|d| d.name == device.name) {
                     // Known from its probe line: now listed as used.
@@ -443,17 +441,58 @@ impl NcclLog {
     }
 }
 
-/// `[0]mlx5_0:1/RoCE` from the `NET/IB : Using` line.
-fn ib_device(number: u32, token: &str) -> Option<IbDevice> {
-    let (index, rest) = token.strip_prefix('[')?.split_once(']')?;
-    let (name, rest) = rest.split_once(':')?;
+/// The devices of a `NET/IB : Using` line: `[0]mlx5_0:1/RoCE [1]mlx5_1:1/IB`
+/// as NCCL prints them (`ncclIbInit`, `src/transport/net_ib.cc`), or grouped
+/// into virtual NICs as HPC-X's `IBext_v8` plugin printed them in
+/// NVIDIA/nccl-tests#373, `[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}
+/// [1]={[2] mlx5_0:1/RoCE, …}`, where the index next to a device is the
+/// physical one. `[RO]` (relaxed ordering) is no device.
+fn ib_devices(number: u32, list: &str) -> Vec<IbDevice> {
+    let spaced: String = list
+        .chars()
+        .map(|c| {
+            if matches!(c, '{' | '}' | ',' | '=') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut index = None;
+    let mut devices = Vec::new();
+    for token in spaced.split_whitespace() {
+        let mut rest = token;
+        while let Some((inside, after)) = rest.strip_prefix('[').and_then(|t| t.split_once(']')) {
+            if let Ok(number) = inside.parse::<u32>() {
+                index = Some(number);
+            }
+            rest = after;
+        }
+        if rest.is_empty() {
+            continue;
+        }
+        if let Some(device) = index
+            .take()
+            .and_then(|index| ib_device(number, index, rest))
+        {
+            devices.push(device);
+        }
+    }
+    devices
+}
+
+/// `mlx5_0:1/RoCE` (or `mlx5_0:1/IB/SHARP`), NCCL's device `index`.
+fn ib_device(number: u32, index: u32, text: &str) -> Option<IbDevice> {
+    let (name, rest) = text.split_once(':')?;
     let (port, link_layer) = rest.split_once('/')?;
     Some(IbDevice {
         line: number,
-        index: Some(index.parse().ok()?),
+        index: Some(index),
         name: name.to_owned(),
         port: port.parse().ok()?,
-        link_layer: link_layer.to_owned(),
+        // `IB`, `RoCE` or `UNSPECIFIED` (`NCCL_IB_LLSTR`); the SHARP
+        // plugin appends `/SHARP`.
+        link_layer: link_layer.split('/').next().unwrap_or("").to_owned(),
         speed_mbps: None,
     })
 }
@@ -650,6 +689,34 @@ a:1:2 [0] misc/socket.cc:50 NCCL WARN socket connect to 10.0.0.2<1234> failed : 
         assert_eq!(errors[2].count, 2);
         assert_eq!(log.warnings.len(), 1);
         assert_eq!(log.warnings[0].source.as_deref(), Some("misc/socket.cc:50"));
+    }
+
+    #[test]
+    fn devices_grouped_into_virtual_nics_are_read_one_by_one() {
+        // NVIDIA/nccl-tests#373: HPC-X's IBext_v8 plugin, two merged NICs.
+        let log = read(
+            "bigo:1884:2298 [0] NCCL INFO NET/IB : Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [1]={[2] mlx5_0:1/RoCE, [3] mlx5_1:1/RoCE} [RO]; OOB bond0.526:169.136.106.9<0>",
+        );
+        let devices: Vec<(Option<u32>, &str, &str)> = log
+            .ib_devices
+            .iter()
+            .map(|d| (d.index, d.name.as_str(), d.link_layer.as_str()))
+            .collect();
+        assert_eq!(
+            devices,
+            vec![
+                (Some(0), "mlx5_2", "RoCE"),
+                (Some(1), "mlx5_3", "RoCE"),
+                (Some(2), "mlx5_0", "RoCE"),
+                (Some(3), "mlx5_1", "RoCE"),
+            ]
+        );
+        // The SHARP plugin's suffix is not part of the link layer.
+        let log = read(
+            "h:1:2 [7] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP [RO]; OOB ibp25s0:10.20.0.120<0>",
+        );
+        assert_eq!(log.ib_devices.len(), 2);
+        assert_eq!(log.ib_devices[1].link_layer, "IB");
     }
 
     #[test]

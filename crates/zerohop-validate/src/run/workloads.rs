@@ -84,6 +84,7 @@ impl Workloads {
             rails,
             gpus_per_node,
             link_layer: None,
+            link_rate_gbps: None,
         })
     }
 }

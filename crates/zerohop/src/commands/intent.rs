@@ -218,7 +218,7 @@ fn translate(
                     intent::LinkType::Eth => LinkType::Ethernet,
                     intent::LinkType::Ib => LinkType::InfiniBand,
                 }),
-                rate_gbps: None,
+                rate_gbps: nic.link_rate_gbps,
                 from: written.and_then(|n| place(file, &n.pf)),
             }
         })

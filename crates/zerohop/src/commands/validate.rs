@@ -65,8 +65,8 @@ pub(crate) struct ParseArgs {
     min_efficiency: u8,
     /// The cluster intent (`kind: DataPathPlan`, the file `zerohop plan`
     /// reads): its pool's NIC ports are the rails, its GPUs the ranks per
-    /// node, its rails' link type named in the evidence. --rails and
-    /// --gpus-per-node override it.
+    /// node, their linkRateGbps the link rate, their linkType the link layer
+    /// NCCL must use. --rails, --gpus-per-node and --link-rate override it.
     #[arg(long, value_name = "FILE")]
     intent: Option<PathBuf>,
     /// The directory `zerohop plan -o` wrote: the rails and GPUs per node

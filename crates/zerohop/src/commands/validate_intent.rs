@@ -1,6 +1,6 @@
 //! `--intent FILE` and `--plan DIR` of `zerohop validate`: the fabric the
-//! cluster intent plans for a node pool (its rails, GPUs per node and link
-//! type), so that captures are judged against the expectations the plan
+//! cluster intent plans for a node pool (its rails, GPUs per node, link
+//! type and link rate), so that captures are judged against the expectations the plan
 //! rendered. The intent is read and checked by the planner's own loader.
 
 use std::collections::BTreeMap;
@@ -49,11 +49,25 @@ pub(crate) fn from_intent(path: &Path, pool: Option<&str>) -> Result<PlannedFabr
         Some(first) if layers.iter().all(|l| l == first) => Some(*first),
         _ => None,
     };
+    // The rate of a rail: every workload NIC of the pool must give one;
+    // NICs of different rates count at their mean, as rails × rate is
+    // what the node carries.
+    let rates: Option<Vec<u32>> = chosen
+        .nics
+        .iter()
+        .filter(|nic| rails.contains(&nic.rail))
+        .map(|nic| nic.link_rate_gbps)
+        .collect();
+    let link_rate_gbps = rates.filter(|r| !r.is_empty()).map(|rates| {
+        let sum: u64 = rates.iter().map(|r| u64::from(*r)).sum();
+        u32::try_from(sum / rates.len() as u64).unwrap_or(u32::MAX)
+    });
     Ok(PlannedFabric {
         source: format!("intent {file}, pool {}", chosen.name),
         rails: u32::try_from(rails.len()).unwrap_or(u32::MAX),
         gpus_per_node: Some(chosen.gpus).filter(|gpus| *gpus > 0),
         link_layer,
+        link_rate_gbps,
     })
 }
 

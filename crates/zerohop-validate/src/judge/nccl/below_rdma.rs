@@ -113,7 +113,7 @@ pub(super) fn judge(
             );
         }
     };
-    if matches!(collective, Collective::SendRecv | Collective::AllToAll) {
+    if collective.point_to_point() {
         return not_applicable(&format!(
             "no floor for {collective}: nccl-tests runs it as ncclSend/ncclRecv pairs, whose rate NCCL's point-to-point channels set, not the fabric alone"
         ));
