@@ -6,7 +6,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{capture, judge_with, line, one};
+use support::{capture, judge, judge_with, line, one};
 use zerohop_core::Status;
 use zerohop_validate::judge::{Expectations, LinkLayer, PlannedFabric};
 
@@ -139,4 +139,34 @@ fn roce_ports_grouped_into_virtual_nics_are_each_judged() {
     );
     let findings = judge_with(name, &text, &planned(LinkLayer::InfiniBand));
     assert_eq!(one(&findings, "VAL113").status, Status::Fail);
+}
+
+#[test]
+fn sockets_over_ipoib_fail_by_default_and_are_named() {
+    // NVIDIA/nccl-tests#188: `NCCL_IB_DISABLE=1` on InfiniBand nodes, so
+    // NCCL's sockets ran over the IPoIB interfaces `ibs85f0` and `ib0`
+    // (line 2) and `Using network Socket` (line 3).
+    let name = "tests/fixtures/nccl_debug_socket-over-IPoIB_IB-disabled_issue-nccl-tests-188.txt";
+    let text = fixture(name);
+    // Without any option: the transport judgement fails and says IPoIB.
+    let findings = judge(name, &text);
+    let transport = one(&findings, "VAL101");
+    assert_eq!(transport.status, Status::Fail, "{transport:#?}");
+    assert!(
+        transport
+            .message
+            .contains("TCP over IPoIB (ibs85f0, ib0), not RDMA"),
+        "{}",
+        transport.message
+    );
+    // With an InfiniBand plan: the link type NCCL used is not the plan's.
+    let findings = judge_with(name, &text, &planned(LinkLayer::InfiniBand));
+    let link = one(&findings, "VAL113");
+    assert_eq!(link.status, Status::Fail, "{link:#?}");
+    assert!(
+        link.message
+            .ends_with("NCCL moved data with NET/Socket: TCP over IPoIB (ibs85f0, ib0), not RDMA"),
+        "{}",
+        link.message
+    );
 }
