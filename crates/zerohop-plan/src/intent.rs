@@ -312,6 +312,24 @@ pub enum LinkType {
     Ib,
 }
 
+impl LinkType {
+    /// The intent's spelling (`IB`, `ETH`), also that of the fabric tests'
+    /// link-type annotation.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkType::Eth => "ETH",
+            LinkType::Ib => "IB",
+        }
+    }
+
+    /// The link type spelled as [`LinkType::as_str`] gives it.
+    pub fn parse(text: &str) -> Option<LinkType> {
+        [LinkType::Eth, LinkType::Ib]
+            .into_iter()
+            .find(|link| link.as_str() == text)
+    }
+}
+
 /// How many VFs to create on a PF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]

@@ -57,6 +57,47 @@ pub struct Plan {
 impl Plan {
     /// Every NIC of every pool by rail number, in pool order: built in one
     /// pass, so that no renderer scans all NICs once per rail.
+    /// The fabric NCCL runs on in `pool`: the workload's rails among the
+    /// pool's NICs (not a storage rail only the hosts use), their link
+    /// type when all share one, and the per-rail line rate when every such
+    /// NIC gives one (NICs of different rates count at their mean, as
+    /// rails × rate is what the node carries). `zerohop validate` holds
+    /// captures to it, from the intent or from the fabric tests' annotations.
+    pub fn pool_fabric(&self, pool: &PoolPlan) -> PoolFabric {
+        let mut rails: Vec<u32> = pool
+            .nics
+            .iter()
+            .map(|nic| nic.rail)
+            .filter(|rail| self.workload.rails.contains(rail))
+            .collect();
+        rails.sort_unstable();
+        rails.dedup();
+        let types: Vec<LinkType> = rails
+            .iter()
+            .filter_map(|rail| self.rails.get(rail))
+            .map(|rail| rail.link_type)
+            .collect();
+        let link_type = match types.first() {
+            Some(first) if types.iter().all(|t| t == first) => Some(*first),
+            _ => None,
+        };
+        let rates: Option<Vec<u32>> = pool
+            .nics
+            .iter()
+            .filter(|nic| rails.contains(&nic.rail))
+            .map(|nic| nic.link_rate_gbps)
+            .collect();
+        let link_rate_gbps = rates.filter(|r| !r.is_empty()).map(|rates| {
+            let sum: u64 = rates.iter().map(|r| u64::from(*r)).sum();
+            u32::try_from(sum / rates.len() as u64).unwrap_or(u32::MAX)
+        });
+        PoolFabric {
+            rails,
+            link_type,
+            link_rate_gbps,
+        }
+    }
+
     pub(crate) fn nics_by_rail(&self) -> BTreeMap<u32, Vec<&NicPlan>> {
         let mut by_rail: BTreeMap<u32, Vec<&NicPlan>> = BTreeMap::new();
         for nic in self.pools.iter().flat_map(|p| &p.nics) {
@@ -64,6 +105,17 @@ impl Plan {
         }
         by_rail
     }
+}
+
+/// The fabric NCCL runs on in one node pool ([`Plan::pool_fabric`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolFabric {
+    /// The workload's rails, in order.
+    pub rails: Vec<u32>,
+    /// Their link type, when they share one.
+    pub link_type: Option<LinkType>,
+    /// The per-rail line rate in Gb/s, when every NIC on them gives one.
+    pub link_rate_gbps: Option<u32>,
 }
 
 /// A node pool.

@@ -486,6 +486,46 @@ fn the_intents_link_rate_is_the_rails_rate() {
         .unwrap();
     assert_eq!(link["status"], "unknown", "{link}");
 
+    // The same from the directory `zerohop plan -o` wrote from that intent:
+    // its nccl-tests job carries the rate and the link type.
+    let plan_dir = dir.path().join("plan");
+    let out = zerohop(&[
+        "plan",
+        intent.to_str().unwrap(),
+        "-o",
+        plan_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = zerohop(&[
+        "validate",
+        "parse",
+        "--format",
+        "json",
+        "--plan",
+        plan_dir.to_str().unwrap(),
+        &path,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let busbw = all_reduce_busbw(&out);
+    assert_eq!(busbw["status"], "pass", "{busbw}");
+    assert!(
+        busbw["message"]
+            .as_str()
+            .unwrap()
+            .contains("81% of the 400.0 GB/s"),
+        "{busbw}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let link = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "VAL113")
+        .unwrap();
+    // The log names no NET/IB device; without the plan's link type the
+    // rule would not apply at all.
+    assert_eq!(link["status"], "unknown", "{link}");
+
     // A rate the example's NICs do not give: the intent says nothing of
     // the rate, and the run is judged against the slowest RDMA link.
     let out = zerohop(&[

@@ -56,6 +56,15 @@ pub const LABEL_POOL: &str = "zerohop.dev/pool";
 /// Label naming the rail a perftest pod tests.
 pub const LABEL_RAIL: &str = "zerohop.dev/rail";
 
+/// Annotation on a pool's nccl-tests `MPIJob`: the link type of the rails
+/// NCCL runs on (`IB`, `ETH`, as the intent spells it), when they share one.
+/// `zerohop validate --plan` holds NCCL's transport to it.
+pub const ANNOTATION_LINK_TYPE: &str = "zerohop.dev/link-type";
+/// Annotation on a pool's nccl-tests `MPIJob`: the per-rail line rate in
+/// Gb/s the intent gives, which `zerohop validate --plan` holds the
+/// measured bus bandwidth to.
+pub const ANNOTATION_LINK_RATE: &str = "zerohop.dev/link-rate-gbps";
+
 /// The perftest binary: RDMA writes, the operation GPUDirect RDMA and
 /// NCCL's network transport use.
 const PERFTEST: &str = "ib_write_bw";
@@ -432,14 +441,28 @@ fn nccl_tests_mpijob(plan: &Plan, pool: &PoolPlan, rails: &[&RailPlan]) -> Value
             },
         },
     });
+    // What the intent plans for this fabric, for `validate --plan` to judge
+    // the job's log against without the intent.
+    let fabric = plan.pool_fabric(pool);
+    let mut annotations = BTreeMap::new();
+    if let Some(link) = fabric.link_type {
+        annotations.insert(ANNOTATION_LINK_TYPE, link.as_str().to_owned());
+    }
+    if let Some(rate) = fabric.link_rate_gbps {
+        annotations.insert(ANNOTATION_LINK_RATE, rate.to_string());
+    }
+    let mut metadata = json!({
+        "name": mpijob_name(&pool.name),
+        "namespace": plan.workload.namespace,
+        "labels": labels(pool, Role::NcclTests, None),
+    });
+    if !annotations.is_empty() {
+        metadata["annotations"] = json!(annotations);
+    }
     json!({
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
-        "metadata": {
-            "name": mpijob_name(&pool.name),
-            "namespace": plan.workload.namespace,
-            "labels": labels(pool, Role::NcclTests, None),
-        },
+        "metadata": metadata,
         "spec": {
             "slotsPerWorker": pool.gpus,
             "launcherCreationPolicy": "WaitForWorkersReady",

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use zerohop_input::{Follow, NotRegular, os_reason, read_regular};
+use zerohop_plan::intent::LinkType;
 use zerohop_plan::validation::{self as rendered, LABEL_COMPONENT, LABEL_RAIL, Role};
 
 use crate::judge::PlannedFabric;
@@ -86,6 +87,31 @@ impl Workloads {
             link_layer: None,
             link_rate_gbps: None,
         })
+    }
+}
+
+impl Workloads {
+    /// The link type and per-rail line rate the plan rendered the
+    /// nccl-tests `MPIJob` for, from its annotations
+    /// ([`rendered::ANNOTATION_LINK_TYPE`], [`rendered::ANNOTATION_LINK_RATE`]):
+    /// `None` for each the intent did not give, or a plan written before
+    /// they were, or a value edited into something else.
+    pub fn planned_link(&self) -> (Option<LinkType>, Option<u32>) {
+        let Some(annotations) = self
+            .mpijob
+            .as_ref()
+            .map(|job| &job["metadata"]["annotations"])
+        else {
+            return (None, None);
+        };
+        let link_type = annotations[rendered::ANNOTATION_LINK_TYPE]
+            .as_str()
+            .and_then(LinkType::parse);
+        let rate = annotations[rendered::ANNOTATION_LINK_RATE]
+            .as_str()
+            .and_then(|rate| rate.parse::<u32>().ok())
+            .filter(|rate| *rate > 0);
+        (link_type, rate)
     }
 }
 

@@ -28,51 +28,26 @@ pub(crate) fn from_intent(path: &Path, pool: Option<&str>) -> Result<PlannedFabr
     }
     // No host to match node selectors against: the pool is named or the only one.
     let chosen = choose_pool(&plan, pool, &BTreeMap::new())?;
-    // NCCL's rails are the workload's: not a storage rail only the hosts use.
-    let mut rails: Vec<u32> = chosen
-        .nics
-        .iter()
-        .map(|nic| nic.rail)
-        .filter(|rail| plan.workload.rails.contains(rail))
-        .collect();
-    rails.sort_unstable();
-    rails.dedup();
-    let layers: Vec<LinkLayer> = rails
-        .iter()
-        .filter_map(|rail| plan.rails.get(rail))
-        .map(|rail| match rail.link_type {
-            LinkType::Ib => LinkLayer::InfiniBand,
-            LinkType::Eth => LinkLayer::Ethernet,
-        })
-        .collect();
-    let link_layer = match layers.first() {
-        Some(first) if layers.iter().all(|l| l == first) => Some(*first),
-        _ => None,
-    };
-    // The rate of a rail: every workload NIC of the pool must give one;
-    // NICs of different rates count at their mean, as rails × rate is
-    // what the node carries.
-    let rates: Option<Vec<u32>> = chosen
-        .nics
-        .iter()
-        .filter(|nic| rails.contains(&nic.rail))
-        .map(|nic| nic.link_rate_gbps)
-        .collect();
-    let link_rate_gbps = rates.filter(|r| !r.is_empty()).map(|rates| {
-        let sum: u64 = rates.iter().map(|r| u64::from(*r)).sum();
-        u32::try_from(sum / rates.len() as u64).unwrap_or(u32::MAX)
-    });
+    let fabric = plan.pool_fabric(chosen);
     Ok(PlannedFabric {
         source: format!("intent {file}, pool {}", chosen.name),
-        rails: u32::try_from(rails.len()).unwrap_or(u32::MAX),
+        rails: u32::try_from(fabric.rails.len()).unwrap_or(u32::MAX),
         gpus_per_node: Some(chosen.gpus).filter(|gpus| *gpus > 0),
-        link_layer,
-        link_rate_gbps,
+        link_layer: fabric.link_type.map(layer),
+        link_rate_gbps: fabric.link_rate_gbps,
     })
 }
 
+/// The link layer NCCL names for the intent's link type.
+fn layer(link: LinkType) -> LinkLayer {
+    match link {
+        LinkType::Ib => LinkLayer::InfiniBand,
+        LinkType::Eth => LinkLayer::Ethernet,
+    }
+}
+
 /// The fabric the plan under `dir` (what `zerohop plan -o DIR` wrote)
-/// rendered its tests for.
+/// rendered its tests for ([`of_workloads`]).
 #[cfg(feature = "cluster")]
 pub(crate) fn from_plan(dir: &Path, pool: Option<&str>) -> Result<PlannedFabric, CliError> {
     let workloads = zerohop_validate::run::workloads::load(dir, pool).map_err(|err| {
@@ -81,10 +56,25 @@ pub(crate) fn from_plan(dir: &Path, pool: Option<&str>) -> Result<PlannedFabric,
             zerohop_core::render::printable::printable(&err)
         ))
     })?;
-    workloads.planned_fabric(dir).ok_or_else(|| {
+    of_workloads(&workloads, dir).ok_or_else(|| {
         CliError::usage(format!(
             "--plan {}: the plan renders no rail to test",
             dir.display()
         ))
     })
+}
+
+/// The fabric a plan's tests (read from `dir`) were rendered for: the
+/// rails and GPUs its nccl-tests job requests, the link type and rate its
+/// annotations carry from the intent. `None` without a job or a rail.
+#[cfg(feature = "cluster")]
+pub(crate) fn of_workloads(
+    workloads: &zerohop_validate::run::workloads::Workloads,
+    dir: &Path,
+) -> Option<PlannedFabric> {
+    let mut fabric = workloads.planned_fabric(dir)?;
+    let (link_type, link_rate_gbps) = workloads.planned_link();
+    fabric.link_layer = link_type.map(layer);
+    fabric.link_rate_gbps = link_rate_gbps;
+    Some(fabric)
 }

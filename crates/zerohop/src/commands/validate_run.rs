@@ -87,7 +87,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             path,
             Some(workloads.pool.as_str()),
         )?),
-        None => workloads.planned_fabric(&args.plan),
+        None => validate_intent::of_workloads(&workloads, &args.plan),
     };
     let options = Options {
         kubeconfig: args.kubeconfig,
