@@ -4,7 +4,6 @@ mod below_rdma;
 mod link_type;
 
 use zerohop_core::{Finding, Remediation, Status};
-use zerohop_known::kernel_log::is_ipoib_name;
 use zerohop_known::nccl::IB_HCA;
 
 use crate::declare_judgement;
@@ -492,7 +491,8 @@ declare_judgement! {
     /// `(n−G)/n` of a rank's buffer leaves the node, over its `1/G` share of
     /// the rails. The rails and their rate come from `--rails` and
     /// `--link-rate`, from the cluster intent (`--intent`: the pool's
-    /// workload rails and their `linkRateGbps`; `--plan`: the rails), or
+    /// workload rails and their `linkRateGbps`; `--plan`: the same, from the
+    /// plan's nccl-tests job), or
     /// from the NCCL log (the NET/IB devices in use and their `speed=`). It
     /// passes at `--min-efficiency` (80% by default), warns down to 50%, and
     /// fails below. All-to-all and send/receive are reported against their
@@ -934,15 +934,7 @@ fn transport(capture: &Capture<'_>, log: &NcclLog, single_node: bool) -> Finding
         .filter(|c| c.net != "Socket")
         .collect();
     let socket_network = log.networks.iter().find(|(_, n)| n == "Socket");
-    // IP over InfiniBand among the socket interfaces: an InfiniBand
-    // fabric carrying TCP, not its own RDMA.
-    let ipoib: Vec<&str> = log
-        .socket_interfaces
-        .iter()
-        .flat_map(|(_, interfaces)| interfaces)
-        .map(|i| i.split(':').next().unwrap_or(i))
-        .filter(|name| is_ipoib_name(name))
-        .collect();
+    let ipoib = log.ipoib_socket_interfaces();
     let over = if ipoib.is_empty() {
         String::new()
     } else {

@@ -180,6 +180,18 @@ pub struct CommShape {
 }
 
 impl NcclLog {
+    /// The IP-over-InfiniBand interfaces among NCCL's socket interfaces
+    /// (`ib0` of `[1]ib0:192.168.1.15<0>`): an InfiniBand fabric carrying
+    /// TCP, not its own RDMA.
+    pub fn ipoib_socket_interfaces(&self) -> Vec<&str> {
+        self.socket_interfaces
+            .iter()
+            .flat_map(|(_, interfaces)| interfaces)
+            .map(|i| i.split(':').next().unwrap_or(i))
+            .filter(|name| zerohop_known::kernel_log::is_ipoib_name(name))
+            .collect()
+    }
+
     /// Reads one debug message. A message cut by another process's output
     /// is counted but not read: its end is missing.
     pub fn feed(&mut self, number: u32, message: &Message<'_>) {

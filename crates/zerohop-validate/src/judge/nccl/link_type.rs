@@ -2,7 +2,6 @@
 //! the cluster intent plans.
 
 use zerohop_core::{Finding, Remediation, Status};
-use zerohop_known::kernel_log::is_ipoib_name;
 
 use super::{DEBUG_COMMAND, NCCL_LINK_TYPE};
 use crate::judge::{Capture, Expectations, LinkLayer};
@@ -26,7 +25,7 @@ pub(super) fn judge(
                 capture,
                 Status::NotApplicable,
                 "",
-                "no planned link type: --intent gives the rails' link type",
+                "no planned link type: --intent or --plan gives the rails' link type",
             )
             .done();
     };
@@ -54,13 +53,7 @@ pub(super) fn judge(
                 .map(|(line, _)| *line)
         });
     if let Some(line) = socket {
-        let ipoib: Vec<&str> = log
-            .socket_interfaces
-            .iter()
-            .flat_map(|(_, interfaces)| interfaces)
-            .map(|i| i.split(':').next().unwrap_or(i))
-            .filter(|name| is_ipoib_name(name))
-            .collect();
+        let ipoib = log.ipoib_socket_interfaces();
         let over = if ipoib.is_empty() {
             "TCP sockets".to_owned()
         } else {
