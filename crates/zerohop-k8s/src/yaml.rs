@@ -65,7 +65,8 @@ impl Default for Limits {
     /// 32 MiB, 128 levels and 100,000 alias-expanded nodes: far above any
     /// real manifest (the API server caps one object near 1.5 MiB), far
     /// below what would exhaust memory. A stream at the size limit loads in
-    /// about a second and holds at most a few dozen bytes per input byte
+    /// at most two and a half seconds of CPU (BENCHMARKS.md, "lint: the
+    /// loader") and holds at most a few dozen bytes per input byte
     /// (the worst case is a stream of one- and two-character nodes).
     fn default() -> Limits {
         Limits {

@@ -85,11 +85,17 @@ fn plain_reading(text: &str) -> (Option<Value>, Option<Yaml11>) {
 /// An integer or float as goyaml.v2 reads it: underscores ignored, `0x`,
 /// `0o`, `0b` prefixes, and a leading zero meaning octal.
 fn number(text: &str) -> Option<(Value, Option<Yaml11>)> {
-    let cleaned: String = text.chars().filter(|&c| c != '_').collect();
+    // Copied only when it has underscores: this runs for every plain scalar
+    // that starts like a number, `1Gi` and `2025-01-01` included.
+    let cleaned: Cow<'_, str> = if text.contains('_') {
+        Cow::Owned(text.chars().filter(|&c| c != '_').collect())
+    } else {
+        Cow::Borrowed(text)
+    };
     let (negative, digits) = match cleaned.as_bytes().first() {
         Some(b'-') => (true, cleaned.get(1..)?),
         Some(b'+') => (false, cleaned.get(1..)?),
-        _ => (false, cleaned.as_str()),
+        _ => (false, cleaned.as_ref()),
     };
     if digits.is_empty() {
         return None;

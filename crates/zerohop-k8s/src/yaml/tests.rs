@@ -101,6 +101,53 @@ fn json_conversion_keeps_the_last_duplicate_and_merges() {
     assert_eq!(docs[0].entries().iter().filter(|e| e.key == "d").count(), 2);
 }
 
+/// Collections far past the size from which the builder gathers their
+/// children in a vector of their own (4,096), nested in and beside small
+/// ones, keep every child, in order, with its span, its merge keys and its
+/// repeated keys.
+#[test]
+fn wide_collections_keep_their_children_in_order() {
+    const WIDE: usize = 10_000;
+    let mut text = String::from("before: 1\nbase: &b {x: 1}\nwide:\n  <<: *b\n");
+    let mut expected_wide = serde_json::Map::new();
+    for i in 0..WIDE {
+        text.push_str(&format!("  k{i}: [{i}, {{n: {i}}}]\n"));
+        expected_wide.insert(format!("k{i}"), json!([i, {"n": i}]));
+    }
+    text.push_str("  k0: last\nitems:\n");
+    expected_wide.insert("k0".to_owned(), json!("last"));
+    expected_wide.insert("x".to_owned(), json!(1));
+    let mut expected_items = Vec::new();
+    for i in 0..WIDE {
+        text.push_str(&format!("  - {{i: {i}, s: [a, b]}}\n"));
+        expected_items.push(json!({"i": i, "s": ["a", "b"]}));
+    }
+    text.push_str("after: 2\n");
+    let docs = load(&text);
+    assert_eq!(
+        docs[0].to_json(),
+        json!({
+            "before": 1,
+            "base": {"x": 1},
+            "wide": expected_wide,
+            "items": expected_items,
+            "after": 2,
+        })
+    );
+    let wide = docs[0].get("wide").expect("wide");
+    // The mapping's own entries, the repeated `k0` last, then the merged `x`.
+    assert_eq!(wide.entries().len(), WIDE + 2);
+    assert_eq!(wide.entries().first().map(|e| e.key.as_str()), Some("k0"));
+    let last_own = &wide.entries()[WIDE];
+    assert_eq!(
+        (last_own.key.as_str(), last_own.key_span.start.line),
+        ("k0", 5 + WIDE as u32)
+    );
+    let items = docs[0].get("items").expect("items").items();
+    assert_eq!(items.len(), WIDE);
+    assert_eq!(items[WIDE - 1].span.start.line, 6 + 2 * WIDE as u32);
+}
+
 #[test]
 fn json_files_load_with_spans() {
     let docs = load("{\n  \"kind\": \"Pod\",\n  \"spec\": {\"x\": [1, 2]}\n}\n");

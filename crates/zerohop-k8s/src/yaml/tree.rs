@@ -16,6 +16,15 @@ use super::{Entry, Limits, LoadError, LoadErrorKind, Mark, Node, Span, Value};
 /// (2 MiB for a spawned one) must hold that many levels.
 const MAX_DEPTH: usize = 1_024;
 
+/// Children from which an open collection gathers them in a vector of its
+/// own rather than on the builder's shared stacks. A collection this large
+/// would otherwise be written twice, onto the stack and then into its final
+/// vector, and at the input limit that is hundreds of MiB of fresh pages
+/// touched and copied for one mapping of two million keys; its own vector
+/// grows in place instead (the allocator moves a large block's pages rather
+/// than copying them) and is trimmed to its length when it closes.
+const OWN_VECTOR_FROM: usize = 4_096;
+
 /// A collection whose children are still being read.
 enum Frame {
     Sequence {
@@ -23,12 +32,18 @@ enum Frame {
         anchor: usize,
         /// Where its items begin in `Builder::items`.
         base: usize,
+        /// Its items once it has [`OWN_VECTOR_FROM`] of them; empty
+        /// (unallocated) before.
+        own: Vec<Node>,
     },
     Mapping {
         start: Mark,
         anchor: usize,
         /// Where its entries begin in `Builder::entries`.
         base: usize,
+        /// Its entries once it has [`OWN_VECTOR_FROM`] of them; empty
+        /// (unallocated) before.
+        own: Vec<Entry>,
         /// The key read, waiting for its value; `is_merge` for a plain `<<`.
         pending: Option<(String, Span, bool)>,
         /// The mappings brought in by `<<` merge keys, in order, applied at
@@ -58,7 +73,8 @@ struct Builder<'a> {
     /// gathered here and moved into a vector of their final size when their
     /// collection closes: one allocation and one copy per collection,
     /// where a vector of its own would grow by doubling and then be
-    /// trimmed, copying its children several times.
+    /// trimmed, copying its children several times. A collection with
+    /// [`OWN_VECTOR_FROM`] children moves them to a vector of its own.
     items: Vec<Node>,
     /// The entries of every open mapping, innermost last, gathered as
     /// `items` are.
@@ -198,6 +214,34 @@ fn footprint(node: &Node) -> Footprint {
     total
 }
 
+/// Adds `child` to an open collection whose children begin at `base` on
+/// the `shared` stack, or to its `own` vector once it has one; moves them
+/// there when they reach [`OWN_VECTOR_FROM`].
+fn gather<T>(shared: &mut Vec<T>, own: &mut Vec<T>, base: usize, child: T) {
+    if own.capacity() > 0 {
+        own.push(child);
+        return;
+    }
+    shared.push(child);
+    if shared.len().saturating_sub(base) >= OWN_VECTOR_FROM {
+        let mut children = Vec::with_capacity(2 * OWN_VECTOR_FROM);
+        children.extend(shared.drain(base..));
+        *own = children;
+    }
+}
+
+/// The children of a closing collection, in a vector of exactly their
+/// number: its own vector trimmed, or its range of the shared stack (a
+/// drained range collects into one allocation of its length).
+fn gathered<T>(shared: &mut Vec<T>, mut own: Vec<T>, base: usize) -> Vec<T> {
+    if own.capacity() > 0 {
+        own.shrink_to_fit();
+        own
+    } else {
+        shared.drain(base..).collect()
+    }
+}
+
 /// Applies `<<` merge keys to a mapping's own entries. A key the mapping
 /// sets itself wins; among the merged mappings, the first one that sets a
 /// key wins (the YAML merge-key rule; goyaml.v2 applies them backwards to
@@ -239,8 +283,7 @@ impl Builder<'_> {
             Event::StreamStart
             | Event::StreamEnd
             | Event::DocumentStart(..)
-            | Event::DocumentEnd
-            | Event::Comment(..) => Ok(()),
+            | Event::DocumentEnd => Ok(()),
             Event::Scalar(text, style, anchor, tag) => {
                 let is_key = self.expects_key();
                 if !is_key {
@@ -289,6 +332,7 @@ impl Builder<'_> {
                     start: at.start,
                     anchor,
                     base: self.items.len(),
+                    own: Vec::new(),
                 },
                 at,
             ),
@@ -297,6 +341,7 @@ impl Builder<'_> {
                     start: at.start,
                     anchor,
                     base: self.entries.len(),
+                    own: Vec::new(),
                     pending: None,
                     merged: Vec::new(),
                 },
@@ -370,19 +415,18 @@ impl Builder<'_> {
     }
 
     fn close(&mut self, at: Span) -> Result<(), LoadError> {
-        // A collection's children move from the shared stacks into a vector
-        // of exactly their number (a drained range collects into one
-        // allocation of its length): a tree of small mappings holds no
-        // spare slots.
+        // A collection's children end in a vector of exactly their number:
+        // a tree of small mappings holds no spare slots.
         let (node, anchor) = match self.stack.pop() {
             Some(Frame::Sequence {
                 start,
                 anchor,
                 base,
+                own,
             }) => (
                 Node {
                     span: Span { start, end: at.end },
-                    value: Value::Sequence(self.items.drain(base..).collect()),
+                    value: Value::Sequence(gathered(&mut self.items, own, base)),
                     yaml11: None,
                 },
                 anchor,
@@ -391,10 +435,11 @@ impl Builder<'_> {
                 start,
                 anchor,
                 base,
+                own,
                 merged,
                 ..
             }) => {
-                let mut entries: Vec<Entry> = self.entries.drain(base..).collect();
+                let mut entries = gathered(&mut self.entries, own, base);
                 if !merged.is_empty() {
                     merge(&mut entries, merged);
                 }
@@ -440,9 +485,13 @@ impl Builder<'_> {
         }
         match self.stack.last_mut() {
             None => self.documents.push(node),
-            Some(Frame::Sequence { .. }) => self.items.push(node),
+            Some(Frame::Sequence { base, own, .. }) => gather(&mut self.items, own, *base, node),
             Some(Frame::Mapping {
-                pending, merged, ..
+                base,
+                own,
+                pending,
+                merged,
+                ..
             }) => match pending.take() {
                 None => {
                     let key = match node.value {
@@ -469,17 +518,27 @@ impl Builder<'_> {
                             }
                         }
                     }
-                    _ => self.entries.push(Entry {
+                    _ => gather(
+                        &mut self.entries,
+                        own,
+                        *base,
+                        Entry {
+                            key,
+                            key_span,
+                            value: node,
+                        },
+                    ),
+                },
+                Some((key, key_span, false)) => gather(
+                    &mut self.entries,
+                    own,
+                    *base,
+                    Entry {
                         key,
                         key_span,
                         value: node,
-                    }),
-                },
-                Some((key, key_span, false)) => self.entries.push(Entry {
-                    key,
-                    key_span,
-                    value: node,
-                }),
+                    },
+                ),
             },
         }
         Ok(())
