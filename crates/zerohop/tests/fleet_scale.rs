@@ -6,8 +6,10 @@
 //! The default run checks the answer on 1,000 nodes; the measurement on
 //! 10,000 (`BENCHMARKS.md`, "fleet over many realistic GPU nodes") is
 //! `FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale
-//! -- --ignored --nocapture`, which prints the wall time and the peak
-//! resident memory of the `fleet` process from `/usr/bin/time`.
+//! -- --ignored --nocapture`, which prints the wall time, the CPU time
+//! (user and system) and the peak resident memory of the `fleet` process
+//! from `/usr/bin/time`: the rest of the wall time is the API server's
+//! (in this test's process) and the wait between the two.
 
 #![cfg(feature = "cluster")]
 
@@ -142,9 +144,31 @@ fn cluster(nodes: usize) -> FakeApiServer {
     api
 }
 
-/// Runs `fleet --format json` under `/usr/bin/time`; returns the document,
-/// the wall time and the peak resident memory in KiB.
-fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
+/// What `/usr/bin/time` says of one `fleet`.
+struct Measured {
+    wall: Duration,
+    /// User and system CPU seconds.
+    user: f64,
+    system: f64,
+    maxrss_kib: u64,
+}
+
+/// The value of `name=` in `/usr/bin/time`'s line.
+fn field<T: std::str::FromStr>(err: &str, name: &str) -> T {
+    err.lines()
+        .filter(|l| l.starts_with("maxrss_kib="))
+        .next_back()
+        .and_then(|line| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} from /usr/bin/time: {err}"))
+}
+
+/// Runs `fleet --format json` under `/usr/bin/time`; returns the document
+/// and what it cost.
+fn measured_fleet(api: &FakeApiServer) -> (Value, Measured) {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path());
     let started = Instant::now();
@@ -152,7 +176,7 @@ fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
     let binary =
         std::env::var_os("ZEROHOP").unwrap_or_else(|| env!("CARGO_BIN_EXE_zerohop").into());
     let output = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "maxrss_kib=%M"])
+        .args(["-f", "maxrss_kib=%M user_s=%U system_s=%S"])
         .arg(binary)
         .args(["fleet", "--format", "json", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -160,15 +184,15 @@ fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
         .unwrap();
     let wall = started.elapsed();
     let err = String::from_utf8_lossy(&output.stderr);
-    let rss = err
-        .lines()
-        .filter_map(|l| l.strip_prefix("maxrss_kib="))
-        .next_back()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no maximum RSS from /usr/bin/time: {err}"));
+    let measured = Measured {
+        wall,
+        user: field(&err, "user_s"),
+        system: field(&err, "system_s"),
+        maxrss_kib: field(&err, "maxrss_kib"),
+    };
     let document = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("not a JSON document ({e}): {err}"));
-    (document, wall, rss)
+    (document, measured)
 }
 
 fn check(document: &Value, nodes: usize) {
@@ -198,7 +222,7 @@ fn a_thousand_realistic_nodes_are_read_whole_and_right() {
     let size = node.to_string().len();
     assert!((19_000..23_000).contains(&size), "a node of {size} bytes");
     let api = cluster(1000);
-    let (document, _, _) = measured_fleet(&api);
+    let (document, _) = measured_fleet(&api);
     check(&document, 1000);
 }
 
@@ -211,12 +235,15 @@ fn fleet_over_many_realistic_nodes() {
         .unwrap_or(10_000);
     let api = cluster(nodes);
     for run in 1..=3 {
-        let (document, wall, rss) = measured_fleet(&api);
+        let (document, measured) = measured_fleet(&api);
         check(&document, nodes);
         println!(
-            "run {run}: {nodes} nodes, {:.2} s wall, peak RSS {:.1} MB",
-            wall.as_secs_f64(),
-            rss as f64 * 1024.0 / 1e6
+            "run {run}: {nodes} nodes, {:.2} s wall, fleet CPU {:.2} s user + {:.2} s system, \
+             peak RSS {:.1} MB",
+            measured.wall.as_secs_f64(),
+            measured.user,
+            measured.system,
+            measured.maxrss_kib as f64 * 1024.0 / 1e6
         );
     }
 }

@@ -7,13 +7,20 @@
 //! that memory holds one page of text and the slim objects, not every
 //! Node whole; the same for the report objects, of which the view reads
 //! the interval and the failing checks.
+//!
+//! The labels and the capacity are filtered while they are parsed: a
+//! label the view does not read is compared and skipped, never copied, so
+//! that parsing a page costs little more than scanning its text.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Value, json};
 use zerohop_known::zerohop_api::LABEL_PREFIX;
 
@@ -76,13 +83,10 @@ struct SlimStatus {
 fn wanted_labels<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<BTreeMap<String, String>, D::Error> {
-    let all = Option::<BTreeMap<String, String>>::deserialize(deserializer)?.unwrap_or_default();
-    Ok(all
-        .into_iter()
-        .filter(|(key, _)| {
-            key.starts_with(LABEL_PREFIX) || DATA_PATH_LABELS.contains(&key.as_str())
-        })
-        .collect())
+    deserializer.deserialize_any(Kept {
+        wanted: |key| key.starts_with(LABEL_PREFIX) || DATA_PATH_LABELS.contains(&key),
+        value: PhantomData,
+    })
 }
 
 /// Only the agent's condition.
@@ -97,11 +101,71 @@ fn our_condition<'de, D: serde::Deserializer<'de>>(
 fn device_capacity<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<BTreeMap<String, Quantity>, D::Error> {
-    let all = Option::<BTreeMap<String, Quantity>>::deserialize(deserializer)?.unwrap_or_default();
-    Ok(all
-        .into_iter()
-        .filter(|(key, _)| super::state::is_device_resource(key))
-        .collect())
+    deserializer.deserialize_any(Kept {
+        wanted: super::state::is_device_resource,
+        value: PhantomData,
+    })
+}
+
+/// Parses a JSON object (or `null`) into the entries whose key is
+/// `wanted`; the others' values are skipped unparsed.
+struct Kept<V> {
+    wanted: fn(&str) -> bool,
+    value: PhantomData<V>,
+}
+
+impl<'de, V: Deserialize<'de>> Visitor<'de> for Kept<V> {
+    type Value = BTreeMap<String, V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(BTreeMap::new())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = BTreeMap::new();
+        while let Some(key) = map.next_key_seed(KeySeed(self.wanted))? {
+            match key {
+                Some(key) => {
+                    kept.insert(key, map.next_value()?);
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(kept)
+    }
+}
+
+/// Reads a key: `Some` of it when it is wanted, else `None` without a
+/// copy.
+struct KeySeed(fn(&str) -> bool);
+
+impl<'de> de::DeserializeSeed<'de> for KeySeed {
+    type Value = Option<String>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Option<String>, E> {
+        Ok((self.0)(key).then(|| key.to_owned()))
+    }
 }
 
 impl From<SlimNode> for Node {
@@ -210,6 +274,28 @@ mod tests {
             ["nvidia.com/gpu", "rdma/ib"]
         );
         assert!(status.images.is_none());
+    }
+
+    #[test]
+    fn labels_are_filtered_while_they_are_parsed() {
+        let node = |labels: &str| {
+            serde_json::from_str::<SlimNode>(&format!(
+                r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#
+            ))
+        };
+        assert!(node("null").unwrap().metadata.labels.is_empty());
+        // What is skipped is not parsed into anything, whatever its shape;
+        // a label that is kept must still be a string.
+        let kept = node(r#"{"a":{"b":[1,2]},"nvidia.com/gpu.present":"true","c\"d":3}"#)
+            .unwrap()
+            .metadata
+            .labels;
+        assert_eq!(
+            kept.into_iter().collect::<Vec<_>>(),
+            [("nvidia.com/gpu.present".to_owned(), "true".to_owned())]
+        );
+        assert!(node(r#"{"nvidia.com/gpu.present":true}"#).is_err());
+        assert!(node(r#"["nvidia.com/gpu.present"]"#).is_err());
     }
 
     #[test]
