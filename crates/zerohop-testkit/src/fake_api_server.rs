@@ -25,8 +25,8 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::ops::Bound;
 use std::net::SocketAddr;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
@@ -450,7 +450,10 @@ impl FakeApiServer {
 
     /// The `DataPathReport` named `name`.
     pub fn report(&self, name: &str) -> Option<Value> {
-        self.store().reports.get(name).map(|report| report.value.clone())
+        self.store()
+            .reports
+            .get(name)
+            .map(|report| report.value.clone())
     }
 
     /// Every event, in name order.
@@ -1367,7 +1370,8 @@ mod tests {
         assert!(strategic_merge(&mut node, &absent, "").is_ok());
         let keyless = json!({ "status": { "conditions": [{ "$patch": "delete" }] } });
         assert!(strategic_merge(&mut node, &keyless, "").is_err());
-        let unknown = json!({ "status": { "conditions": [{ "type": "Ready", "$patch": "replace" }] } });
+        let unknown =
+            json!({ "status": { "conditions": [{ "type": "Ready", "$patch": "replace" }] } });
         assert!(strategic_merge(&mut node, &unknown, "").is_err());
     }
 
@@ -1416,7 +1420,11 @@ mod tests {
         let odd = page(&[("limit", "2"), ("labelSelector", "odd=true")]);
         assert_eq!(names(&odd), ["a", "c"]);
         assert_eq!(odd["metadata"]["continue"], "c");
-        let rest = page(&[("limit", "2"), ("labelSelector", "odd=true"), ("continue", "c")]);
+        let rest = page(&[
+            ("limit", "2"),
+            ("labelSelector", "odd=true"),
+            ("continue", "c"),
+        ]);
         assert_eq!(names(&rest), ["e"]);
         assert!(rest["metadata"]["continue"].is_null());
         let bad = list(

@@ -151,7 +151,12 @@ fn uninstall_removes_the_condition_and_the_reports_from_every_node() {
     assert_eq!(code, Some(1), "{view}{err}");
     let view: Value = serde_json::from_str(&view).unwrap();
     assert_eq!(view["summary"]["nodes"], SEEDED + 2, "{}", view["summary"]);
-    assert_eq!(view["summary"]["no_agent"], SEEDED + 2, "{}", view["summary"]);
+    assert_eq!(
+        view["summary"]["no_agent"],
+        SEEDED + 2,
+        "{}",
+        view["summary"]
+    );
 }
 
 #[test]
