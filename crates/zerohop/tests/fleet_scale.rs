@@ -156,8 +156,7 @@ struct Measured {
 /// The value of `name=` in `/usr/bin/time`'s line.
 fn field<T: std::str::FromStr>(err: &str, name: &str) -> T {
     err.lines()
-        .filter(|l| l.starts_with("maxrss_kib="))
-        .next_back()
+        .rfind(|l| l.starts_with("maxrss_kib="))
         .and_then(|line| {
             line.split_whitespace()
                 .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
