@@ -246,3 +246,65 @@ fn fleet_over_many_realistic_nodes() {
         );
     }
 }
+
+/// `fleet --watch` keeps each Node of its reflector as slim as a list's
+/// page does: the peak memory once it has shown the first two views (its
+/// one-shot list, then the reflectors' own).
+#[test]
+#[ignore = "a measurement: FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale fleet_watch -- --ignored --nocapture"]
+fn fleet_watch_over_many_realistic_nodes() {
+    let nodes: usize = std::env::var("FLEET_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let api = cluster(nodes);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path());
+    let started = Instant::now();
+    let binary =
+        std::env::var_os("ZEROHOP").unwrap_or_else(|| env!("CARGO_BIN_EXE_zerohop").into());
+    let mut time = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "maxrss_kib=%M user_s=%U system_s=%S"])
+        .arg(binary)
+        .args(["fleet", "--watch", "--format", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = time.stdout.take().unwrap();
+    let (views, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout).lines() {
+            if views.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    for view in 1..=2 {
+        let Ok(line) = seen.recv_timeout(Duration::from_secs(300)) else {
+            let _ = time.kill();
+            panic!("no view {view} within 300 s");
+        };
+        check(&serde_json::from_str(&line).unwrap(), nodes);
+        println!("view {view} after {:.2} s", started.elapsed().as_secs_f64());
+    }
+    // SIGTERM to `fleet`, the child of `/usr/bin/time`, which then reports.
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", time.id())).unwrap();
+    let fleet = children.split_whitespace().next().expect("fleet runs");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", fleet])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = time.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    let rss: u64 = field(&err, "maxrss_kib");
+    let cpu: f64 = field::<f64>(&err, "user_s") + field::<f64>(&err, "system_s");
+    println!(
+        "fleet --watch: {nodes} nodes, CPU {cpu:.2} s, peak RSS {:.1} MB",
+        rss as f64 * 1024.0 / 1e6
+    );
+}

@@ -46,10 +46,12 @@ pub struct PageMeta {
     pub continue_: Option<String>,
 }
 
-/// What `fleet` reads of a Node.
-#[derive(Debug, Deserialize)]
+/// What `fleet` reads of a Node, in a list and in the reflector of
+/// `--watch` (which also needs the resourceVersion to resume from).
+#[derive(Debug, Clone, Deserialize)]
 pub struct SlimNode {
-    metadata: SlimMeta,
+    #[serde(deserialize_with = "slim_meta")]
+    metadata: ObjectMeta,
     #[serde(default)]
     spec: SlimSpec,
     #[serde(default)]
@@ -60,17 +62,51 @@ pub struct SlimNode {
 struct SlimMeta {
     #[serde(default)]
     name: String,
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
     #[serde(default, deserialize_with = "wanted_labels")]
     labels: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The name, resourceVersion and wanted labels, as an `ObjectMeta`.
+fn slim_meta<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    let meta = SlimMeta::deserialize(deserializer)?;
+    Ok(ObjectMeta {
+        name: Some(meta.name),
+        resource_version: meta.resource_version,
+        labels: Some(meta.labels),
+        ..ObjectMeta::default()
+    })
+}
+
+impl k8s_openapi::Resource for SlimNode {
+    const API_VERSION: &'static str = Node::API_VERSION;
+    const GROUP: &'static str = Node::GROUP;
+    const KIND: &'static str = Node::KIND;
+    const VERSION: &'static str = Node::VERSION;
+    const URL_PATH_SEGMENT: &'static str = Node::URL_PATH_SEGMENT;
+    type Scope = <Node as k8s_openapi::Resource>::Scope;
+}
+
+impl k8s_openapi::Metadata for SlimNode {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
 struct SlimSpec {
     #[serde(default)]
     unschedulable: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 struct SlimStatus {
     #[serde(default, deserialize_with = "our_condition")]
     conditions: Vec<NodeCondition>,
@@ -171,11 +207,7 @@ impl<'de> Visitor<'de> for KeySeed {
 impl From<SlimNode> for Node {
     fn from(slim: SlimNode) -> Node {
         Node {
-            metadata: ObjectMeta {
-                name: Some(slim.metadata.name),
-                labels: Some(slim.metadata.labels),
-                ..ObjectMeta::default()
-            },
+            metadata: slim.metadata,
             spec: Some(NodeSpec {
                 unschedulable: slim.spec.unschedulable,
                 ..NodeSpec::default()
@@ -283,13 +315,14 @@ mod tests {
                 r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#
             ))
         };
-        assert!(node("null").unwrap().metadata.labels.is_empty());
+        assert!(node("null").unwrap().metadata.labels.unwrap().is_empty());
         // What is skipped is not parsed into anything, whatever its shape;
         // a label that is kept must still be a string.
         let kept = node(r#"{"a":{"b":[1,2]},"nvidia.com/gpu.present":"true","c\"d":3}"#)
             .unwrap()
             .metadata
-            .labels;
+            .labels
+            .unwrap();
         assert_eq!(
             kept.into_iter().collect::<Vec<_>>(),
             [("nvidia.com/gpu.present".to_owned(), "true".to_owned())]
