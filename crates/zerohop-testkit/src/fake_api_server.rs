@@ -4,20 +4,29 @@
 //!
 //! It implements what those binaries use, with the API server's semantics:
 //! Nodes (get, paginated list with label selectors, watch, server-side
-//! apply of `status.conditions` as a list map keyed by `type`), events
-//! (create, get, merge patch; 409 on a name that exists) and
-//! `DataPathReport` objects (apply, paginated list, watch; 404 while the
-//! CRD is not installed), and for `zerohop validate run`: Pods (create,
+//! apply of `status.conditions` as a list map keyed by `type`, and a
+//! strategic merge patch of the status), events (create, get, merge patch;
+//! 409 on a name that exists) and `DataPathReport` objects (apply,
+//! paginated list, watch, delete of the collection; 404 while the CRD is
+//! not installed), and for `zerohop validate run`: Pods (create,
 //! get, list and watch by label and name, delete by label, logs) that
 //! follow a script the test gives, and Kubeflow `MPIJob`s (create, delete
 //! by label; 404 while their CRD is not installed) whose launcher pod the
 //! server creates as the MPI Operator would. Every request is recorded,
 //! and faults (a status, with or without `Retry-After`, a delay, a huge
 //! body) can be injected by path.
+//!
+//! Like kube-apiserver serving from its watch cache, it serialises each
+//! object once, when it is written, and a list page or a watch event
+//! sends those bytes as they are; a page is the objects after the key in
+//! the continue token (what etcd's continue token holds), so listing a
+//! large cluster page by page costs the server its pages, not a copy of
+//! the whole list per page.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
@@ -104,23 +113,34 @@ pub struct PodScript {
 /// Decides the script of each pod created, from the pod as created.
 pub type Scripter = Arc<dyn Fn(&Value) -> PodScript + Send + Sync>;
 
+/// An object as the watch cache keeps it: the object, and its JSON
+/// serialised once when it was written.
+#[derive(Debug)]
+struct Stored {
+    value: Value,
+    json: Bytes,
+}
+
 #[derive(Debug, Clone)]
 struct Change {
     resource: &'static str,
     kind: &'static str,
-    object: Value,
+    object: Arc<Stored>,
 }
+
+/// Objects of a listed resource by key: the name, or `namespace/name`.
+type Objects = BTreeMap<String, Arc<Stored>>;
 
 #[derive(Default)]
 struct Store {
-    nodes: BTreeMap<String, Value>,
-    pods: BTreeMap<(String, String), Value>,
-    logs: BTreeMap<(String, String), String>,
+    nodes: Objects,
+    pods: Objects,
+    logs: BTreeMap<String, String>,
     mpijobs: BTreeMap<(String, String), Value>,
     mpijob_crd_installed: bool,
     scripter: Option<Scripter>,
     events: BTreeMap<(String, String), Value>,
-    reports: BTreeMap<String, Value>,
+    reports: Objects,
     crd_installed: bool,
     revision: u64,
     log: Vec<(u64, Change)>,
@@ -135,28 +155,49 @@ impl Store {
         self.revision
     }
 
-    /// Records a change of a pod and announces it to open watches.
-    fn pod_changed(
+    /// The objects of a listed resource: `nodes`, `pods` or the reports.
+    fn objects(&mut self, resource: &str) -> &mut Objects {
+        match resource {
+            "nodes" => &mut self.nodes,
+            "pods" => &mut self.pods,
+            _ => &mut self.reports,
+        }
+    }
+
+    /// Writes an object of a listed resource at a new resourceVersion (or
+    /// removes it, when `deleted`), serialises it once, records the change
+    /// for later watches and announces it to the open ones.
+    fn write(
         &mut self,
         changes: &broadcast::Sender<Change>,
-        kind: &'static str,
-        mut pod: Value,
-    ) -> Value {
-        let revision = self.bump(&mut pod);
-        let key = pod_key(&pod);
-        if kind == "DELETED" {
-            self.pods.remove(&key);
+        resource: &'static str,
+        deleted: bool,
+        mut object: Value,
+    ) -> Arc<Stored> {
+        let revision = self.bump(&mut object);
+        let key = key_of(&object);
+        let json = Bytes::from(object.to_string());
+        let stored = Arc::new(Stored {
+            value: object,
+            json,
+        });
+        let objects = self.objects(resource);
+        let kind = if deleted {
+            objects.remove(&key);
+            "DELETED"
+        } else if objects.insert(key, Arc::clone(&stored)).is_some() {
+            "MODIFIED"
         } else {
-            self.pods.insert(key, pod.clone());
-        }
+            "ADDED"
+        };
         let change = Change {
-            resource: "pods",
+            resource,
             kind,
-            object: pod.clone(),
+            object: Arc::clone(&stored),
         };
         self.log.push((revision, change.clone()));
         let _ = changes.send(change);
-        pod
+        stored
     }
 
     /// Creates a pod: stores it, and plays its script in the background.
@@ -166,12 +207,12 @@ impl Store {
         changes: &broadcast::Sender<Change>,
         namespace: &str,
         mut pod: Value,
-    ) -> Result<Value, Box<Response<Body>>> {
+    ) -> Result<Arc<Stored>, Box<Response<Body>>> {
         let name = pod["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let key = (namespace.to_owned(), name.clone());
+        let key = format!("{namespace}/{name}");
         if name.is_empty() {
             return Err(Box::new(status(
                 422,
@@ -189,11 +230,11 @@ impl Store {
         pod["metadata"]["namespace"] = json!(namespace);
         pod["metadata"]["uid"] = json!(format!("uid-pod-{namespace}-{name}"));
         pod["status"] = json!({"phase": "Pending"});
-        let pod = self.pod_changed(changes, "ADDED", pod);
+        let pod = self.write(changes, "pods", false, pod);
         let script = self
             .scripter
             .as_ref()
-            .map(|scripter| scripter(&pod))
+            .map(|scripter| scripter(&pod.value))
             .unwrap_or_default();
         self.logs.insert(key.clone(), script.log.clone());
         let store = Arc::clone(store);
@@ -207,28 +248,25 @@ impl Store {
                 }
                 let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
                 // A pod deleted meanwhile has no further life.
-                let Some(mut pod) = store.pods.get(&key).cloned() else {
+                let Some(mut pod) = store.pods.get(&key).map(|pod| pod.value.clone()) else {
                     return;
                 };
                 apply_step(&mut pod, &step);
-                store.pod_changed(&changes, "MODIFIED", pod);
+                store.write(&changes, "pods", false, pod);
             }
         });
         Ok(pod)
     }
 }
 
-fn pod_key(pod: &Value) -> (String, String) {
-    (
-        pod["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        pod["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
+/// The key of an object: `namespace/name`, or its name when it is not
+/// namespaced.
+fn key_of(object: &Value) -> String {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    match object["metadata"]["namespace"].as_str() {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
+    }
 }
 
 /// What the kubelet and the scheduler would write into the pod's status.
@@ -384,26 +422,13 @@ impl FakeApiServer {
         if node["metadata"]["uid"].is_null() {
             node["metadata"]["uid"] = json!(format!("uid-{name}"));
         }
-        let kind = if store.nodes.contains_key(&name) {
-            "MODIFIED"
-        } else {
-            "ADDED"
-        };
-        let revision = store.bump(&mut node);
-        store.nodes.insert(name, node.clone());
-        let change = Change {
-            resource: "nodes",
-            kind,
-            object: node,
-        };
-        store.log.push((revision, change.clone()));
         // Watches that are open see it now; later ones read it from the log.
-        let _ = self.changes.send(change);
+        store.write(&self.changes, "nodes", false, node);
     }
 
     /// The Node named `name`.
     pub fn node(&self, name: &str) -> Option<Value> {
-        self.store().nodes.get(name).cloned()
+        self.store().nodes.get(name).map(|node| node.value.clone())
     }
 
     /// Installs (or removes) the `DataPathReport` CRD.
@@ -420,25 +445,15 @@ impl FakeApiServer {
             .unwrap_or_default()
             .to_owned();
         report["metadata"]["uid"] = json!(format!("uid-report-{name}"));
-        let revision = store.bump(&mut report);
-        let kind = if store.reports.contains_key(&name) {
-            "MODIFIED"
-        } else {
-            "ADDED"
-        };
-        store.reports.insert(name, report.clone());
-        let change = Change {
-            resource: PLURAL,
-            kind,
-            object: report,
-        };
-        store.log.push((revision, change.clone()));
-        let _ = self.changes.send(change);
+        store.write(&self.changes, PLURAL, false, report);
     }
 
     /// The `DataPathReport` named `name`.
     pub fn report(&self, name: &str) -> Option<Value> {
-        self.store().reports.get(name).cloned()
+        self.store()
+            .reports
+            .get(name)
+            .map(|report| report.value.clone())
     }
 
     /// Every event, in name order.
@@ -472,9 +487,13 @@ impl FakeApiServer {
         self.store().scripter = Some(scripter);
     }
 
-    /// Every pod that exists now, by namespace and name.
+    /// Every pod that exists now, in `namespace/name` order.
     pub fn pods(&self) -> Vec<Value> {
-        self.store().pods.values().cloned().collect()
+        self.store()
+            .pods
+            .values()
+            .map(|pod| pod.value.clone())
+            .collect()
     }
 
     /// Every `MPIJob` that exists now.
@@ -495,8 +514,13 @@ impl Drop for FakeApiServer {
 }
 
 fn full(status: StatusCode, body: Value) -> Response<Body> {
+    json_response(status, Bytes::from(body.to_string()))
+}
+
+/// A JSON answer of bytes already serialised.
+fn json_response(status: StatusCode, json: Bytes) -> Response<Body> {
     let mut response = Response::new(
-        Full::new(Bytes::from(body.to_string()))
+        Full::new(json)
             .map_err(|never| match never {})
             .boxed_unsync(),
     );
@@ -643,20 +667,33 @@ async fn handle(
         (Method::GET, ["api", "v1", "nodes", name]) => {
             let store = store.lock().unwrap_or_else(|p| p.into_inner());
             match store.nodes.get(*name) {
-                Some(node) => full(StatusCode::OK, node.clone()),
+                Some(node) => json_response(StatusCode::OK, node.json.clone()),
                 None => status(404, "NotFound", &format!("nodes \"{name}\" not found")),
             }
+        }
+        (Method::PATCH, ["api", "v1", "nodes", name, "status"])
+            if content_type.as_deref() == Some(STRATEGIC_MERGE_PATCH) =>
+        {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(mut node) = store.nodes.get(*name).map(|node| node.value.clone()) else {
+                return status(404, "NotFound", &format!("nodes \"{name}\" not found"));
+            };
+            if let Err(message) = strategic_merge(&mut node, &body, "") {
+                return status(422, "Invalid", &message);
+            }
+            let node = store.write(&changes, "nodes", false, node);
+            json_response(StatusCode::OK, node.json.clone())
         }
         (Method::PATCH, ["api", "v1", "nodes", name, "status"]) => {
             if content_type.as_deref() != Some("application/apply-patch+yaml") {
                 return status(
                     415,
                     "UnsupportedMediaType",
-                    "only server-side apply is served",
+                    "only server-side apply and strategic merge patches are served",
                 );
             }
             let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(mut node) = store.nodes.get(*name).cloned() else {
+            let Some(mut node) = store.nodes.get(*name).map(|node| node.value.clone()) else {
                 return status(404, "NotFound", &format!("nodes \"{name}\" not found"));
             };
             let applied = body["status"]["conditions"]
@@ -677,16 +714,8 @@ async fn handle(
                 }
             }
             node["status"]["conditions"] = Value::Array(conditions);
-            let revision = store.bump(&mut node);
-            store.nodes.insert((*name).to_owned(), node.clone());
-            let change = Change {
-                resource: "nodes",
-                kind: "MODIFIED",
-                object: node.clone(),
-            };
-            store.log.push((revision, change.clone()));
-            let _ = changes.send(change);
-            full(StatusCode::OK, node)
+            let node = store.write(&changes, "nodes", false, node);
+            json_response(StatusCode::OK, node.json.clone())
         }
         (
             Method::POST,
@@ -779,6 +808,32 @@ async fn handle(
             }
             list(&store, PLURAL, "DataPathReportList", API_VERSION, &query)
         }
+        (Method::DELETE, ["apis", GROUP, VERSION, PLURAL]) => {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            let selector = query.get("labelSelector");
+            let doomed: Vec<Arc<Stored>> = store
+                .reports
+                .values()
+                .filter(|report| {
+                    selector.is_none_or(|selector| {
+                        selects(selector, &report.value["metadata"]["labels"]) == Some(true)
+                    })
+                })
+                .cloned()
+                .collect();
+            for report in &doomed {
+                store.write(&changes, PLURAL, true, report.value.clone());
+            }
+            json_response(
+                StatusCode::OK,
+                list_body(
+                    API_VERSION,
+                    "DataPathReportList",
+                    &json!({ "resourceVersion": store.revision.to_string() }),
+                    &doomed,
+                ),
+            )
+        }
         (Method::PATCH, ["apis", GROUP, VERSION, PLURAL, name]) => {
             if content_type.as_deref() != Some("application/apply-patch+yaml") {
                 return status(
@@ -789,31 +844,17 @@ async fn handle(
             }
             let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
             let mut object = body;
-            let existing = store.reports.get(*name).cloned();
-            object["metadata"]["uid"] = existing.as_ref().map_or_else(
+            object["metadata"]["uid"] = store.reports.get(*name).map_or_else(
                 || json!(format!("uid-report-{name}")),
-                |e| e["metadata"]["uid"].clone(),
+                |e| e.value["metadata"]["uid"].clone(),
             );
-            let revision = store.bump(&mut object);
-            store.reports.insert((*name).to_owned(), object.clone());
-            let kind = if existing.is_some() {
-                "MODIFIED"
-            } else {
-                "ADDED"
-            };
-            let change = Change {
-                resource: PLURAL,
-                kind,
-                object: object.clone(),
-            };
-            store.log.push((revision, change.clone()));
-            let _ = changes.send(change);
-            full(StatusCode::OK, object)
+            let object = store.write(&changes, PLURAL, false, object);
+            json_response(StatusCode::OK, object.json.clone())
         }
         (Method::POST, ["api", "v1", "namespaces", namespace, "pods"]) => {
             let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
             match store.create_pod(&store_handle, &changes, namespace, body) {
-                Ok(pod) => full(StatusCode::CREATED, pod),
+                Ok(pod) => json_response(StatusCode::CREATED, pod.json.clone()),
                 Err(response) => *response,
             }
         }
@@ -825,17 +866,14 @@ async fn handle(
         }
         (Method::GET, ["api", "v1", "namespaces", namespace, "pods", name]) => {
             let store = store.lock().unwrap_or_else(|p| p.into_inner());
-            match store
-                .pods
-                .get(&((*namespace).to_owned(), (*name).to_owned()))
-            {
-                Some(pod) => full(StatusCode::OK, pod.clone()),
+            match store.pods.get(&format!("{namespace}/{name}")) {
+                Some(pod) => json_response(StatusCode::OK, pod.json.clone()),
                 None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
             }
         }
         (Method::GET, ["api", "v1", "namespaces", namespace, "pods", name, "log"]) => {
             let store = store.lock().unwrap_or_else(|p| p.into_inner());
-            let key = ((*namespace).to_owned(), (*name).to_owned());
+            let key = format!("{namespace}/{name}");
             match (store.pods.get(&key), store.logs.get(&key)) {
                 (Some(_), Some(log)) => {
                     let limit = query
@@ -862,20 +900,21 @@ async fn handle(
             let Some(selector) = query.get("labelSelector") else {
                 return status(400, "BadRequest", "a label selector is required here");
             };
-            let doomed: Vec<Value> = store
+            let doomed: Vec<Arc<Stored>> = store
                 .pods
-                .iter()
-                .filter(|((ns, _), pod)| {
-                    ns == namespace && selects(selector, &pod["metadata"]["labels"]) == Some(true)
+                .values()
+                .filter(|pod| {
+                    pod.value["metadata"]["namespace"] == *namespace
+                        && selects(selector, &pod.value["metadata"]["labels"]) == Some(true)
                 })
-                .map(|(_, pod)| pod.clone())
+                .cloned()
                 .collect();
             for pod in &doomed {
-                store.pod_changed(&changes, "DELETED", pod.clone());
+                store.write(&changes, "pods", true, pod.value.clone());
             }
-            full(
+            json_response(
                 StatusCode::OK,
-                json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": doomed}),
+                list_body("v1", "PodList", &json!({}), &doomed),
             )
         }
         (_, ["apis", "kubeflow.org", "v2beta1", ..])
@@ -1000,6 +1039,83 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// The content type of a strategic merge patch.
+const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// The lists of a Node that a strategic merge patch merges by a key, with
+/// that key: the `patchStrategy:"merge"` fields of `NodeStatus`
+/// (`patchMergeKey:"type"` on `conditions` and `addresses`,
+/// k8s.io/api/core/v1/types.go). Every other list is replaced whole, as
+/// for a field without a patch strategy.
+const MERGED_LISTS: [(&str, &str); 2] = [
+    ("/status/conditions", "type"),
+    ("/status/addresses", "type"),
+];
+
+/// A strategic merge patch of a Node (the API conventions' "Strategic
+/// Merge Patch", community/contributors/devel/sig-api-machinery/
+/// strategic-merge-patch.md): objects merge as in a JSON merge patch,
+/// `null` deletes a field, a list in [`MERGED_LISTS`] merges element by
+/// element on its key, and an element `{"<key>": …, "$patch": "delete"}`
+/// deletes the element with that key. `path` is where `target` is, as a
+/// JSON pointer.
+fn strategic_merge(target: &mut Value, patch: &Value, path: &str) -> Result<(), String> {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return Ok(());
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    for (key, value) in fields {
+        let here = format!("{path}/{key}");
+        let merge_key = MERGED_LISTS
+            .iter()
+            .find(|(list, _)| *list == here)
+            .map(|(_, merge_key)| *merge_key);
+        match (value, merge_key) {
+            (Value::Null, _) => {
+                if let Some(map) = target.as_object_mut() {
+                    map.remove(key);
+                }
+            }
+            (Value::Array(elements), Some(merge_key)) => {
+                let list = &mut target[key.as_str()];
+                if !list.is_array() {
+                    *list = json!([]);
+                }
+                let Some(list) = list.as_array_mut() else {
+                    continue;
+                };
+                for element in elements {
+                    merge_element(list, element, merge_key)
+                        .map_err(|why| format!("{here}: {why}"))?;
+                }
+            }
+            _ => strategic_merge(&mut target[key.as_str()], value, &here)?,
+        }
+    }
+    Ok(())
+}
+
+/// Merges one element of a patch into a list merged on `merge_key`.
+fn merge_element(list: &mut Vec<Value>, element: &Value, merge_key: &str) -> Result<(), String> {
+    let Some(wanted) = element.get(merge_key).filter(|k| !k.is_null()) else {
+        return Err(format!("an element without its merge key {merge_key}"));
+    };
+    let position = list.iter().position(|e| e.get(merge_key) == Some(wanted));
+    match (element.get("$patch").and_then(Value::as_str), position) {
+        (Some("delete"), Some(position)) => {
+            list.remove(position);
+        }
+        (Some("delete"), None) => {}
+        (Some(other), _) => return Err(format!("unknown patch directive {other:?}")),
+        (None, Some(position)) => merge_patch(&mut list[position], element),
+        (None, None) => list.push(element.clone()),
+    }
+    Ok(())
+}
+
 /// Whether `labels` match a selector of `k=v`, `k==v`, `k!=v`, `k` and
 /// `!k` terms; `None` for a selector this server does not understand.
 fn selects(selector: &str, labels: &Value) -> Option<bool> {
@@ -1021,6 +1137,9 @@ fn selects(selector: &str, labels: &Value) -> Option<bool> {
     Some(all)
 }
 
+/// A page of a list: the objects after the key in the `continue` token
+/// that match the selectors, at most `limit` of them, their JSON as it was
+/// serialised when they were written; a continue token when more match.
 fn list(
     store: &Arc<Mutex<Store>>,
     resource: &'static str,
@@ -1028,54 +1147,68 @@ fn list(
     api_version: &str,
     query: &BTreeMap<String, String>,
 ) -> Response<Body> {
-    let store = store.lock().unwrap_or_else(|p| p.into_inner());
-    let objects: Vec<&Value> = match resource {
-        "nodes" => store.nodes.values().collect(),
-        "pods" => store.pods.values().collect(),
-        _ => store.reports.values().collect(),
-    };
-    let mut items = Vec::new();
-    for object in objects {
-        if !field_selects(query, object) {
-            continue;
-        }
-        match query.get("labelSelector") {
-            Some(selector) => match selects(selector, &object["metadata"]["labels"]) {
-                Some(true) => items.push(object.clone()),
-                Some(false) => {}
-                None => {
-                    return status(
-                        400,
-                        "BadRequest",
-                        &format!("unable to parse requirement: {selector}"),
-                    );
-                }
-            },
-            None => items.push(object.clone()),
-        }
+    let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+    let selector = query.get("labelSelector");
+    if let Some(selector) = selector
+        && selects(selector, &Value::Null).is_none()
+    {
+        return status(
+            400,
+            "BadRequest",
+            &format!("unable to parse requirement: {selector}"),
+        );
     }
-    let start: usize = query
-        .get("continue")
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
+    let revision = store.revision;
+    let after = match query.get("continue") {
+        Some(key) => Bound::Excluded(key.as_str()),
+        None => Bound::Unbounded,
+    };
     let limit: usize = query
         .get("limit")
         .and_then(|l| l.parse().ok())
         .filter(|l| *l > 0)
         .unwrap_or(usize::MAX);
-    let end = start.saturating_add(limit).min(items.len());
-    let page: Vec<Value> = items
-        .get(start..end)
-        .map(<[Value]>::to_vec)
-        .unwrap_or_default();
-    let mut metadata = json!({ "resourceVersion": store.revision.to_string() });
-    if end < items.len() {
-        metadata["continue"] = json!(end.to_string());
+    let mut matching = store
+        .objects(resource)
+        .range::<str, _>((after, Bound::Unbounded))
+        .filter(|(_, object)| {
+            field_selects(query, &object.value)
+                && selector.is_none_or(|selector| {
+                    selects(selector, &object.value["metadata"]["labels"]) == Some(true)
+                })
+        });
+    let page: Vec<(&String, &Arc<Stored>)> = matching.by_ref().take(limit).collect();
+    let mut metadata = json!({ "resourceVersion": revision.to_string() });
+    if matching.next().is_some()
+        && let Some((last, _)) = page.last()
+    {
+        metadata["continue"] = json!(last);
     }
-    full(
+    let items: Vec<Arc<Stored>> = page.into_iter().map(|(_, o)| Arc::clone(o)).collect();
+    json_response(
         StatusCode::OK,
-        json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata, "items": page }),
+        list_body(api_version, kind, &metadata, &items),
     )
+}
+
+/// A list's JSON, its items' stored JSON copied in as they are.
+fn list_body(api_version: &str, kind: &str, metadata: &Value, items: &[Arc<Stored>]) -> Bytes {
+    let head = format!(
+        r#"{{"apiVersion":{},"kind":{},"metadata":{metadata},"items":["#,
+        json!(api_version),
+        json!(kind)
+    );
+    let size = head.len() + items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 2;
+    let mut body = Vec::with_capacity(size);
+    body.extend_from_slice(head.as_bytes());
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(&item.json);
+    }
+    body.extend_from_slice(b"]}");
+    Bytes::from(body)
 }
 
 /// Whether `object` matches the `metadata.name=` field selector of `query`
@@ -1112,13 +1245,14 @@ fn watch_in(
     let namespace = namespace.map(str::to_owned);
     let filter = query.clone();
     let wanted = move |change: &Change| {
+        let object = &change.object.value;
         change.resource == resource
             && namespace
                 .as_deref()
-                .is_none_or(|ns| change.object["metadata"]["namespace"].as_str() == Some(ns))
-            && field_selects(&filter, &change.object)
+                .is_none_or(|ns| object["metadata"]["namespace"].as_str() == Some(ns))
+            && field_selects(&filter, object)
             && filter.get("labelSelector").is_none_or(|selector| {
-                selects(selector, &change.object["metadata"]["labels"]) == Some(true)
+                selects(selector, &object["metadata"]["labels"]) == Some(true)
             })
     };
     let since: u64 = query
@@ -1142,11 +1276,15 @@ fn watch_in(
     };
     let (sender, frames) = tokio::sync::mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
+        // The event around the object's stored JSON.
         let line = |change: &Change| {
-            Bytes::from(format!(
-                "{}\n",
-                json!({ "type": change.kind, "object": change.object })
-            ))
+            let head = format!(r#"{{"type":"{}","object":"#, change.kind);
+            let json = &change.object.json;
+            let mut event = Vec::with_capacity(head.len() + json.len() + 2);
+            event.extend_from_slice(head.as_bytes());
+            event.extend_from_slice(json);
+            event.extend_from_slice(b"}\n");
+            Bytes::from(event)
         };
         for change in &backlog {
             if sender.send(line(change)).await.is_err() {
@@ -1208,6 +1346,95 @@ mod tests {
             &json!({ "a": null, "b": { "c": 5 }, "e": [1] }),
         );
         assert_eq!(target, json!({ "b": { "c": 5, "d": 3 }, "e": [1] }));
+    }
+
+    #[test]
+    fn a_strategic_merge_patch_deletes_one_condition_by_its_type() {
+        let mut node = json!({ "metadata": { "name": "n" }, "status": {
+            "conditions": [{ "type": "Ready", "status": "True" },
+                           { "type": "zerohop.dev/DataPathReady", "status": "False" }],
+            "images": [{ "names": ["a"] }] } });
+        let patch = json!({ "status": {
+            "conditions": [{ "type": "zerohop.dev/DataPathReady", "$patch": "delete" },
+                           { "type": "Ready", "reason": "KubeletReady" }],
+            "images": [] } });
+        strategic_merge(&mut node, &patch, "").unwrap();
+        assert_eq!(
+            node["status"],
+            json!({ "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady" }],
+                    "images": [] })
+        );
+        // Deleting what is not there is no error; an element without its
+        // merge key or with an unknown directive is.
+        let absent = json!({ "status": { "conditions": [{ "type": "X", "$patch": "delete" }] } });
+        assert!(strategic_merge(&mut node, &absent, "").is_ok());
+        let keyless = json!({ "status": { "conditions": [{ "$patch": "delete" }] } });
+        assert!(strategic_merge(&mut node, &keyless, "").is_err());
+        let unknown =
+            json!({ "status": { "conditions": [{ "type": "Ready", "$patch": "replace" }] } });
+        assert!(strategic_merge(&mut node, &unknown, "").is_err());
+    }
+
+    fn body_of(response: Response<Body>) -> Value {
+        let bytes = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(response.into_body().collect())
+            .unwrap()
+            .to_bytes();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn a_list_is_paged_by_the_key_after_the_last_one_sent() {
+        let store = Arc::new(Mutex::new(Store::default()));
+        let (changes, _) = broadcast::channel(16);
+        for name in ["a", "b", "c", "d", "e"] {
+            let labels = json!({ "odd": (name != "b" && name != "d").to_string() });
+            let node = json!({ "metadata": { "name": name, "labels": labels } });
+            store.lock().unwrap().write(&changes, "nodes", false, node);
+        }
+        let page = |query: &[(&str, &str)]| {
+            let query = query
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            body_of(list(&store, "nodes", "NodeList", "v1", &query))
+        };
+        let names = |page: &Value| -> Vec<String> {
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let first = page(&[("limit", "2")]);
+        assert_eq!(names(&first), ["a", "b"]);
+        assert_eq!(first["metadata"]["continue"], "b");
+        assert_eq!(first["items"][0]["metadata"]["resourceVersion"], "1");
+        let last = page(&[("limit", "3"), ("continue", "b")]);
+        assert_eq!(names(&last), ["c", "d", "e"]);
+        assert!(last["metadata"]["continue"].is_null(), "{last}");
+        // A selector pages over the matching objects only.
+        let odd = page(&[("limit", "2"), ("labelSelector", "odd=true")]);
+        assert_eq!(names(&odd), ["a", "c"]);
+        assert_eq!(odd["metadata"]["continue"], "c");
+        let rest = page(&[
+            ("limit", "2"),
+            ("labelSelector", "odd=true"),
+            ("continue", "c"),
+        ]);
+        assert_eq!(names(&rest), ["e"]);
+        assert!(rest["metadata"]["continue"].is_null());
+        let bad = list(
+            &store,
+            "nodes",
+            "NodeList",
+            "v1",
+            &[("labelSelector".to_owned(), "a in (b)".to_owned())].into(),
+        );
+        assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! The default run checks the answer on 1,000 nodes; the measurement on
 //! 10,000 (`BENCHMARKS.md`, "fleet over many realistic GPU nodes") is
 //! `FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale
-//! -- --ignored --nocapture`, which prints the wall time and the peak
-//! resident memory of the `fleet` process from `/usr/bin/time`.
+//! -- --ignored --nocapture`, which prints the wall time, the CPU time
+//! (user and system) and the peak resident memory of the `fleet` process
+//! from `/usr/bin/time`: the rest of the wall time is the API server's
+//! (in this test's process) and the wait between the two.
 
 #![cfg(feature = "cluster")]
 
@@ -142,9 +144,30 @@ fn cluster(nodes: usize) -> FakeApiServer {
     api
 }
 
-/// Runs `fleet --format json` under `/usr/bin/time`; returns the document,
-/// the wall time and the peak resident memory in KiB.
-fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
+/// What `/usr/bin/time` says of one `fleet`.
+struct Measured {
+    wall: Duration,
+    /// User and system CPU seconds.
+    user: f64,
+    system: f64,
+    maxrss_kib: u64,
+}
+
+/// The value of `name=` in `/usr/bin/time`'s line.
+fn field<T: std::str::FromStr>(err: &str, name: &str) -> T {
+    err.lines()
+        .rfind(|l| l.starts_with("maxrss_kib="))
+        .and_then(|line| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} from /usr/bin/time: {err}"))
+}
+
+/// Runs `fleet --format json` under `/usr/bin/time`; returns the document
+/// and what it cost.
+fn measured_fleet(api: &FakeApiServer) -> (Value, Measured) {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path());
     let started = Instant::now();
@@ -152,7 +175,7 @@ fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
     let binary =
         std::env::var_os("ZEROHOP").unwrap_or_else(|| env!("CARGO_BIN_EXE_zerohop").into());
     let output = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "maxrss_kib=%M"])
+        .args(["-f", "maxrss_kib=%M user_s=%U system_s=%S"])
         .arg(binary)
         .args(["fleet", "--format", "json", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -160,15 +183,15 @@ fn measured_fleet(api: &FakeApiServer) -> (Value, Duration, u64) {
         .unwrap();
     let wall = started.elapsed();
     let err = String::from_utf8_lossy(&output.stderr);
-    let rss = err
-        .lines()
-        .filter_map(|l| l.strip_prefix("maxrss_kib="))
-        .next_back()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no maximum RSS from /usr/bin/time: {err}"));
+    let measured = Measured {
+        wall,
+        user: field(&err, "user_s"),
+        system: field(&err, "system_s"),
+        maxrss_kib: field(&err, "maxrss_kib"),
+    };
     let document = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("not a JSON document ({e}): {err}"));
-    (document, wall, rss)
+    (document, measured)
 }
 
 fn check(document: &Value, nodes: usize) {
@@ -198,7 +221,7 @@ fn a_thousand_realistic_nodes_are_read_whole_and_right() {
     let size = node.to_string().len();
     assert!((19_000..23_000).contains(&size), "a node of {size} bytes");
     let api = cluster(1000);
-    let (document, _, _) = measured_fleet(&api);
+    let (document, _) = measured_fleet(&api);
     check(&document, 1000);
 }
 
@@ -211,12 +234,77 @@ fn fleet_over_many_realistic_nodes() {
         .unwrap_or(10_000);
     let api = cluster(nodes);
     for run in 1..=3 {
-        let (document, wall, rss) = measured_fleet(&api);
+        let (document, measured) = measured_fleet(&api);
         check(&document, nodes);
         println!(
-            "run {run}: {nodes} nodes, {:.2} s wall, peak RSS {:.1} MB",
-            wall.as_secs_f64(),
-            rss as f64 * 1024.0 / 1e6
+            "run {run}: {nodes} nodes, {:.2} s wall, fleet CPU {:.2} s user + {:.2} s system, \
+             peak RSS {:.1} MB",
+            measured.wall.as_secs_f64(),
+            measured.user,
+            measured.system,
+            measured.maxrss_kib as f64 * 1024.0 / 1e6
         );
     }
+}
+
+/// `fleet --watch` keeps each Node of its reflector as slim as a list's
+/// page does: the peak memory once it has shown the first two views (its
+/// one-shot list, then the reflectors' own).
+#[test]
+#[ignore = "a measurement: FLEET_NODES=10000 cargo test --release -p zerohop --test fleet_scale fleet_watch -- --ignored --nocapture"]
+fn fleet_watch_over_many_realistic_nodes() {
+    let nodes: usize = std::env::var("FLEET_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let api = cluster(nodes);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path());
+    let started = Instant::now();
+    let binary =
+        std::env::var_os("ZEROHOP").unwrap_or_else(|| env!("CARGO_BIN_EXE_zerohop").into());
+    let mut time = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "maxrss_kib=%M user_s=%U system_s=%S"])
+        .arg(binary)
+        .args(["fleet", "--watch", "--format", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = time.stdout.take().unwrap();
+    let (views, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout).lines() {
+            if views.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    for view in 1..=2 {
+        let Ok(line) = seen.recv_timeout(Duration::from_secs(300)) else {
+            let _ = time.kill();
+            panic!("no view {view} within 300 s");
+        };
+        check(&serde_json::from_str(&line).unwrap(), nodes);
+        println!("view {view} after {:.2} s", started.elapsed().as_secs_f64());
+    }
+    // SIGTERM to `fleet`, the child of `/usr/bin/time`, which then reports.
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", time.id())).unwrap();
+    let fleet = children.split_whitespace().next().expect("fleet runs");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", fleet])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = time.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    let rss: u64 = field(&err, "maxrss_kib");
+    let cpu: f64 = field::<f64>(&err, "user_s") + field::<f64>(&err, "system_s");
+    println!(
+        "fleet --watch: {nodes} nodes, CPU {cpu:.2} s, peak RSS {:.1} MB",
+        rss as f64 * 1024.0 / 1e6
+    );
 }

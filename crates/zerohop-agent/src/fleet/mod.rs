@@ -10,7 +10,6 @@ pub mod view;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -254,8 +253,9 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
     if let Some(selector) = &options.selector {
         config = config.labels(selector);
     }
-    let (nodes, node_writer) = reflector::store::<Node>();
-    let mut node_events = watcher(Api::<Node>::all(client.clone()), config)
+    // The reflector keeps each Node as slim as a list's page does.
+    let (nodes, node_writer) = reflector::store::<SlimNode>();
+    let mut node_events = watcher(Api::<SlimNode>::all(client.clone()), config)
         .default_backoff()
         .reflect(node_writer)
         .boxed();
@@ -337,13 +337,17 @@ fn note<T>(
 
 fn from_stores(
     options: &Options,
-    nodes: &Store<Node>,
+    nodes: &Store<SlimNode>,
     reports: &Store<DynamicObject>,
     available: bool,
 ) -> Fleet {
-    let nodes: Vec<Arc<Node>> = nodes.state();
+    let nodes: Vec<Node> = nodes
+        .state()
+        .iter()
+        .map(|node| Node::from(SlimNode::clone(node)))
+        .collect();
     let reports = by_name(reports.state().iter().map(|r| (**r).clone()).collect());
-    assemble(options, nodes.iter().map(|n| &**n), &reports, available)
+    assemble(options, nodes.iter(), &reports, available)
 }
 
 fn finish_on_write_error(err: io::Error, code: i32) -> Result<i32, FleetError> {

@@ -7,13 +7,20 @@
 //! that memory holds one page of text and the slim objects, not every
 //! Node whole; the same for the report objects, of which the view reads
 //! the interval and the failing checks.
+//!
+//! The labels and the capacity are filtered while they are parsed: a
+//! label the view does not read is compared and skipped, never copied, so
+//! that parsing a page costs little more than scanning its text.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Value, json};
 use zerohop_known::zerohop_api::LABEL_PREFIX;
 
@@ -39,10 +46,12 @@ pub struct PageMeta {
     pub continue_: Option<String>,
 }
 
-/// What `fleet` reads of a Node.
-#[derive(Debug, Deserialize)]
+/// What `fleet` reads of a Node, in a list and in the reflector of
+/// `--watch` (which also needs the resourceVersion to resume from).
+#[derive(Debug, Clone, Deserialize)]
 pub struct SlimNode {
-    metadata: SlimMeta,
+    #[serde(deserialize_with = "slim_meta")]
+    metadata: ObjectMeta,
     #[serde(default)]
     spec: SlimSpec,
     #[serde(default)]
@@ -53,17 +62,51 @@ pub struct SlimNode {
 struct SlimMeta {
     #[serde(default)]
     name: String,
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
     #[serde(default, deserialize_with = "wanted_labels")]
     labels: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The name, resourceVersion and wanted labels, as an `ObjectMeta`.
+fn slim_meta<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    let meta = SlimMeta::deserialize(deserializer)?;
+    Ok(ObjectMeta {
+        name: Some(meta.name),
+        resource_version: meta.resource_version,
+        labels: Some(meta.labels),
+        ..ObjectMeta::default()
+    })
+}
+
+impl k8s_openapi::Resource for SlimNode {
+    const API_VERSION: &'static str = Node::API_VERSION;
+    const GROUP: &'static str = Node::GROUP;
+    const KIND: &'static str = Node::KIND;
+    const VERSION: &'static str = Node::VERSION;
+    const URL_PATH_SEGMENT: &'static str = Node::URL_PATH_SEGMENT;
+    type Scope = <Node as k8s_openapi::Resource>::Scope;
+}
+
+impl k8s_openapi::Metadata for SlimNode {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
 struct SlimSpec {
     #[serde(default)]
     unschedulable: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 struct SlimStatus {
     #[serde(default, deserialize_with = "our_condition")]
     conditions: Vec<NodeCondition>,
@@ -76,13 +119,10 @@ struct SlimStatus {
 fn wanted_labels<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<BTreeMap<String, String>, D::Error> {
-    let all = Option::<BTreeMap<String, String>>::deserialize(deserializer)?.unwrap_or_default();
-    Ok(all
-        .into_iter()
-        .filter(|(key, _)| {
-            key.starts_with(LABEL_PREFIX) || DATA_PATH_LABELS.contains(&key.as_str())
-        })
-        .collect())
+    deserializer.deserialize_any(Kept {
+        wanted: |key| key.starts_with(LABEL_PREFIX) || DATA_PATH_LABELS.contains(&key),
+        value: PhantomData,
+    })
 }
 
 /// Only the agent's condition.
@@ -97,21 +137,77 @@ fn our_condition<'de, D: serde::Deserializer<'de>>(
 fn device_capacity<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<BTreeMap<String, Quantity>, D::Error> {
-    let all = Option::<BTreeMap<String, Quantity>>::deserialize(deserializer)?.unwrap_or_default();
-    Ok(all
-        .into_iter()
-        .filter(|(key, _)| super::state::is_device_resource(key))
-        .collect())
+    deserializer.deserialize_any(Kept {
+        wanted: super::state::is_device_resource,
+        value: PhantomData,
+    })
+}
+
+/// Parses a JSON object (or `null`) into the entries whose key is
+/// `wanted`; the others' values are skipped unparsed.
+struct Kept<V> {
+    wanted: fn(&str) -> bool,
+    value: PhantomData<V>,
+}
+
+impl<'de, V: Deserialize<'de>> Visitor<'de> for Kept<V> {
+    type Value = BTreeMap<String, V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(BTreeMap::new())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = BTreeMap::new();
+        while let Some(key) = map.next_key_seed(KeySeed(self.wanted))? {
+            match key {
+                Some(key) => {
+                    kept.insert(key, map.next_value()?);
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(kept)
+    }
+}
+
+/// Reads a key: `Some` of it when it is wanted, else `None` without a
+/// copy.
+struct KeySeed(fn(&str) -> bool);
+
+impl<'de> de::DeserializeSeed<'de> for KeySeed {
+    type Value = Option<String>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Option<String>, E> {
+        Ok((self.0)(key).then(|| key.to_owned()))
+    }
 }
 
 impl From<SlimNode> for Node {
     fn from(slim: SlimNode) -> Node {
         Node {
-            metadata: ObjectMeta {
-                name: Some(slim.metadata.name),
-                labels: Some(slim.metadata.labels),
-                ..ObjectMeta::default()
-            },
+            metadata: slim.metadata,
             spec: Some(NodeSpec {
                 unschedulable: slim.spec.unschedulable,
                 ..NodeSpec::default()
@@ -210,6 +306,29 @@ mod tests {
             ["nvidia.com/gpu", "rdma/ib"]
         );
         assert!(status.images.is_none());
+    }
+
+    #[test]
+    fn labels_are_filtered_while_they_are_parsed() {
+        let node = |labels: &str| {
+            serde_json::from_str::<SlimNode>(&format!(
+                r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#
+            ))
+        };
+        assert!(node("null").unwrap().metadata.labels.unwrap().is_empty());
+        // What is skipped is not parsed into anything, whatever its shape;
+        // a label that is kept must still be a string.
+        let kept = node(r#"{"a":{"b":[1,2]},"nvidia.com/gpu.present":"true","c\"d":3}"#)
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap();
+        assert_eq!(
+            kept.into_iter().collect::<Vec<_>>(),
+            [("nvidia.com/gpu.present".to_owned(), "true".to_owned())]
+        );
+        assert!(node(r#"{"nvidia.com/gpu.present":true}"#).is_err());
+        assert!(node(r#"["nvidia.com/gpu.present"]"#).is_err());
     }
 
     #[test]
