@@ -20,11 +20,18 @@
 #         process, GAP_US (default 500) microseconds apart so that they span
 #         several passes; prints median, p99 and max, and the passes that
 #         completed during the scrapes.
-# rss:    the agent with --interval 1s --counters-interval 1s until PASSES
-#         (default 1000) passes completed; VmRSS is sampled every 10 s and
-#         printed with the pass count, first and last and the highest.
+# rss:    the agent with --interval RSS_INTERVAL (default 1s)
+#         --counters-interval 1s until PASSES (default 1000) passes
+#         completed; every 10 s prints the passes completed and started
+#         (a pass longer than the interval is cut at it and not completed:
+#         on a loaded machine pick an interval that lets passes complete),
+#         the agent's VmRSS, and the proportional set size (Pss) of the
+#         agent and of its reader processes together, which is what the
+#         pod's memory holds; then first, last and highest VmRSS.
 #
-# The agent serves on 127.0.0.1:PORT (default 19477) and publishes nothing
+# The agent runs at the scheduling priority NICE (default 0; a negative one,
+# as root, keeps a shared machine's other work from cutting its passes).
+# It serves on 127.0.0.1:PORT (default 19477) and publishes nothing
 # to a cluster (no --node-condition, --report-object or --features-dir).
 # Needs a release build (cargo build --release -p zerohop) or ZEROHOP=path.
 set -euo pipefail
@@ -53,7 +60,7 @@ stop_agent() {
 trap stop_agent EXIT
 
 start_agent() {
-    "$ZEROHOP" agent --root "$TREE" --listen "127.0.0.1:$PORT" "$@" 2>/dev/null &
+    nice -n "${NICE:-0}" "$ZEROHOP" agent --root "$TREE" --listen "127.0.0.1:$PORT" "$@" 2>/dev/null &
     agent_pid=$!
     # Ready once the first pass is published.
     for _ in $(seq 1 600); do
@@ -77,8 +84,22 @@ completed_passes() {
         awk '/^zerohop_passes_total\{.*outcome="completed"/ { print $2 }'
 }
 
+started_passes() {
+    curl -sf "http://127.0.0.1:$PORT/metrics" |
+        awk '/^zerohop_passes_total\{/ { sum += $2 } END { print sum + 0 }'
+}
+
 rss_kib() {
     awk '/^VmRSS:/ { print $2 }' "/proc/$agent_pid/status"
+}
+
+# Pss of the agent and its reader processes (its children), in KiB.
+pss_kib() {
+    local pids
+    pids="$agent_pid $(cat /proc/"$agent_pid"/task/*/children 2>/dev/null)"
+    for pid in $pids; do
+        awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null
+    done | awk '{ sum += $1 } END { print sum + 0 }'
 }
 
 cpu() {
@@ -111,14 +132,14 @@ scrape() {
 }
 
 rss() {
-    start_agent --interval 1s --counters-interval 1s
+    start_agent --interval "${RSS_INTERVAL:-1s}" --counters-interval 1s
     local first passes now highest=0
     first=$(rss_kib)
     while :; do
         passes=$(completed_passes)
         now=$(rss_kib)
         [ "$now" -gt "$highest" ] && highest=$now
-        echo "rss: $passes passes, VmRSS $now KiB"
+        echo "rss: $passes passes completed of $(started_passes), VmRSS $now KiB, Pss with readers $(pss_kib) KiB"
         [ "${passes%.*}" -ge "$PASSES" ] && break
         sleep 10
     done

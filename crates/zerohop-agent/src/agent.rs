@@ -2,11 +2,12 @@
 //! everywhere users look.
 //!
 //! One task runs a pass every interval (±10 %, so that the agents of a
-//! cluster spread their load), on a thread of its own with a deadline. Its
-//! snapshot goes to the HTTP endpoints, the features file and, through the
-//! publisher, to the API server. A second schedule samples the RDMA and NFS
-//! counters. A pass that blocks on a read is cut at its deadline and
-//! reported as such; nothing waits for it.
+//! cluster spread their load), on the one thread kept for passes, with a
+//! deadline. Its snapshot goes to the HTTP endpoints, the features file
+//! and, through the publisher, to the API server. A second schedule, on a
+//! thread of its own, samples the RDMA and NFS counters. A pass that blocks
+//! on a read is cut at its deadline and reported as such; nothing waits
+//! for it.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
