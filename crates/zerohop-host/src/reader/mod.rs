@@ -280,7 +280,10 @@ impl Remote {
         .encode();
         let mut reader =
             take().map_err(|err| failed(path, "cannot start a reader process", &err))?;
-        reader.tree = self.id;
+        // Opening a tree keeps nothing of it in the reader.
+        if op != Op::Open {
+            reader.tree = self.id;
+        }
         let answer = reader
             .socket
             .set_read_timeout(Some(watchdog.timeout()))
