@@ -220,3 +220,55 @@ fn the_agent_exits_promptly_on_sigterm_with_a_read_blocked() {
     // here is that the process ended and was reaped.
     assert!(took < Duration::from_secs(2), "{took:?}");
 }
+
+/// The reader processes `pid` has started and not reaped.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_agent_keeps_no_reader_between_passes() {
+    // A reader keeps the paths of the pass it last served; on a large host
+    // that is megabytes per reader, held for the whole interval if the
+    // reader outlives its pass. With an hour between passes and between
+    // counter samples, the first of each ends and nothing runs after it.
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host");
+    copy_tree(&fixture(HOST), &host);
+    let agent = Agent::start(
+        &[
+            "--root",
+            path(&host),
+            "--interval",
+            "1h",
+            "--counters-interval",
+            "1h",
+        ],
+        &[],
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || agent
+            .log()
+            .contains("pass published")),
+        "no pass: {}",
+        agent.log()
+    );
+    let pid = agent.child.id();
+    assert!(
+        wait_until(Duration::from_secs(10), || children(pid).is_empty()),
+        "readers outlive the pass: {:?}\n{}",
+        children(pid),
+        agent.log()
+    );
+}

@@ -92,6 +92,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 struct ReaderProcess {
     process: Child,
     socket: UnixStream,
+    /// The tree of its last request, whose paths it keeps (0: none).
+    tree: u64,
 }
 
 /// A reader killed at a deadline, not reaped yet: its read has not
@@ -117,6 +119,7 @@ impl ReaderProcess {
         Ok(ReaderProcess {
             process,
             socket: ours,
+            tree: 0,
         })
     }
 
@@ -142,6 +145,25 @@ fn give_back(reader: ReaderProcess) {
         idle.push(reader);
     } else {
         drop(idle);
+        reader.stop();
+    }
+}
+
+/// Ends the idle readers that keep `tree`'s paths: nothing will ask for
+/// them again once the tree is dropped, and each reader's cache of a large
+/// host's paths is megabytes held until the next pass (the agent's readers
+/// held some 23 MiB between passes on a 2,080-device host). A reader that
+/// keeps another tree is left for that tree's next read.
+fn forget(tree: u64) {
+    let done: Vec<ReaderProcess> = {
+        let mut idle = lock(&IDLE);
+        let (done, keep) = std::mem::take(&mut *idle)
+            .into_iter()
+            .partition(|reader| reader.tree == tree);
+        *idle = keep;
+        done
+    };
+    for reader in done {
         reader.stop();
     }
 }
@@ -258,6 +280,10 @@ impl Remote {
         .encode();
         let mut reader =
             take().map_err(|err| failed(path, "cannot start a reader process", &err))?;
+        // Opening a tree keeps nothing of it in the reader.
+        if op != Op::Open {
+            reader.tree = self.id;
+        }
         let answer = reader
             .socket
             .set_read_timeout(Some(watchdog.timeout()))
@@ -304,6 +330,12 @@ impl Remote {
                 Err(failed(path, "the reader process failed", &err))
             }
         }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        forget(self.id);
     }
 }
 
