@@ -445,47 +445,6 @@ fn the_intents_link_rate_is_the_rails_rate() {
         "linkType: ETH, linkRateGbps: 400, mtu: 9000, vfs: one-per-gpu,",
     );
     std::fs::write(&intent, rated).unwrap();
-    let out = zerohop(&[
-        "validate",
-        "parse",
-        "--format",
-        "json",
-        "--intent",
-        intent.to_str().unwrap(),
-        &path,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let busbw = all_reduce_busbw(&out);
-    // Line 101: 322.70 GB/s of 8 × 400 / 8 = 400 GB/s.
-    assert_eq!(busbw["status"], "pass", "{busbw}");
-    assert!(
-        busbw["message"]
-            .as_str()
-            .unwrap()
-            .contains("81% of the 400.0 GB/s"),
-        "{busbw}"
-    );
-    assert!(
-        busbw["evidence"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["source"]
-                .as_str()
-                .unwrap()
-                .ends_with("cluster.yaml, pool h100")
-                && e["value"] == "400 Gb/s per rail (linkRateGbps)"),
-        "{busbw}"
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let link = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "VAL113")
-        .unwrap();
-    assert_eq!(link["status"], "unknown", "{link}");
-
     // The same from the directory `zerohop plan -o` wrote from that intent:
     // its nccl-tests job carries the rate and the link type.
     let plan_dir = dir.path().join("plan");
@@ -496,35 +455,55 @@ fn the_intents_link_rate_is_the_rails_rate() {
         plan_dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = zerohop(&[
-        "validate",
-        "parse",
-        "--format",
-        "json",
-        "--plan",
-        plan_dir.to_str().unwrap(),
-        &path,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let busbw = all_reduce_busbw(&out);
-    assert_eq!(busbw["status"], "pass", "{busbw}");
-    assert!(
-        busbw["message"]
-            .as_str()
+    for (option, given, source) in [
+        ("--intent", &intent, "cluster.yaml, pool h100"),
+        ("--plan", &plan_dir, "plan, pool h100"),
+    ] {
+        let out = zerohop(&[
+            "validate",
+            "parse",
+            "--format",
+            "json",
+            option,
+            given.to_str().unwrap(),
+            &path,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{option}: {}",
+            text(&out.stderr)
+        );
+        let busbw = all_reduce_busbw(&out);
+        // Line 101: 322.70 GB/s of 8 × 400 / 8 = 400 GB/s.
+        assert_eq!(busbw["status"], "pass", "{option}: {busbw}");
+        assert!(
+            busbw["message"]
+                .as_str()
+                .unwrap()
+                .contains("81% of the 400.0 GB/s"),
+            "{option}: {busbw}"
+        );
+        assert!(
+            busbw["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["source"].as_str().unwrap().ends_with(source)
+                    && e["value"] == "400 Gb/s per rail (linkRateGbps)"),
+            "{option}: {busbw}"
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let link = report["findings"]
+            .as_array()
             .unwrap()
-            .contains("81% of the 400.0 GB/s"),
-        "{busbw}"
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let link = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "VAL113")
-        .unwrap();
-    // The log names no NET/IB device; without the plan's link type the
-    // rule would not apply at all.
-    assert_eq!(link["status"], "unknown", "{link}");
+            .iter()
+            .find(|f| f["id"] == "VAL113")
+            .unwrap();
+        // The log names no NET/IB device; without the planned link type
+        // the rule would not apply at all.
+        assert_eq!(link["status"], "unknown", "{option}: {link}");
+    }
 
     // A rate the example's NICs do not give: the intent says nothing of
     // the rate, and the run is judged against the slowest RDMA link.

@@ -95,7 +95,8 @@ impl Workloads {
     /// nccl-tests `MPIJob` for, from its annotations
     /// ([`rendered::ANNOTATION_LINK_TYPE`], [`rendered::ANNOTATION_LINK_RATE`]):
     /// `None` for each the intent did not give, or a plan written before
-    /// they were, or a value edited into something else.
+    /// they were, or a value edited into something the intent would refuse
+    /// (a rate outside 1 to [`zerohop_known::nic::MAX_LINK_RATE_GBPS`]).
     pub fn planned_link(&self) -> (Option<LinkType>, Option<u32>) {
         let Some(annotations) = self
             .mpijob
@@ -110,7 +111,7 @@ impl Workloads {
         let rate = annotations[rendered::ANNOTATION_LINK_RATE]
             .as_str()
             .and_then(|rate| rate.parse::<u32>().ok())
-            .filter(|rate| *rate > 0);
+            .filter(|rate| (1..=zerohop_known::nic::MAX_LINK_RATE_GBPS).contains(rate));
         (link_type, rate)
     }
 }
@@ -410,6 +411,42 @@ mod tests {
         );
         workloads.mpijob = None;
         assert_eq!(workloads.planned_fabric(Path::new("out")), None);
+    }
+
+    #[test]
+    fn the_planned_link_takes_only_what_the_intent_would() {
+        let with = |annotations: Value| Workloads {
+            pool: "gpu".to_owned(),
+            namespace: "zerohop-validate".to_owned(),
+            perftest: Vec::new(),
+            mpijob: Some(json!({"metadata": {"annotations": annotations}})),
+        };
+        let link = |annotations: Value| with(annotations).planned_link();
+        assert_eq!(
+            link(
+                json!({rendered::ANNOTATION_LINK_TYPE: "IB", rendered::ANNOTATION_LINK_RATE: "400"})
+            ),
+            (Some(LinkType::Ib), Some(400))
+        );
+        // Edited by hand: nothing the intent would refuse is taken.
+        for rate in ["0", "1601", "4294967295", "-1", "400G", "$(reboot)", ""] {
+            assert_eq!(
+                link(
+                    json!({rendered::ANNOTATION_LINK_TYPE: "ib\n", rendered::ANNOTATION_LINK_RATE: rate})
+                ),
+                (None, None),
+                "{rate:?}"
+            );
+        }
+        assert_eq!(
+            link(json!({rendered::ANNOTATION_LINK_RATE: 400})),
+            (None, None)
+        );
+        let without = Workloads {
+            mpijob: None,
+            ..with(json!({}))
+        };
+        assert_eq!(without.planned_link(), (None, None));
     }
 
     #[test]
