@@ -23,6 +23,7 @@ mod charset;
 mod finder;
 mod path;
 mod resolve;
+mod subset;
 mod tree;
 
 use std::fmt;

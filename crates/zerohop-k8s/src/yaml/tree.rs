@@ -1,6 +1,7 @@
 //! Builds spanned node trees from the parser's event stream, enforcing the
 //! depth and alias limits as it goes.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::mem::size_of;
 
@@ -66,7 +67,8 @@ struct Anchored {
     footprint: Footprint,
 }
 
-struct Builder<'a> {
+/// Builds the nodes of a stream from its events, in order.
+pub(super) struct Builder<'a> {
     limits: &'a Limits,
     stack: Vec<Frame>,
     /// The items of every open sequence, innermost last. Children are
@@ -92,20 +94,19 @@ struct Builder<'a> {
     nodes: usize,
 }
 
-/// Parses `text` into one node per document.
+/// Parses `text` into one node per document: through the scanner of the
+/// common subset when the whole stream lies within it, else through the
+/// general parser (see [`super::subset`]).
 pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
-    let mut builder = Builder {
-        limits,
-        stack: Vec::new(),
-        items: Vec::new(),
-        entries: Vec::new(),
-        aliased: aliased_anchors(text, limits)?,
-        anchors: HashMap::new(),
-        documents: Vec::new(),
-        alias_nodes: 0,
-        copied_bytes: 0,
-        nodes: 0,
-    };
+    if let Some(loaded) = super::subset::build(text, limits) {
+        return loaded;
+    }
+    build_general(text, limits)
+}
+
+/// Parses `text` into one node per document with the general parser.
+pub(super) fn build_general(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
+    let mut builder = Builder::new(limits, aliased_anchors(text, limits)?);
     let mut parser = parser(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|err| syntax_error(&err))?;
@@ -276,7 +277,28 @@ fn merge(entries: &mut Vec<Entry>, sources: Vec<Vec<Entry>>) {
     }
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    /// A builder for a stream whose aliased anchors are `aliased`.
+    pub(super) fn new(limits: &'a Limits, aliased: HashSet<usize>) -> Builder<'a> {
+        Builder {
+            limits,
+            stack: Vec::new(),
+            items: Vec::new(),
+            entries: Vec::new(),
+            aliased,
+            anchors: HashMap::new(),
+            documents: Vec::new(),
+            alias_nodes: 0,
+            copied_bytes: 0,
+            nodes: 0,
+        }
+    }
+
+    /// The documents built, once every event has been given.
+    pub(super) fn into_documents(self) -> Vec<Node> {
+        self.documents
+    }
+
     fn on_event(&mut self, event: Event<'_>, at: ParserSpan) -> Result<(), LoadError> {
         let at = span(at);
         match event {
@@ -284,33 +306,13 @@ impl Builder<'_> {
             | Event::StreamEnd
             | Event::DocumentStart(..)
             | Event::DocumentEnd => Ok(()),
-            Event::Scalar(text, style, anchor, tag) => {
-                let is_key = self.expects_key();
-                if !is_key {
-                    self.count(1, at)?;
-                }
-                let is_merge_key = is_key && style == ScalarStyle::Plain && text == "<<";
-                // Keys keep their text: `y:` or `0644:` as a key names a field,
-                // it is not a boolean or a number.
-                let node = if is_key {
-                    Node {
-                        span: at,
-                        value: Value::String(text.into_owned()),
-                        yaml11: None,
-                    }
-                } else if let Some(suffix) = tag.as_deref().and_then(Tag::core_suffix) {
-                    resolve_tagged(&text, suffix, at)
-                } else if style == ScalarStyle::Plain {
-                    resolve_plain(text, at)
-                } else {
-                    Node {
-                        span: at,
-                        value: Value::String(text.into_owned()),
-                        yaml11: None,
-                    }
-                };
-                self.finish(node, anchor, is_merge_key, at)
-            }
+            Event::Scalar(text, style, anchor, tag) => self.scalar(
+                text,
+                style,
+                anchor,
+                tag.as_deref().and_then(Tag::core_suffix),
+                at,
+            ),
             Event::Alias(anchor) => {
                 // Taken out while the copy is paid for, put back after.
                 let Some(anchored) = self.anchors.remove(&anchor) else {
@@ -327,26 +329,8 @@ impl Builder<'_> {
                 self.anchors.insert(anchor, anchored);
                 self.finish(copy?, 0, false, at)
             }
-            Event::SequenceStart(_, anchor, _) => self.open(
-                Frame::Sequence {
-                    start: at.start,
-                    anchor,
-                    base: self.items.len(),
-                    own: Vec::new(),
-                },
-                at,
-            ),
-            Event::MappingStart(_, anchor, _) => self.open(
-                Frame::Mapping {
-                    start: at.start,
-                    anchor,
-                    base: self.entries.len(),
-                    own: Vec::new(),
-                    pending: None,
-                    merged: Vec::new(),
-                },
-                at,
-            ),
+            Event::SequenceStart(_, anchor, _) => self.open_sequence(anchor, at),
+            Event::MappingStart(_, anchor, _) => self.open_mapping(anchor, at),
             Event::SequenceEnd | Event::MappingEnd => self.close(at),
             // The parser may learn new events; one this loader does not know
             // could carry content, so it is refused rather than dropped.
@@ -355,6 +339,71 @@ impl Builder<'_> {
                 kind: LoadErrorKind::Syntax("unsupported YAML construct".to_owned()),
             }),
         }
+    }
+
+    /// A scalar: a key when its mapping waits for one, else a value. `tag`
+    /// is the suffix of a core-schema tag (`int` for `!!int`).
+    pub(super) fn scalar(
+        &mut self,
+        text: Cow<'_, str>,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<&str>,
+        at: Span,
+    ) -> Result<(), LoadError> {
+        let is_key = self.expects_key();
+        if !is_key {
+            self.count(1, at)?;
+        }
+        let is_merge_key = is_key && style == ScalarStyle::Plain && text == "<<";
+        // Keys keep their text: `y:` or `0644:` as a key names a field,
+        // it is not a boolean or a number.
+        let node = if is_key {
+            Node {
+                span: at,
+                value: Value::String(text.into_owned()),
+                yaml11: None,
+            }
+        } else if let Some(suffix) = tag {
+            resolve_tagged(&text, suffix, at)
+        } else if style == ScalarStyle::Plain {
+            resolve_plain(text, at)
+        } else {
+            Node {
+                span: at,
+                value: Value::String(text.into_owned()),
+                yaml11: None,
+            }
+        };
+        self.finish(node, anchor, is_merge_key, at)
+    }
+
+    /// Opens a sequence that starts at `at.start`.
+    pub(super) fn open_sequence(&mut self, anchor: usize, at: Span) -> Result<(), LoadError> {
+        self.open(
+            Frame::Sequence {
+                start: at.start,
+                anchor,
+                base: self.items.len(),
+                own: Vec::new(),
+            },
+            at,
+        )
+    }
+
+    /// Opens a mapping that starts at `at.start`.
+    pub(super) fn open_mapping(&mut self, anchor: usize, at: Span) -> Result<(), LoadError> {
+        self.open(
+            Frame::Mapping {
+                start: at.start,
+                anchor,
+                base: self.entries.len(),
+                own: Vec::new(),
+                pending: None,
+                merged: Vec::new(),
+            },
+            at,
+        )
     }
 
     fn expects_key(&self) -> bool {
@@ -414,7 +463,8 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn close(&mut self, at: Span) -> Result<(), LoadError> {
+    /// Closes the innermost open collection, which ends at `at.end`.
+    pub(super) fn close(&mut self, at: Span) -> Result<(), LoadError> {
         // A collection's children end in a vector of exactly their number:
         // a tree of small mappings holds no spare slots.
         let (node, anchor) = match self.stack.pop() {

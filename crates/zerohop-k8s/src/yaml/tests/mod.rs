@@ -3,6 +3,8 @@ use serde_json::json;
 
 use super::*;
 
+mod subset;
+
 fn load(text: &str) -> Vec<Node> {
     load_str(text, &Limits::default()).expect("valid yaml")
 }
