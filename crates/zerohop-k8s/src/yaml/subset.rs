@@ -4,8 +4,9 @@
 //! The subset: block mappings and sequences (a sequence indented under its
 //! key or not, a mapping compact after `- `), plain and quoted scalars on one
 //! line (double-quoted ones without escapes), flow collections of those that
-//! close on their line, comments, blank lines, and `---` and `...` alone on
-//! their line. At anything else (anchors, aliases, tags, block scalars,
+//! close on their line, anchors and aliases of values, comments, blank
+//! lines, and `---` and `...` alone on their line. At anything else (tags,
+//! block scalars, anchored keys,
 //! scalars over several lines, escapes, directives, explicit keys, tabs, CR
 //! line breaks) and at any syntax error the scan stops and the general
 //! parser loads the whole stream, so an input outside the subset reads
@@ -27,7 +28,7 @@
 //! matter in it (`:`, `#`, quotes) with `memchr`.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use granit_parser::ScalarStyle;
 use memchr::{memchr, memchr2};
@@ -46,7 +47,13 @@ pub(super) fn build(text: &str, limits: &Limits) -> Option<Result<Vec<Node>, Loa
         return None;
     }
     let mut scanner = Scanner {
-        builder: Builder::new(limits, HashSet::new()),
+        // Which anchors are aliased is not known ahead: each anchored node
+        // is kept for a copy. Anchors are few in manifests; where their
+        // copies would pass the byte limit, the scan stops and the parser,
+        // which keeps only the aliased ones, loads the stream.
+        builder: Builder::new(limits, None),
+        anchors: HashMap::new(),
+        defined: 0,
         open: Vec::new(),
         pending: None,
         document: Document::Closed,
@@ -146,12 +153,22 @@ struct Open {
 /// null.
 #[derive(Clone, Copy)]
 enum Pending {
-    /// `key:` and nothing after it, in a mapping at `indent`; a null value
-    /// sits on the colon, at `at`.
-    Value { indent: usize, at: Mark },
-    /// `-` and nothing after it, at column `indent`; a null item sits past
-    /// the dash and its spaces, or past the comment after them, at `at`.
-    Item { indent: usize, at: Mark },
+    /// `key:` and nothing after it (or an anchor), in a mapping at
+    /// `indent`; a null value sits on the colon (or past the anchor), at
+    /// `at`.
+    Value {
+        indent: usize,
+        at: Mark,
+        anchor: usize,
+    },
+    /// `-` and nothing after it (or an anchor), at column `indent`; a null
+    /// item sits past the dash and its spaces, or past the comment after
+    /// them, or past the anchor, at `at`.
+    Item {
+        indent: usize,
+        at: Mark,
+        anchor: usize,
+    },
 }
 
 enum Document {
@@ -184,6 +201,12 @@ enum Start<'a> {
 
 struct Scanner<'l> {
     builder: Builder<'l>,
+    /// Each anchor name of the open document with the number of its latest
+    /// definition: anchors are numbered from 1 in order, a name defined
+    /// again getting a new number.
+    anchors: HashMap<String, usize>,
+    /// Anchors defined so far.
+    defined: usize,
     open: Vec<Open>,
     pending: Option<Pending>,
     document: Document,
@@ -269,8 +292,10 @@ impl Scanner<'_> {
             self.close(at)?;
         }
         if !root {
-            self.null(empty_at.ok_or(Outside)?)?;
+            self.null(empty_at.ok_or(Outside)?, 0)?;
         }
+        // Anchors are the document's own.
+        self.anchors.clear();
         self.document = Document::Closed;
         Ok(())
     }
@@ -280,7 +305,11 @@ impl Scanner<'_> {
         let bytes = line.bytes();
         let dash = is_dash(bytes.get(indent..).unwrap_or_default());
         match self.pending.take() {
-            Some(Pending::Value { indent: key, at }) => {
+            Some(Pending::Value {
+                indent: key,
+                at,
+                anchor,
+            }) => {
                 if dash && indent >= key {
                     // Dashes in the key's own column start a sequence
                     // there, which the parser starts past the first dash.
@@ -289,26 +318,27 @@ impl Scanner<'_> {
                     } else {
                         line.point(indent)
                     };
-                    self.open_block(Kind::Sequence, indent, indent == key, start)?;
+                    self.open_block(Kind::Sequence, indent, indent == key, start, anchor)?;
                     return self.item(line, indent);
                 }
                 if indent > key {
-                    return self.mapping(line, indent);
+                    return self.mapping(line, indent, anchor);
                 }
-                self.null(at)?;
+                self.null(at, anchor)?;
             }
             Some(Pending::Item {
                 indent: dash_at,
                 at,
+                anchor,
             }) => {
                 if indent > dash_at {
                     if dash {
-                        self.open_block(Kind::Sequence, indent, false, line.point(indent))?;
+                        self.open_block(Kind::Sequence, indent, false, line.point(indent), anchor)?;
                         return self.item(line, indent);
                     }
-                    return self.mapping(line, indent);
+                    return self.mapping(line, indent, anchor);
                 }
-                self.null(at)?;
+                self.null(at, anchor)?;
             }
             None => {}
         }
@@ -331,10 +361,10 @@ impl Scanner<'_> {
                 }
                 *root = true;
                 if dash {
-                    self.open_block(Kind::Sequence, indent, false, line.point(indent))?;
+                    self.open_block(Kind::Sequence, indent, false, line.point(indent), 0)?;
                     self.item(line, indent)
                 } else {
-                    self.mapping(line, indent)
+                    self.mapping(line, indent, 0)
                 }
             }
             Some(top) if top.indent != indent => Err(Outside),
@@ -345,8 +375,8 @@ impl Scanner<'_> {
     }
 
     /// Opens a block mapping whose first key is at byte `at`, and reads it.
-    fn mapping(&mut self, line: &Line<'_>, at: usize) -> Scan {
-        self.open_block(Kind::Mapping, at, false, line.point(at))?;
+    fn mapping(&mut self, line: &Line<'_>, at: usize, anchor: usize) -> Scan {
+        self.open_block(Kind::Mapping, at, false, line.point(at), anchor)?;
         self.key(line, at)
     }
 
@@ -355,7 +385,7 @@ impl Scanner<'_> {
         let Start::Key(key, colon) = start(line, at)? else {
             return Err(Outside);
         };
-        self.emit(line, key)?;
+        self.emit(line, key, 0)?;
         self.after_key(line, at, colon)
     }
 
@@ -368,21 +398,23 @@ impl Scanner<'_> {
                 self.pending = Some(Pending::Value {
                     indent,
                     at: line.mark(colon),
+                    anchor: 0,
                 });
                 Ok(())
             }
-            Some(_) => match start(line, at)? {
-                Start::Key(..) => Err(Outside),
-                Start::Scalar(scalar) => {
-                    let end = scalar.end;
-                    self.emit(line, scalar)?;
-                    line_ends(bytes, end)
+            Some(b'&') => {
+                let (anchor, end) = self.anchor(line, at)?;
+                if end == bytes.len() {
+                    self.pending = Some(Pending::Value {
+                        indent,
+                        at: line.mark(end),
+                        anchor,
+                    });
+                    return Ok(());
                 }
-                Start::Flow => {
-                    let end = self.flow(line, at)?;
-                    line_ends(bytes, end)
-                }
-            },
+                self.inline(line, spaces(bytes, end), anchor)
+            }
+            Some(_) => self.inline(line, at, 0),
         }
     }
 
@@ -395,39 +427,100 @@ impl Scanner<'_> {
                 self.pending = Some(Pending::Item {
                     indent: dash,
                     at: line.mark(past_dash(bytes, dash)),
+                    anchor: 0,
                 });
                 Ok(())
             }
             Some(_) if is_dash(bytes.get(at..).unwrap_or_default()) => Err(Outside),
+            Some(b'&') => {
+                let (anchor, end) = self.anchor(line, at)?;
+                if end == bytes.len() {
+                    self.pending = Some(Pending::Item {
+                        indent: dash,
+                        at: line.mark(end),
+                        anchor,
+                    });
+                    return Ok(());
+                }
+                self.inline(line, spaces(bytes, end), anchor)
+            }
+            Some(b'*') => self.inline(line, at, 0),
             Some(_) => match start(line, at)? {
                 Start::Key(key, colon) => {
-                    self.open_block(Kind::Mapping, at, false, line.point(at))?;
-                    self.emit(line, key)?;
+                    self.open_block(Kind::Mapping, at, false, line.point(at), 0)?;
+                    self.emit(line, key, 0)?;
                     self.after_key(line, at, colon)
                 }
                 Start::Scalar(scalar) => {
                     let end = scalar.end;
-                    self.emit(line, scalar)?;
+                    self.emit(line, scalar, 0)?;
                     line_ends(bytes, end)
                 }
                 Start::Flow => {
-                    let end = self.flow(line, at)?;
+                    let end = self.flow(line, at, 0)?;
                     line_ends(bytes, end)
                 }
             },
         }
     }
 
-    /// A flow collection opening at byte `open`; returns the byte after it.
-    fn flow(&mut self, line: &Line<'_>, open: usize) -> Scan<usize> {
+    /// A value that ends its line, at byte `at`: a scalar, a flow
+    /// collection or an alias, anchored as `anchor` (0 for none).
+    fn inline(&mut self, line: &Line<'_>, at: usize, anchor: usize) -> Scan {
+        let bytes = line.bytes();
+        let end = match bytes.get(at) {
+            Some(b'*') if anchor == 0 => self.alias(line, at)?,
+            _ => match start(line, at)? {
+                Start::Key(..) => return Err(Outside),
+                Start::Scalar(scalar) => {
+                    let end = scalar.end;
+                    self.emit(line, scalar, anchor)?;
+                    end
+                }
+                Start::Flow => self.flow(line, at, anchor)?,
+            },
+        };
+        line_ends(bytes, end)
+    }
+
+    /// Defines the anchor written at byte `at` (`&name`); its number and
+    /// the byte after its name, which must end the line or be a space.
+    fn anchor(&mut self, line: &Line<'_>, at: usize) -> Scan<(usize, usize)> {
+        let bytes = line.bytes();
+        let end = name_end(bytes, at);
+        if !matches!(bytes.get(end), None | Some(b' ')) {
+            return Err(Outside);
+        }
+        let name = line.text.get(at + 1..end).ok_or(Outside)?;
+        if name.is_empty() {
+            return Err(Outside);
+        }
+        self.defined += 1;
+        self.anchors.insert(name.to_owned(), self.defined);
+        Ok((self.defined, end))
+    }
+
+    /// The alias written at byte `at` (`*name`); the byte after it.
+    fn alias(&mut self, line: &Line<'_>, at: usize) -> Scan<usize> {
+        let end = name_end(line.bytes(), at);
+        let name = line.text.get(at + 1..end).ok_or(Outside)?;
+        // An unknown name is the parser's error to report.
+        let anchor = *self.anchors.get(name).ok_or(Outside)?;
+        self.builder.alias(anchor, line.span(at, end))?;
+        Ok(end)
+    }
+
+    /// A flow collection opening at byte `open`, anchored as `anchor`;
+    /// returns the byte after it.
+    fn flow(&mut self, line: &Line<'_>, open: usize, anchor: usize) -> Scan<usize> {
         let bytes = line.bytes();
         let mapping = bytes.get(open) == Some(&b'{');
         let close = if mapping { b'}' } else { b']' };
         let opening = line.span(open, open + 1);
         if mapping {
-            self.builder.open_mapping(0, opening)?;
+            self.builder.open_mapping(anchor, opening)?;
         } else {
-            self.builder.open_sequence(0, opening)?;
+            self.builder.open_sequence(anchor, opening)?;
         }
         let mut at = spaces(bytes, open + 1);
         if bytes.get(at) == Some(&close) {
@@ -441,15 +534,22 @@ impl Scanner<'_> {
                 if bytes.get(colon) != Some(&b':') || bytes.get(colon + 1) != Some(&b' ') {
                     return Err(Outside);
                 }
-                self.emit(line, key)?;
+                self.emit(line, key, 0)?;
                 at = spaces(bytes, colon + 1);
             }
+            let mut anchor = 0;
+            if bytes.get(at) == Some(&b'&') {
+                let end;
+                (anchor, end) = self.anchor(line, at)?;
+                at = spaces(bytes, end);
+            }
             at = match bytes.get(at) {
-                Some(b'{' | b'[') => self.flow(line, at)?,
+                Some(b'{' | b'[') => self.flow(line, at, anchor)?,
+                Some(b'*') if anchor == 0 => self.alias(line, at)?,
                 _ => {
                     let value = flow_scalar(line, at)?;
                     let end = value.end;
-                    self.emit(line, value)?;
+                    self.emit(line, value, anchor)?;
                     end
                 }
             };
@@ -471,32 +571,41 @@ impl Scanner<'_> {
         }
     }
 
-    fn emit(&mut self, line: &Line<'_>, scalar: Scalar<'_>) -> Scan {
+    fn emit(&mut self, line: &Line<'_>, scalar: Scalar<'_>, anchor: usize) -> Scan {
         let at = line.span(scalar.start, scalar.end);
         Ok(self
             .builder
-            .scalar(scalar.text, scalar.style, 0, None, at)?)
+            .scalar(scalar.text, scalar.style, anchor, None, at)?)
     }
 
     /// A null where a value was left for later lines that gave none.
-    fn null(&mut self, at: Mark) -> Scan {
+    fn null(&mut self, at: Mark, anchor: usize) -> Scan {
         let at = Span { start: at, end: at };
         Ok(self
             .builder
-            .scalar(Cow::Borrowed("~"), ScalarStyle::Plain, 0, None, at)?)
+            .scalar(Cow::Borrowed("~"), ScalarStyle::Plain, anchor, None, at)?)
     }
 
     fn settle(&mut self) -> Scan {
         match self.pending.take() {
-            Some(Pending::Value { at, .. } | Pending::Item { at, .. }) => self.null(at),
+            Some(Pending::Value { at, anchor, .. } | Pending::Item { at, anchor, .. }) => {
+                self.null(at, anchor)
+            }
             None => Ok(()),
         }
     }
 
-    fn open_block(&mut self, kind: Kind, indent: usize, indentless: bool, at: Span) -> Scan {
+    fn open_block(
+        &mut self,
+        kind: Kind,
+        indent: usize,
+        indentless: bool,
+        at: Span,
+        anchor: usize,
+    ) -> Scan {
         match kind {
-            Kind::Mapping => self.builder.open_mapping(0, at)?,
-            Kind::Sequence => self.builder.open_sequence(0, at)?,
+            Kind::Mapping => self.builder.open_mapping(anchor, at)?,
+            Kind::Sequence => self.builder.open_sequence(anchor, at)?,
         }
         self.open.push(Open {
             indent,
@@ -670,6 +779,18 @@ fn line_ends(bytes: &[u8], at: usize) -> Scan {
 /// Whether a line's content (from its first non-space) is a sequence item.
 fn is_dash(content: &[u8]) -> bool {
     content.first() == Some(&b'-') && matches!(content.get(1), None | Some(b' '))
+}
+
+/// The end of the anchor or alias name whose `&` or `*` is at byte `at`:
+/// the next space or flow indicator, which a name may not hold.
+fn name_end(bytes: &[u8], at: usize) -> usize {
+    let from = at + 1;
+    bytes
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .position(|byte| matches!(byte, b' ' | b',' | b'[' | b']' | b'{' | b'}'))
+        .map_or(bytes.len(), |length| from + length)
 }
 
 /// Where the parser stands after the dash at byte `dash`: past its spaces,

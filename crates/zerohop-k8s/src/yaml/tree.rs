@@ -82,7 +82,8 @@ pub(super) struct Builder<'a> {
     /// `items` are.
     entries: Vec<Entry>,
     /// The anchors some alias refers to; no other anchored node is copied.
-    aliased: HashSet<usize>,
+    /// `None` when that is not known ahead: every anchored node is copied.
+    aliased: Option<HashSet<usize>>,
     anchors: HashMap<usize, Anchored>,
     documents: Vec<Node>,
     /// Nodes added by aliases so far, against `Limits::max_alias_nodes`.
@@ -106,7 +107,7 @@ pub(super) fn build(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError>
 
 /// Parses `text` into one node per document with the general parser.
 pub(super) fn build_general(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
-    let mut builder = Builder::new(limits, aliased_anchors(text, limits)?);
+    let mut builder = Builder::new(limits, Some(aliased_anchors(text, limits)?));
     let mut parser = parser(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|err| syntax_error(&err))?;
@@ -278,8 +279,9 @@ fn merge(entries: &mut Vec<Entry>, sources: Vec<Vec<Entry>>) {
 }
 
 impl<'a> Builder<'a> {
-    /// A builder for a stream whose aliased anchors are `aliased`.
-    pub(super) fn new(limits: &'a Limits, aliased: HashSet<usize>) -> Builder<'a> {
+    /// A builder for a stream whose aliased anchors are `aliased`, when
+    /// known.
+    pub(super) fn new(limits: &'a Limits, aliased: Option<HashSet<usize>>) -> Builder<'a> {
         Builder {
             limits,
             stack: Vec::new(),
@@ -313,22 +315,7 @@ impl<'a> Builder<'a> {
                 tag.as_deref().and_then(Tag::core_suffix),
                 at,
             ),
-            Event::Alias(anchor) => {
-                // Taken out while the copy is paid for, put back after.
-                let Some(anchored) = self.anchors.remove(&anchor) else {
-                    return Err(LoadError {
-                        at: at.start,
-                        kind: LoadErrorKind::UnknownAnchor,
-                    });
-                };
-                // Checked before the copy is made: a long scalar aliased many
-                // times is refused before it takes the memory.
-                let copy = self
-                    .spend_on_alias(anchored.footprint, at)
-                    .map(|()| anchored.node.clone());
-                self.anchors.insert(anchor, anchored);
-                self.finish(copy?, 0, false, at)
-            }
+            Event::Alias(anchor) => self.alias(anchor, at),
             Event::SequenceStart(_, anchor, _) => self.open_sequence(anchor, at),
             Event::MappingStart(_, anchor, _) => self.open_mapping(anchor, at),
             Event::SequenceEnd | Event::MappingEnd => self.close(at),
@@ -376,6 +363,24 @@ impl<'a> Builder<'a> {
             }
         };
         self.finish(node, anchor, is_merge_key, at)
+    }
+
+    /// An alias of the node anchored as `anchor`: a copy of it.
+    pub(super) fn alias(&mut self, anchor: usize, at: Span) -> Result<(), LoadError> {
+        // Taken out while the copy is paid for, put back after.
+        let Some(anchored) = self.anchors.remove(&anchor) else {
+            return Err(LoadError {
+                at: at.start,
+                kind: LoadErrorKind::UnknownAnchor,
+            });
+        };
+        // Checked before the copy is made: a long scalar aliased many
+        // times is refused before it takes the memory.
+        let copy = self
+            .spend_on_alias(anchored.footprint, at)
+            .map(|()| anchored.node.clone());
+        self.anchors.insert(anchor, anchored);
+        self.finish(copy?, 0, false, at)
     }
 
     /// Opens a sequence that starts at `at.start`.
@@ -522,7 +527,12 @@ impl<'a> Builder<'a> {
         is_merge_key: bool,
         at: Span,
     ) -> Result<(), LoadError> {
-        if anchor != 0 && self.aliased.contains(&anchor) {
+        if anchor != 0
+            && self
+                .aliased
+                .as_ref()
+                .is_none_or(|aliased| aliased.contains(&anchor))
+        {
             let footprint = footprint(&node);
             self.charge(footprint, at)?;
             self.anchors.insert(

@@ -70,6 +70,9 @@ fn what_manifests_are_made_of_is_within_the_subset() {
         "a: [1, 'two', \"three\", {k: v}, []]\nb: {}\nc: [ a , b ]\n",
         "<<: {a: 1}\nb: 2\n",
         "a: 1\na: 2\n",
+        "a: &x 1\nb: *x\nc: &m\n  k: v\nd: *m\ne: &s\n- 1\nf:\n  - &i a\n  - *i\n  - &j\n    k: 1\n  - &e\ng: [&f 1, *f]\nh: &x 2\ni: *x # again\nj: {k: *f, l: &g [*f]}\nk: *g\n",
+        "a: &x\nb: *x\nc:\n- &y\n",
+        "base: &base {cpu: 1}\npod: *base\n",
     ] {
         within(text);
     }
@@ -78,7 +81,7 @@ fn what_manifests_are_made_of_is_within_the_subset() {
 #[test]
 fn what_the_subset_leaves_out_goes_to_the_parser() {
     for text in [
-        "a: &x 1\nb: *x\n",
+        "a: &x k: v\n",
         "a: !!str 1\n",
         "a: |\n  text\n",
         "a: >-\n  text\n",
@@ -269,6 +272,11 @@ fn scalar_text() -> impl Strategy<Value = String> {
         Just("{k: v, 'l': \"m\"}".to_owned()),
         Just("[]".to_owned()),
         Just("{}".to_owned()),
+        Just("&a x".to_owned()),
+        Just("*a".to_owned()),
+        Just("*c".to_owned()),
+        Just("*undefined".to_owned()),
+        Just("[&b 1, *b]".to_owned()),
         Just(String::new()),
     ]
 }
@@ -290,6 +298,8 @@ fn node() -> impl Strategy<Value = Gen> {
 /// comments and blank lines.
 #[derive(Debug, Clone, Copy)]
 struct Style {
+    /// Collections are anchored `&c` when set.
+    anchored: bool,
     step: usize,
     indentless: bool,
     compact: bool,
@@ -302,6 +312,9 @@ fn write_node(out: &mut String, node: &Gen, indent: usize, style: Style) {
             let _ = writeln!(out, " {text}");
         }
         Gen::Sequence(items) => {
+            if style.anchored {
+                out.push_str(" &c");
+            }
             out.push('\n');
             for item in items {
                 let _ = write!(out, "{:indent$}-", "");
@@ -316,6 +329,9 @@ fn write_node(out: &mut String, node: &Gen, indent: usize, style: Style) {
             }
         }
         Gen::Mapping(entries) => {
+            if style.anchored {
+                out.push_str(" &c");
+            }
             out.push('\n');
             write_entries(out, entries, indent, false, style);
         }
@@ -359,9 +375,11 @@ fn document() -> impl Strategy<Value = String> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(roots, step, indentless, compact, comments)| {
+        .prop_map(|(roots, step, indentless, compact, comments, anchored)| {
             let style = Style {
+                anchored,
                 step,
                 indentless,
                 compact,
@@ -369,7 +387,8 @@ fn document() -> impl Strategy<Value = String> {
             };
             let mut out = String::new();
             for root in roots {
-                out.push_str("---");
+                // Anchors that the generated aliases `*a` and `*c` refer to.
+                out.push_str("---\nfirst: &a x\nsecond: &c [1]\nthird:");
                 let mut body = String::new();
                 write_node(
                     &mut body,
