@@ -3,7 +3,7 @@
 //!
 //! The subset: block mappings and sequences (a sequence indented under its
 //! key or not, a mapping compact after `- `), plain and quoted scalars on one
-//! line (double-quoted ones without escapes), flow collections of those that
+//! line, flow collections of those that
 //! close on their line, anchors and aliases of values, comments, blank
 //! lines, and `---` and `...` alone on their line. At anything else (tags,
 //! block scalars, anchored keys,
@@ -719,23 +719,38 @@ fn flow_scalar<'a>(line: &Line<'a>, start: usize) -> Scan<Scalar<'a>> {
     })
 }
 
-/// A quoted scalar opening at byte `open` and closing on the same line;
-/// double-quoted ones with an escape are left to the parser.
+/// A quoted scalar opening at byte `open` and closing on the same line.
 fn quoted<'a>(line: &Line<'a>, open: usize) -> Scan<Scalar<'a>> {
     let (bytes, text) = (line.bytes(), line.text);
     let body = open + 1;
     if bytes.get(open) == Some(&b'"') {
-        let close =
-            body + memchr2(b'"', b'\\', bytes.get(body..).unwrap_or_default()).ok_or(Outside)?;
-        if bytes.get(close) != Some(&b'"') {
-            return Err(Outside);
+        let mut from = body;
+        let mut unescaped: Option<String> = None;
+        loop {
+            let stop = from
+                + memchr2(b'"', b'\\', bytes.get(from..).unwrap_or_default()).ok_or(Outside)?;
+            let before = text.get(from..stop).ok_or(Outside)?;
+            if bytes.get(stop) == Some(&b'"') {
+                let text = match unescaped {
+                    None => Cow::Borrowed(before),
+                    Some(mut unescaped) => {
+                        unescaped.push_str(before);
+                        Cow::Owned(unescaped)
+                    }
+                };
+                return Ok(Scalar {
+                    text,
+                    style: ScalarStyle::DoubleQuoted,
+                    start: open,
+                    end: stop + 1,
+                });
+            }
+            let unescaped = unescaped.get_or_insert_with(String::new);
+            unescaped.push_str(before);
+            let (character, length) = escape(bytes.get(stop + 1..).unwrap_or_default())?;
+            unescaped.push(character);
+            from = stop + 1 + length;
         }
-        return Ok(Scalar {
-            text: Cow::Borrowed(text.get(body..close).ok_or(Outside)?),
-            style: ScalarStyle::DoubleQuoted,
-            start: open,
-            end: close + 1,
-        });
     }
     // Single-quoted: `''` stands for one quote.
     let mut from = body;
@@ -764,6 +779,50 @@ fn quoted<'a>(line: &Line<'a>, open: usize) -> Scan<Scalar<'a>> {
             end: quote + 1,
         });
     }
+}
+
+/// The character that the escape after a `\` stands for, and the bytes it
+/// takes after the backslash: YAML's escapes, as the parser reads them
+/// (`resolve_flow_scalar_escape_sequence` in granit-parser 2.2.0's
+/// `src/scanner.rs`). An escaped line break, and any escape the parser
+/// refuses, is left to it.
+fn escape(after: &[u8]) -> Scan<(char, usize)> {
+    let digits = match after.first() {
+        Some(b'x') => 2,
+        Some(b'u') => 4,
+        Some(b'U') => 8,
+        Some(&byte) => {
+            let character = match byte {
+                b'0' => '\0',
+                b'a' => '\x07',
+                b'b' => '\x08',
+                b't' => '\t',
+                b'n' => '\n',
+                b'v' => '\x0b',
+                b'f' => '\x0c',
+                b'r' => '\r',
+                b'e' => '\x1b',
+                b' ' => ' ',
+                b'"' => '"',
+                b'/' => '/',
+                b'\\' => '\\',
+                b'N' => '\u{85}',
+                b'_' => '\u{a0}',
+                b'L' => '\u{2028}',
+                b'P' => '\u{2029}',
+                _ => return Err(Outside),
+            };
+            return Ok((character, 1));
+        }
+        None => return Err(Outside),
+    };
+    let hex = after.get(1..=digits).ok_or(Outside)?;
+    let hex = std::str::from_utf8(hex).map_err(|_| Outside)?;
+    if !hex.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return Err(Outside);
+    }
+    let code = u32::from_str_radix(hex, 16).map_err(|_| Outside)?;
+    Ok((char::from_u32(code).ok_or(Outside)?, 1 + digits))
 }
 
 /// Checks that nothing but spaces and a comment follows byte `at`.

@@ -73,6 +73,7 @@ fn what_manifests_are_made_of_is_within_the_subset() {
         "a: &x 1\nb: *x\nc: &m\n  k: v\nd: *m\ne: &s\n- 1\nf:\n  - &i a\n  - *i\n  - &j\n    k: 1\n  - &e\ng: [&f 1, *f]\nh: &x 2\ni: *x # again\nj: {k: *f, l: &g [*f]}\nk: *g\n",
         "a: &x\nb: *x\nc:\n- &y\n",
         "base: &base {cpu: 1}\npod: *base\n",
+        "a: \"tab\\t quote \\\" slash \\\\ \\/ \\u00e9 \\x41 \\U0001F600 \\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\e\\ \"\nb: [\"\\n\", {\"k\\\"\": \"v\"}]\n",
     ] {
         within(text);
     }
@@ -87,7 +88,8 @@ fn what_the_subset_leaves_out_goes_to_the_parser() {
         "a: >-\n  text\n",
         "a: one\n  two\n",
         "a: \"one\n  two\"\n",
-        "a: \"tab\\t\"\n",
+        "a: \"unknown \\q escape\"\n",
+        "a: \"a \\ud800 surrogate\"\n",
         "a:\tb\n",
         "a: b\r\nc: d\r\n",
         "%YAML 1.2\n---\na: 1\n",
@@ -267,6 +269,7 @@ fn scalar_text() -> impl Strategy<Value = String> {
         Just("'it''s'".to_owned()),
         Just("\"d q\"".to_owned()),
         Just("\"\"".to_owned()),
+        Just("\"esc\\\"aped\\n\\u00e9\"".to_owned()),
         Just("é".to_owned()),
         Just("[a, b]".to_owned()),
         Just("{k: v, 'l': \"m\"}".to_owned()),
