@@ -47,6 +47,13 @@ pub static TARGETS: &[Target] = &[
         run: run_yaml,
     },
     Target {
+        name: "yaml-subset",
+        covers: "the YAML loader's scanner of the common subset against its general parser: any difference in documents, spans or errors is a failure",
+        seeds: yaml_seeds,
+        dictionary: YAML_TOKENS,
+        run: run_yaml_subset,
+    },
+    Target {
         name: "schema",
         covers: "the CRD structural-schema validator against the operators' real CRDs (CrdCatalog::validate)",
         seeds: sample_seeds,
@@ -527,6 +534,14 @@ fn run_yaml(bytes: &[u8]) -> u64 {
             err.kind.to_string().split(':').next().map(str::to_owned),
         )),
     }
+}
+
+fn run_yaml_subset(bytes: &[u8]) -> u64 {
+    let text = text(bytes);
+    if let Some(difference) = yaml::subset_disagreement(&text, &Limits::default()) {
+        panic!("the subset scanner and the general parser disagree:\n{difference}");
+    }
+    run_yaml(text.as_bytes())
 }
 
 /// Lint's options with the operators' CRDs from `../shared/reference/crds`,
