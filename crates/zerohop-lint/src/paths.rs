@@ -73,6 +73,47 @@ impl PathIndex {
     }
 }
 
+/// The last value of each key of one mapping, as [`Node::get`] finds it,
+/// for a rule that looks up one key per entry of another mapping (each
+/// request's limit, say): a large mapping's keys are hashed once, a small
+/// one is scanned.
+#[derive(Debug)]
+pub(crate) struct Keys<'n> {
+    node: Option<&'n Node>,
+    /// Filled only for a mapping of more than [`SCANNED_ENTRIES`] entries.
+    /// Hashed with foldhash, faster than SipHash on short keys; its seed is
+    /// random per process, so a file cannot be written to make keys
+    /// collide.
+    large: HashMap<&'n str, &'n Node, foldhash::fast::RandomState>,
+}
+
+impl<'n> Keys<'n> {
+    /// The keys of `node` (none when it is absent or not a mapping).
+    pub(crate) fn new(node: Option<&'n Node>) -> Keys<'n> {
+        let entries = node.map(Node::entries).unwrap_or_default();
+        let mut large = HashMap::default();
+        if entries.len() > SCANNED_ENTRIES {
+            large.reserve(entries.len());
+            // A repeated key keeps its last value, as `Node::get` does.
+            large.extend(
+                entries
+                    .iter()
+                    .map(|entry| (entry.key.as_str(), &entry.value)),
+            );
+        }
+        Keys { node, large }
+    }
+
+    /// The value of `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&'n Node> {
+        if self.large.is_empty() {
+            self.node.and_then(|node| node.get(key))
+        } else {
+            self.large.get(key).copied()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use zerohop_k8s::yaml::{Limits, load_str};

@@ -1,7 +1,10 @@
 //! Rules about the input itself: readable, valid YAML, read as intended.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry as Slot;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry as Slot;
 
 use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
@@ -9,7 +12,7 @@ use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span,
 use crate::NotRead;
 use crate::model::{InputFailure, Object, Workspace};
 use crate::registry::declare_lint;
-use crate::sink::Sink;
+use crate::sink::{MAX_LISTED_PER_FILE, Sink};
 
 declare_lint! {
     /// An input could not be read, or is not YAML that can be linted.
@@ -160,30 +163,21 @@ fn walk_duplicates<'a>(
     match &node.value {
         Value::Mapping(entries) => {
             // The first entry of each key: a scan of the few entries of a
-            // small mapping, one pass with a map over a large one. The map
-            // is sized for every key up front and hashes with foldhash,
-            // faster than the default SipHash on short keys; its seed is
-            // random per process (foldhash is "minimally DoS-resistant"),
-            // so a file cannot be written to make its keys collide.
-            let mut seen: HashMap<&str, &Entry, foldhash::fast::RandomState> =
-                if entries.len() <= SMALL_MAPPING {
-                    HashMap::default()
-                } else {
-                    HashMap::with_capacity_and_hasher(entries.len(), Default::default())
-                };
+            // small mapping, one pass with tables over a large one.
+            let firsts = if entries.len() <= SMALL_MAPPING {
+                Vec::new()
+            } else {
+                first_of_each_key(entries)
+            };
             for (index, entry) in entries.iter().enumerate() {
                 let first = if entries.len() <= SMALL_MAPPING {
                     entries
                         .get(..index)
                         .and_then(|before| before.iter().find(|e| e.key == entry.key))
+                } else if firsts[index] == index {
+                    None
                 } else {
-                    match seen.entry(entry.key.as_str()) {
-                        Slot::Occupied(first) => Some(*first.get()),
-                        Slot::Vacant(slot) => {
-                            slot.insert(entry);
-                            None
-                        }
-                    }
+                    Some(&entries[firsts[index]])
                 };
                 let Some(first) = first else {
                     continue;
@@ -222,14 +216,130 @@ fn walk_duplicates<'a>(
     }
 }
 
-/// Calls `report` for every plain scalar that YAML 1.1 reads as `kind`,
+/// The plain scalars that YAML 1.1 reads differently, found in one walk of
+/// every object for the three rules about them (a walk of a 32 MiB input
+/// touches millions of nodes).
+#[derive(Debug, Default)]
+pub(crate) struct Yaml11Scalars<'a> {
+    /// Per kind, in walk order: the scalars the rule can list (at most
+    /// [`MAX_LISTED_PER_FILE`] per file), each with its object, path and
+    /// where it is.
+    listed: HashMap<Yaml11, Vec<(usize, Vec<PathStep<'a>>, Found<'a>)>>,
+    /// Per kind and file, how many more there are: the rule only counts
+    /// them.
+    unlisted: HashMap<(Yaml11, &'a str), usize>,
+}
+
+/// Walks every object once for [`Yaml11Scalars`].
+fn find_yaml11_scalars<'a>(workspace: &Workspace<'a>) -> Yaml11Scalars<'a> {
+    let mut scalars = Yaml11Scalars::default();
+    // Looked up once per scalar: foldhash, seeded per process.
+    let mut per_file: HashMap<(Yaml11, &str), usize, foldhash::fast::RandomState> =
+        HashMap::default();
+    for (index, object) in workspace.objects.iter().enumerate() {
+        let root = Found {
+            node: object.node,
+            key_span: None,
+            depth: 0,
+        };
+        walk_yaml11(root, &mut Vec::new(), &mut |kind, path, found| {
+            let seen = per_file.entry((kind, object.file)).or_default();
+            *seen += 1;
+            if *seen <= MAX_LISTED_PER_FILE {
+                scalars
+                    .listed
+                    .entry(kind)
+                    .or_default()
+                    .push((index, path.to_vec(), found));
+            }
+        });
+    }
+    scalars.unlisted = per_file
+        .into_iter()
+        .filter(|&(_, seen)| seen > MAX_LISTED_PER_FILE)
+        .map(|(place, seen)| (place, seen - MAX_LISTED_PER_FILE))
+        .collect();
+    scalars
+}
+
+/// Keys per partition in [`first_of_each_key`]: a table of this many
+/// fits in a core's cache.
+const KEYS_PER_PARTITION: usize = 4096;
+
+/// For each entry of a mapping, the index of the first entry with the same
+/// key (its own index when it is the first).
+///
+/// One table over the millions of keys a large mapping may have costs a
+/// cache miss per key; the keys' hashes are first spread over partitions
+/// small enough for each one's table to stay in cache (the radix
+/// partitioning of hash joins), and the keys themselves are compared only
+/// at the end, in the order they lie in memory. Keys hash with foldhash,
+/// faster than SipHash on short keys; its seed is random per process
+/// (foldhash is "minimally DoS-resistant"), so a file cannot be written to
+/// make its keys collide.
+fn first_of_each_key(entries: &[Entry]) -> Vec<usize> {
+    let hasher = foldhash::fast::RandomState::default();
+    let hashes: Vec<u64> = entries
+        .iter()
+        .map(|entry| hasher.hash_one(entry.key.as_str()))
+        .collect();
+    // The partition is taken from the middle bits of the hash: the table
+    // places a key by the low bits and tags it with the top ones.
+    let partitions = (entries.len() / KEYS_PER_PARTITION)
+        .next_power_of_two()
+        .min(1 << 12);
+    let partition_of = |hash: u64| (hash >> 32) as usize & (partitions - 1);
+    // A counting sort of the hashes by partition, in index order within
+    // each.
+    let mut starts = vec![0; partitions + 1];
+    for &hash in &hashes {
+        starts[partition_of(hash) + 1] += 1;
+    }
+    for partition in 0..partitions {
+        starts[partition + 1] += starts[partition];
+    }
+    let mut next = starts.clone();
+    let mut by_partition = vec![(0, 0); entries.len()];
+    for (index, &hash) in hashes.iter().enumerate() {
+        let slot = &mut next[partition_of(hash)];
+        by_partition[*slot] = (hash, index);
+        *slot += 1;
+    }
+    // The first entry of each hash.
+    let mut first: Vec<usize> = (0..entries.len()).collect();
+    let mut table: HashTable<(u64, usize)> = HashTable::new();
+    for bounds in starts.windows(2) {
+        table.clear();
+        for &(hash, index) in &by_partition[bounds[0]..bounds[1]] {
+            match table.entry(hash, |&(other, _)| other == hash, |&(other, _)| other) {
+                Slot::Occupied(earlier) => first[index] = earlier.get().1,
+                Slot::Vacant(slot) => {
+                    slot.insert((hash, index));
+                }
+            }
+        }
+    }
+    // The first entry of each key: two keys of one hash (which no file
+    // can be written to produce) are told apart by a scan.
+    for index in 0..entries.len() {
+        let earlier = first[index];
+        if earlier != index && entries[earlier].key != entries[index].key {
+            first[index] = entries[..index]
+                .iter()
+                .position(|other| other.key == entries[index].key)
+                .unwrap_or(index);
+        }
+    }
+    first
+}
+
+/// Calls `report` for every plain scalar that YAML 1.1 reads differently,
 /// with its path and where it is (the walk already stands on the node: no
 /// path to follow again).
-fn yaml11_scalars<'a>(
+fn walk_yaml11<'a>(
     found: Found<'a>,
-    kind: Yaml11,
     path: &mut Vec<PathStep<'a>>,
-    report: &mut dyn FnMut(&[PathStep<'_>], Found<'_>),
+    report: &mut dyn FnMut(Yaml11, &[PathStep<'a>], Found<'a>),
 ) {
     let node = found.node;
     match &node.value {
@@ -241,7 +351,7 @@ fn yaml11_scalars<'a>(
                     key_span: Some(entry.key_span),
                     depth: path.len(),
                 };
-                yaml11_scalars(child, kind, path, report);
+                walk_yaml11(child, path, report);
                 path.pop();
             }
         }
@@ -253,40 +363,44 @@ fn yaml11_scalars<'a>(
                     key_span: None,
                     depth: path.len(),
                 };
-                yaml11_scalars(child, kind, path, report);
+                walk_yaml11(child, path, report);
                 path.pop();
             }
         }
-        _ if node
-            .yaml11
-            .as_ref()
-            .is_some_and(|reading| reading.kind == kind) =>
-        {
-            report(path, found);
+        _ => {
+            if let Some(reading) = &node.yaml11 {
+                report(reading.kind, path, found);
+            }
         }
-        _ => {}
     }
 }
 
-/// Runs `report` for every scalar YAML 1.1 reads as `kind`, until the
-/// rule lists no more findings for the file.
+/// Runs `report` for every scalar YAML 1.1 reads as `kind` that the rule
+/// lists, and counts the rest.
 fn each_yaml11(
     workspace: &Workspace<'_>,
     sink: &mut Sink<'_>,
     kind: Yaml11,
     report: impl Fn(&mut Sink<'_>, &Object<'_>, &[PathStep<'_>], Found<'_>),
 ) {
-    for object in &workspace.objects {
-        let root = Found {
-            node: object.node,
-            key_span: None,
-            depth: 0,
-        };
-        yaml11_scalars(root, kind, &mut Vec::new(), &mut |path, found| {
-            if !sink.counted_only(object.file) {
-                report(sink, object, path, found);
-            }
-        });
+    let scalars = workspace
+        .yaml11
+        .get_or_init(|| find_yaml11_scalars(workspace));
+    for (index, path, found) in scalars
+        .listed
+        .get(&kind)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let object = &workspace.objects[*index];
+        if !sink.counted_only(object.file) {
+            report(sink, object, path, *found);
+        }
+    }
+    for (&(of, file), &count) in &scalars.unlisted {
+        if of == kind {
+            sink.count_unlisted(file, count);
+        }
     }
 }
 
@@ -576,6 +690,42 @@ fn skipped_path(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             Remediation::new(
                 "copy the file into the linted directory or name its target on the command line if it should be linted",
             ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zerohop_k8s::yaml::{Limits, load_str};
+
+    use super::*;
+
+    #[test]
+    fn first_of_each_key_finds_what_a_scan_finds() {
+        // Enough keys for several partitions, a third of them repeated.
+        let mut text = String::new();
+        for index in 0..3 * KEYS_PER_PARTITION {
+            let key = if index % 3 == 0 { index % 101 } else { index };
+            text.push_str(&format!("k{key}: {index}\n"));
+        }
+        let documents = load_str(&text, &Limits::default()).expect("valid");
+        let entries = documents[0].entries();
+        let scanned: Vec<usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| {
+                entries[..index]
+                    .iter()
+                    .position(|earlier| earlier.key == entry.key)
+                    .unwrap_or(index)
+            })
+            .collect();
+        assert_eq!(first_of_each_key(entries), scanned);
+        assert!(
+            scanned
+                .iter()
+                .enumerate()
+                .any(|(index, &first)| first != index)
         );
     }
 }

@@ -352,21 +352,42 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Most resources a container names for them to be deduplicated by a scan
+/// of those listed so far.
+const LISTED_BY_SCAN: usize = 16;
+
 /// Every resource named in the containers' `limits` and `requests` (a
 /// resource in both is listed once, from `limits`).
 pub(crate) fn requests<'a>(containers: &[(Vec<PathStep<'static>>, &'a Node)]) -> Vec<Request<'a>> {
     let mut out: Vec<Request<'a>> = Vec::new();
     for (index, (_, container)) in containers.iter().enumerate() {
         let resources = container.get("resources");
-        // The resources this container already lists: one set per
-        // container, not a scan of every request so far per entry.
-        let mut listed: HashSet<&str> = HashSet::new();
-        for kind in ["limits", "requests"] {
-            let Some(map) = resources.and_then(|r| r.get(kind)) else {
-                continue;
-            };
-            for entry in map.entries() {
-                if !listed.insert(&entry.key) {
+        let maps = ["limits", "requests"].map(|kind| {
+            (
+                kind,
+                resources
+                    .and_then(|r| r.get(kind))
+                    .map(Node::entries)
+                    .unwrap_or_default(),
+            )
+        });
+        let named = maps[0].1.len() + maps[1].1.len();
+        // The resources this container already lists: the few of a usual
+        // container scanned among those pushed, many kept in a set (hashed
+        // with foldhash, seeded per process) rather than scanned per entry.
+        let first = out.len();
+        let mut listed: HashSet<&str, foldhash::fast::RandomState> = HashSet::default();
+        if named > LISTED_BY_SCAN {
+            listed.reserve(named);
+        }
+        for (kind, entries) in maps {
+            for entry in entries {
+                let new = if named > LISTED_BY_SCAN {
+                    listed.insert(&entry.key)
+                } else {
+                    !out[first..].iter().any(|r| r.resource == entry.key)
+                };
+                if !new {
                     continue;
                 }
                 let count = entry
