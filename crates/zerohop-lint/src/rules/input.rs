@@ -1,16 +1,13 @@
 //! Rules about the input itself: readable, valid YAML, read as intended.
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
-
-use hashbrown::HashTable;
-use hashbrown::hash_table::Entry as Slot;
 
 use zerohop_core::Remediation;
-use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
+use zerohop_k8s::yaml::{Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
 
 use crate::NotRead;
 use crate::model::{InputFailure, Object, Workspace};
+use crate::paths::first_of_each_key;
 use crate::registry::declare_lint;
 use crate::sink::{MAX_LISTED_PER_FILE, Sink};
 
@@ -167,7 +164,7 @@ fn walk_duplicates<'a>(
             let firsts = if entries.len() <= SMALL_MAPPING {
                 Vec::new()
             } else {
-                first_of_each_key(entries)
+                first_of_each_key(entries.len(), |index| &entries[index].key)
             };
             for (index, entry) in entries.iter().enumerate() {
                 let first = if entries.len() <= SMALL_MAPPING {
@@ -260,77 +257,6 @@ fn find_yaml11_scalars<'a>(workspace: &Workspace<'a>) -> Yaml11Scalars<'a> {
         .map(|(place, seen)| (place, seen - MAX_LISTED_PER_FILE))
         .collect();
     scalars
-}
-
-/// Keys per partition in [`first_of_each_key`]: a table of this many
-/// fits in a core's cache.
-const KEYS_PER_PARTITION: usize = 4096;
-
-/// For each entry of a mapping, the index of the first entry with the same
-/// key (its own index when it is the first).
-///
-/// One table over the millions of keys a large mapping may have costs a
-/// cache miss per key; the keys' hashes are first spread over partitions
-/// small enough for each one's table to stay in cache (the radix
-/// partitioning of hash joins), and the keys themselves are compared only
-/// at the end, in the order they lie in memory. Keys hash with foldhash,
-/// faster than SipHash on short keys; its seed is random per process
-/// (foldhash is "minimally DoS-resistant"), so a file cannot be written to
-/// make its keys collide.
-fn first_of_each_key(entries: &[Entry]) -> Vec<usize> {
-    let hasher = foldhash::fast::RandomState::default();
-    let hashes: Vec<u64> = entries
-        .iter()
-        .map(|entry| hasher.hash_one(entry.key.as_str()))
-        .collect();
-    // The partition is taken from the middle bits of the hash: the table
-    // places a key by the low bits and tags it with the top ones.
-    let partitions = (entries.len() / KEYS_PER_PARTITION)
-        .next_power_of_two()
-        .min(1 << 12);
-    let partition_of = |hash: u64| (hash >> 32) as usize & (partitions - 1);
-    // A counting sort of the hashes by partition, in index order within
-    // each.
-    let mut starts = vec![0; partitions + 1];
-    for &hash in &hashes {
-        starts[partition_of(hash) + 1] += 1;
-    }
-    for partition in 0..partitions {
-        starts[partition + 1] += starts[partition];
-    }
-    let mut next = starts.clone();
-    let mut by_partition = vec![(0, 0); entries.len()];
-    for (index, &hash) in hashes.iter().enumerate() {
-        let slot = &mut next[partition_of(hash)];
-        by_partition[*slot] = (hash, index);
-        *slot += 1;
-    }
-    // The first entry of each hash.
-    let mut first: Vec<usize> = (0..entries.len()).collect();
-    let mut table: HashTable<(u64, usize)> = HashTable::new();
-    for bounds in starts.windows(2) {
-        table.clear();
-        for &(hash, index) in &by_partition[bounds[0]..bounds[1]] {
-            match table.entry(hash, |&(other, _)| other == hash, |&(other, _)| other) {
-                Slot::Occupied(earlier) => first[index] = earlier.get().1,
-                Slot::Vacant(slot) => {
-                    slot.insert((hash, index));
-                }
-            }
-        }
-    }
-    // The first entry of each key: two keys of one hash (which no file
-    // can be written to produce) are told apart by a scan.
-    for index in 0..entries.len() {
-        let earlier = first[index];
-        if earlier != index && entries[earlier].key != entries[index].key {
-            first[index] = entries[..index]
-                .iter()
-                .position(|other| other.key == entries[index].key)
-                .unwrap_or(index);
-        }
-    }
-    first
 }
 
 /// Calls `report` for every plain scalar that YAML 1.1 reads differently,
@@ -690,42 +616,6 @@ fn skipped_path(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             Remediation::new(
                 "copy the file into the linted directory or name its target on the command line if it should be linted",
             ),
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use zerohop_k8s::yaml::{Limits, load_str};
-
-    use super::*;
-
-    #[test]
-    fn first_of_each_key_finds_what_a_scan_finds() {
-        // Enough keys for several partitions, a third of them repeated.
-        let mut text = String::new();
-        for index in 0..3 * KEYS_PER_PARTITION {
-            let key = if index % 3 == 0 { index % 101 } else { index };
-            text.push_str(&format!("k{key}: {index}\n"));
-        }
-        let documents = load_str(&text, &Limits::default()).expect("valid");
-        let entries = documents[0].entries();
-        let scanned: Vec<usize> = entries
-            .iter()
-            .enumerate()
-            .map(|(index, entry)| {
-                entries[..index]
-                    .iter()
-                    .position(|earlier| earlier.key == entry.key)
-                    .unwrap_or(index)
-            })
-            .collect();
-        assert_eq!(first_of_each_key(entries), scanned);
-        assert!(
-            scanned
-                .iter()
-                .enumerate()
-                .any(|(index, &first)| first != index)
         );
     }
 }

@@ -1,12 +1,13 @@
 //! Extended resources: who advertises which (device plugins, the SR-IOV
 //! Network Operator) and what pods request.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use super::plugin_config;
 use crate::model::{Object, PodTemplate, Workspace};
+use crate::paths::first_of_each_key;
 use crate::sink::short;
 use zerohop_known::operators::{
     NETWORK_OPERATOR_GROUP, NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX,
@@ -362,45 +363,47 @@ pub(crate) fn requests<'a>(containers: &[(Vec<PathStep<'static>>, &'a Node)]) ->
     let mut out: Vec<Request<'a>> = Vec::new();
     for (index, (_, container)) in containers.iter().enumerate() {
         let resources = container.get("resources");
-        let maps = ["limits", "requests"].map(|kind| {
-            (
-                kind,
-                resources
-                    .and_then(|r| r.get(kind))
-                    .map(Node::entries)
-                    .unwrap_or_default(),
-            )
-        });
-        let named = maps[0].1.len() + maps[1].1.len();
-        // The resources this container already lists: the few of a usual
-        // container scanned among those pushed, many kept in a set (hashed
-        // with foldhash, seeded per process) rather than scanned per entry.
-        let first = out.len();
-        let mut listed: HashSet<&str, foldhash::fast::RandomState> = HashSet::default();
-        if named > LISTED_BY_SCAN {
-            listed.reserve(named);
-        }
-        for (kind, entries) in maps {
-            for entry in entries {
-                let new = if named > LISTED_BY_SCAN {
-                    listed.insert(&entry.key)
-                } else {
-                    !out[first..].iter().any(|r| r.resource == entry.key)
-                };
-                if !new {
-                    continue;
-                }
-                let count = entry
-                    .value
-                    .as_i64()
-                    .or_else(|| entry.value.as_str().and_then(|s| s.parse().ok()));
-                out.push(Request {
-                    resource: &entry.key,
-                    count,
-                    container: index,
-                    kind,
-                });
+        let named = |kind| {
+            resources
+                .and_then(|r| r.get(kind))
+                .map(Node::entries)
+                .unwrap_or_default()
+        };
+        let (limits, requests) = (named("limits"), named("requests"));
+        let all = || {
+            limits
+                .iter()
+                .map(|entry| ("limits", entry))
+                .chain(requests.iter().map(|entry| ("requests", entry)))
+        };
+        // Whether each resource is named for the first time: the few of a
+        // usual container checked against those listed so far, many found
+        // in one pass rather than one lookup each.
+        let firsts = if limits.len() + requests.len() > LISTED_BY_SCAN {
+            let keys: Vec<&str> = all().map(|(_, entry)| entry.key.as_str()).collect();
+            first_of_each_key(keys.len(), |at| keys[at])
+        } else {
+            Vec::new()
+        };
+        let listed_before = out.len();
+        for (at, (kind, entry)) in all().enumerate() {
+            let new = match firsts.get(at) {
+                Some(&earliest) => earliest == at,
+                None => !out[listed_before..].iter().any(|r| r.resource == entry.key),
+            };
+            if !new {
+                continue;
             }
+            let count = entry
+                .value
+                .as_i64()
+                .or_else(|| entry.value.as_str().and_then(|s| s.parse().ok()));
+            out.push(Request {
+                resource: &entry.key,
+                count,
+                container: index,
+                kind,
+            });
         }
     }
     out

@@ -12,7 +12,7 @@ use super::container_env::{command_words, value_of};
 use super::facts::quantity;
 use super::resources::{self, Advertiser, Index, Request, advertised};
 use crate::model::{Object, PodNetwork, PodTemplate, Workspace, pod_templates};
-use crate::paths::Keys;
+use crate::paths::last_with_same_key;
 use crate::registry::declare_lint;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::operators::{NETWORK_ATTACHMENT_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
@@ -609,21 +609,38 @@ declare_lint! {
     };
 }
 
+/// Most requests and limits of a container for each request's limit to be
+/// looked up by a scan.
+const SCANNED_RESOURCES: usize = 16;
+
 fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
         for (container_path, container) in &template.containers {
             let Some(resources) = container.get("resources") else {
                 continue;
             };
-            let requests = resources.get("requests");
-            // Limits by name, the last of a repeated key winning as in
-            // `Node::get`: one lookup per request, not a scan.
-            let limits = Keys::new(resources.get("limits"));
-            for entry in requests.map(Node::entries).unwrap_or_default() {
+            let requests = resources
+                .get("requests")
+                .map(Node::entries)
+                .unwrap_or_default();
+            let limits = resources.get("limits");
+            let limit_entries = limits.map(Node::entries).unwrap_or_default();
+            // The limit of each request, the last of a repeated key winning
+            // as in `Node::get`: the few of a usual container looked up,
+            // many matched in one pass rather than one lookup each.
+            let matched = if requests.len() + limit_entries.len() > SCANNED_RESOURCES {
+                last_with_same_key(limit_entries, requests)
+            } else {
+                Vec::new()
+            };
+            for (index, entry) in requests.iter().enumerate() {
                 if !entry.key.starts_with("hugepages-") {
                     continue;
                 }
-                let limit = limits.get(&entry.key);
+                let limit = match matched.get(index) {
+                    Some(matched) => matched.map(|at| &limit_entries[at].value),
+                    None => limits.and_then(|limits| limits.get(&entry.key)),
+                };
                 if limit.is_some_and(|limit| quantity(limit) == quantity(&entry.value))
                     || sink.counted_only(template.object.file)
                 {
