@@ -130,10 +130,9 @@ pub(crate) fn first_of_each_key<'k>(len: usize, key: impl Fn(usize) -> &'k str) 
     }
     // The first of each key: two keys of one hash (which no file can be
     // written to produce) are told apart by a scan.
-    for index in 0..len {
-        let earlier = first[index];
-        if earlier != index && key(earlier) != key(index) {
-            first[index] = (0..index)
+    for (index, first) in first.iter_mut().enumerate() {
+        if *first != index && key(*first) != key(index) {
+            *first = (0..index)
                 .find(|&other| key(other) == key(index))
                 .unwrap_or(index);
         }
