@@ -1,5 +1,6 @@
 //! What rules see: the objects of every input, with their file and nodes.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use zerohop_core::ObjectRef;
@@ -7,6 +8,7 @@ use zerohop_k8s::schema::{CrdCatalog, SchemaViolation};
 use zerohop_k8s::yaml::{LoadError, Node, PathStep};
 
 use crate::NotRead;
+use crate::rules::input::Yaml11Scalars;
 use crate::rules::resources::{self, Advertised, Request};
 use crate::sink::short;
 
@@ -25,6 +27,9 @@ pub struct Object<'a> {
     pub name: &'a str,
     /// `metadata.namespace`, when set.
     pub namespace: Option<&'a str>,
+    /// The API group of `api_version`: found once, since nearly every rule
+    /// asks every object for it.
+    group: &'a str,
 }
 
 impl<'a> Object<'a> {
@@ -48,6 +53,7 @@ impl<'a> Object<'a> {
             kind,
             name,
             namespace,
+            group: api_version.rsplit_once('/').map_or("", |(group, _)| group),
         })
     }
 
@@ -59,9 +65,7 @@ impl<'a> Object<'a> {
 
     /// The API group, `""` for the core group.
     pub fn group(&self) -> &'a str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or("", |(group, _)| group)
+        self.group
     }
 
     /// The node at `path` when the whole path exists.
@@ -138,6 +142,10 @@ pub struct Workspace<'a> {
     /// CRD serves), found on first use and shared by the schema rules:
     /// validating is the costliest step of a run with `--crds`.
     pub(crate) violations: OnceCell<Vec<Vec<SchemaViolation>>>,
+    /// The scalars YAML 1.1 reads differently, found on first use and
+    /// shared by the three rules about them (finding them walks every
+    /// node).
+    pub(crate) yaml11: OnceCell<Yaml11Scalars<'a>>,
 }
 
 /// A host file of the set (a systemd unit, an NVMe-oF `discovery.conf`),
@@ -214,7 +222,14 @@ pub struct PodTemplate<'a> {
     pub containers: Vec<(Vec<PathStep<'static>>, &'a Node)>,
     /// Every extended resource the containers name.
     pub(crate) requests: Vec<Request<'a>>,
+    /// The networks the pod attaches to, read on first use and shared by
+    /// the rules that need them (an annotation may name a million).
+    pub(crate) networks: OnceCell<Vec<PodNetwork<'a>>>,
 }
+
+/// A network a pod attaches to: the namespace it resolves in and its name,
+/// borrowed from the annotation where written out plainly.
+pub(crate) type PodNetwork<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 impl<'a> PodTemplate<'a> {
     /// The annotations of the pod (template).
@@ -320,6 +335,7 @@ fn push_template<'a>(
             prefix: prefix.to_vec(),
             containers,
             requests,
+            networks: OnceCell::new(),
         });
     }
 }

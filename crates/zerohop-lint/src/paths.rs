@@ -8,7 +8,10 @@
 //! goes through it, and answers in O(log n) after that.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry as Slot;
 use zerohop_k8s::yaml::{Entry, Found, Node, PathStep};
 
 /// Mappings with at most this many entries are scanned: sorting would cost
@@ -73,6 +76,87 @@ impl PathIndex {
     }
 }
 
+/// Keys per partition in [`first_of_each_key`]: a table of this many
+/// fits in a core's cache.
+const KEYS_PER_PARTITION: usize = 4096;
+
+/// For each of `len` keys (`key(index)`), the index of the first key equal
+/// to it (its own index when it is the first).
+///
+/// For the mappings of millions of keys an input at the size limit may
+/// have. One table over all the keys costs a cache miss per key; their
+/// hashes are first spread over partitions small enough for each one's
+/// table to stay in cache (the radix partitioning of hash joins), and the
+/// keys themselves are compared only at the end, in index order. Keys hash
+/// with foldhash, faster than SipHash on short keys; its seed is random per
+/// process (foldhash is "minimally DoS-resistant"), so a file cannot be
+/// written to make its keys collide.
+pub(crate) fn first_of_each_key<'k>(len: usize, key: impl Fn(usize) -> &'k str) -> Vec<usize> {
+    let hasher = foldhash::fast::RandomState::default();
+    let hashes: Vec<u64> = (0..len).map(|index| hasher.hash_one(key(index))).collect();
+    // The partition is taken from the middle bits of the hash: the table
+    // places a key by the low bits and tags it with the top ones.
+    let partitions = (len / KEYS_PER_PARTITION).next_power_of_two().min(1 << 12);
+    let partition_of = |hash: u64| (hash >> 32) as usize & (partitions - 1);
+    // A counting sort of the hashes by partition, in index order within
+    // each.
+    let mut starts = vec![0; partitions + 1];
+    for &hash in &hashes {
+        starts[partition_of(hash) + 1] += 1;
+    }
+    for partition in 0..partitions {
+        starts[partition + 1] += starts[partition];
+    }
+    let mut next = starts.clone();
+    let mut by_partition = vec![(0, 0); len];
+    for (index, &hash) in hashes.iter().enumerate() {
+        let slot = &mut next[partition_of(hash)];
+        by_partition[*slot] = (hash, index);
+        *slot += 1;
+    }
+    // The first key of each hash.
+    let mut first: Vec<usize> = (0..len).collect();
+    let mut table: HashTable<(u64, usize)> = HashTable::new();
+    for bounds in starts.windows(2) {
+        table.clear();
+        for &(hash, index) in &by_partition[bounds[0]..bounds[1]] {
+            match table.entry(hash, |&(other, _)| other == hash, |&(other, _)| other) {
+                Slot::Occupied(earlier) => first[index] = earlier.get().1,
+                Slot::Vacant(slot) => {
+                    slot.insert((hash, index));
+                }
+            }
+        }
+    }
+    // The first of each key: two keys of one hash (which no file can be
+    // written to produce) are told apart by a scan.
+    for (index, first) in first.iter_mut().enumerate() {
+        if *first != index && key(*first) != key(index) {
+            *first = (0..index)
+                .find(|&other| key(other) == key(index))
+                .unwrap_or(index);
+        }
+    }
+    first
+}
+
+/// For each entry of `probes`, the index of the entry of `entries` with the
+/// same key (the last one when the key is repeated, as [`Node::get`] finds
+/// it), in time linear in both.
+pub(crate) fn last_with_same_key(entries: &[Entry], probes: &[Entry]) -> Vec<Option<usize>> {
+    // `entries` last to first, then `probes`: a probe's first equal key, if
+    // it lies among `entries`, is the last entry with that key.
+    let reversed = entries.len();
+    let key = |index: usize| match index.checked_sub(reversed) {
+        None => entries[reversed - 1 - index].key.as_str(),
+        Some(probe) => probes[probe].key.as_str(),
+    };
+    first_of_each_key(reversed + probes.len(), key)[reversed..]
+        .iter()
+        .map(|&first| (first < reversed).then(|| reversed - 1 - first))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use zerohop_k8s::yaml::{Limits, load_str};
@@ -115,5 +199,45 @@ mod tests {
         }
         let again = index.find(root, &[PathStep::Key("large"), PathStep::Key("k7")]);
         assert_eq!(again.node.as_str(), Some("again"));
+    }
+
+    #[test]
+    fn first_of_each_key_finds_what_a_scan_finds() {
+        // Enough keys for several partitions, a third of them repeated.
+        let keys: Vec<String> = (0..3 * KEYS_PER_PARTITION)
+            .map(|index| format!("k{}", if index % 3 == 0 { index % 101 } else { index }))
+            .collect();
+        let scanned: Vec<usize> = (0..keys.len())
+            .map(|index| {
+                keys.iter()
+                    .position(|key| *key == keys[index])
+                    .unwrap_or(index)
+            })
+            .collect();
+        assert_eq!(first_of_each_key(keys.len(), |index| &keys[index]), scanned);
+        assert!(
+            scanned
+                .iter()
+                .enumerate()
+                .any(|(index, &first)| first != index)
+        );
+    }
+
+    #[test]
+    fn last_with_same_key_finds_what_node_get_finds() {
+        let text = "limits: {a: 1, b: 2, a: 3, c: 4}\nrequests: {b: 5, a: 6, d: 7, a: 8}\n";
+        let documents = load_str(text, &Limits::default()).expect("valid");
+        let limits = documents[0].get("limits").expect("limits");
+        let requests = documents[0].get("requests").expect("requests").entries();
+        let found: Vec<Option<&Node>> = last_with_same_key(limits.entries(), requests)
+            .into_iter()
+            .map(|index| index.map(|index| &limits.entries()[index].value))
+            .collect();
+        let expected: Vec<Option<&Node>> = requests
+            .iter()
+            .map(|request| limits.get(&request.key))
+            .collect();
+        assert_eq!(found, expected);
+        assert_eq!(found.iter().filter(|found| found.is_some()).count(), 3);
     }
 }

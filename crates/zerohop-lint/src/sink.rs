@@ -31,8 +31,10 @@ pub(crate) struct Sink<'r> {
     paths: &'r mut PathIndex,
     findings: Vec<Finding>,
     /// Per file: findings listed, findings not listed, where the last
-    /// listed one is.
-    per_file: HashMap<String, (usize, usize, Location)>,
+    /// listed one is. Looked up once per finding, listed or not (a million
+    /// times on a large input): foldhash, faster than SipHash on paths;
+    /// its seed is random per process.
+    per_file: HashMap<String, (usize, usize, Location), foldhash::fast::RandomState>,
 }
 
 impl<'r> Sink<'r> {
@@ -48,7 +50,7 @@ impl<'r> Sink<'r> {
             severity,
             paths,
             findings: Vec::new(),
-            per_file: HashMap::new(),
+            per_file: HashMap::default(),
         }
     }
 
@@ -99,6 +101,14 @@ impl<'r> Sink<'r> {
         }
     }
 
+    /// Counts `count` findings for `file` that are not listed, for a rule
+    /// that knows them to be past the ones it lists there.
+    pub(crate) fn count_unlisted(&mut self, file: &str, count: usize) {
+        if let Some((_, unlisted, _)) = self.per_file.get_mut(file) {
+            *unlisted += count;
+        }
+    }
+
     /// Reports a problem at `path` in `object`. When the path does not
     /// exist in full (a missing field), the finding points at the deepest
     /// part that does.
@@ -109,8 +119,13 @@ impl<'r> Sink<'r> {
         message: impl Into<String>,
         fix: Remediation,
     ) {
+        // Past the cap the finding is only counted: following the path
+        // would be wasted.
+        if self.counted_only(object.file) {
+            return;
+        }
         let found = self.paths.find(object.node, path);
-        self.report_found(object, path, found, message, fix);
+        self.report_found_listed(object, path, found, message.into(), fix);
     }
 
     /// Reports a problem at `path` in `object`, which the rule has already
@@ -121,6 +136,21 @@ impl<'r> Sink<'r> {
         path: &[PathStep<'_>],
         found: Found<'_>,
         message: impl Into<String>,
+        fix: Remediation,
+    ) {
+        if !self.counted_only(object.file) {
+            self.report_found_listed(object, path, found, message.into(), fix);
+        }
+    }
+
+    /// [`Sink::report_found`] for a finding the cap lets through: builds
+    /// the subject, value and evidence only for findings that are listed.
+    fn report_found_listed(
+        &mut self,
+        object: &Object<'_>,
+        path: &[PathStep<'_>],
+        found: Found<'_>,
+        message: String,
         fix: Remediation,
     ) {
         let value = if found.depth == path.len() {
@@ -149,7 +179,7 @@ impl<'r> Sink<'r> {
             span,
             subject,
             object: Some(object.object_ref()),
-            message: message.into(),
+            message,
             evidence: vec![evidence],
             fix,
         });
@@ -178,6 +208,9 @@ impl<'r> Sink<'r> {
     }
 
     fn push(&mut self, report: Report<'_>) {
+        if self.counted_only(report.file) {
+            return;
+        }
         let start = report.span.start;
         let end = report.span.end;
         let has_end = end.line > 0 && end > start;
@@ -189,10 +222,6 @@ impl<'r> Sink<'r> {
             end_column: has_end.then_some(end.column),
         };
         match self.per_file.get_mut(report.file) {
-            Some((listed, unlisted, _)) if *listed >= MAX_LISTED_PER_FILE => {
-                *unlisted += 1;
-                return;
-            }
             Some((listed, _, last)) => {
                 *listed += 1;
                 *last = location.clone();

@@ -55,16 +55,18 @@ struct UnitGroup<'w, 'a> {
 fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
     // Groups in the order first met, found by key in one hash lookup.
     let mut groups: Vec<UnitGroup<'w, 'a>> = Vec::new();
-    let mut by_key: HashMap<String, usize> = HashMap::new();
+    // Keyed by what the nodes are named by (`role` or `host`) and the name;
+    // a group's text is written once, when it is met first.
+    let mut by_key: HashMap<(&str, &str), usize> = HashMap::new();
     fn group<'g, 'w, 'a>(
         groups: &'g mut Vec<UnitGroup<'w, 'a>>,
-        by_key: &mut HashMap<String, usize>,
-        key: String,
-        none_of: String,
+        by_key: &mut HashMap<(&'static str, &'a str), usize>,
+        key: (&'static str, &'a str),
+        none_of: impl FnOnce() -> String,
     ) -> &'g mut Vec<SetUnit<'w, 'a>> {
         let at = *by_key.entry(key).or_insert_with(|| {
             groups.push(UnitGroup {
-                none_of,
+                none_of: none_of(),
                 units: Vec::new(),
             });
             groups.len() - 1
@@ -80,12 +82,14 @@ fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
             ])
             .and_then(Node::as_str)
             .unwrap_or("");
-        let none_of = if role.is_empty() {
-            "no MachineConfig without a role".to_owned()
-        } else {
-            format!("no MachineConfig of role `{}`", short(role))
+        let none_of = || {
+            if role.is_empty() {
+                "no MachineConfig without a role".to_owned()
+            } else {
+                format!("no MachineConfig of role `{}`", short(role))
+            }
         };
-        group(&mut groups, &mut by_key, format!("role:{role}"), none_of).extend(
+        group(&mut groups, &mut by_key, ("role", role), none_of).extend(
             units(object).into_iter().map(|unit| SetUnit {
                 name: unit.name,
                 contents: unit.contents,
@@ -96,12 +100,14 @@ fn unit_groups<'w, 'a>(workspace: &'w Workspace<'a>) -> Vec<UnitGroup<'w, 'a>> {
     }
     for host in &workspace.host_files {
         let root = host.root();
-        let none_of = if root.is_empty() {
-            "no host file".to_owned()
-        } else {
-            format!("no host file under `{}`", short(root))
+        let none_of = || {
+            if root.is_empty() {
+                "no host file".to_owned()
+            } else {
+                format!("no host file under `{}`", short(root))
+            }
         };
-        group(&mut groups, &mut by_key, format!("host:{root}"), none_of).push(SetUnit {
+        group(&mut groups, &mut by_key, ("host", root), none_of).push(SetUnit {
             name: host.base_name(),
             contents: host.text,
             enabled: false,

@@ -1,7 +1,7 @@
 //! Facts the rules share: the DOCA driver's environment variables,
 //! quantities, the platform. NIC models and device IDs are in [`zerohop_known::nic`].
 
-use zerohop_k8s::yaml::Node;
+use zerohop_k8s::yaml::{Node, Value};
 
 use crate::model::Workspace;
 
@@ -43,10 +43,12 @@ pub(crate) fn doca_env_near_miss(name: &str) -> Option<&'static str> {
 /// A quantity's value in base units (`1Gi` → 1073741824, `500m` → 0.5):
 /// an integer as written, else its text by `zerohop_known::quantity`.
 pub(crate) fn quantity(node: &Node) -> Option<f64> {
-    if let Some(number) = node.as_i64() {
-        return Some(number as f64);
+    match &node.value {
+        Value::Int(number) => Some(*number as f64),
+        // Read in place: rules compare a quantity per request.
+        Value::String(text) => zerohop_known::quantity::value(text.trim()),
+        _ => zerohop_known::quantity::value(node.scalar_text()?.trim()),
     }
-    zerohop_known::quantity::value(node.scalar_text()?.trim())
 }
 
 /// Whether the set is for OpenShift: it holds an object only OpenShift

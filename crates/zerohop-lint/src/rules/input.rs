@@ -1,15 +1,15 @@
 //! Rules about the input itself: readable, valid YAML, read as intended.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry as Slot;
 
 use zerohop_core::Remediation;
-use zerohop_k8s::yaml::{Entry, Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
+use zerohop_k8s::yaml::{Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
 
 use crate::NotRead;
 use crate::model::{InputFailure, Object, Workspace};
+use crate::paths::first_of_each_key;
 use crate::registry::declare_lint;
-use crate::sink::Sink;
+use crate::sink::{MAX_LISTED_PER_FILE, Sink};
 
 declare_lint! {
     /// An input could not be read, or is not YAML that can be linted.
@@ -160,30 +160,21 @@ fn walk_duplicates<'a>(
     match &node.value {
         Value::Mapping(entries) => {
             // The first entry of each key: a scan of the few entries of a
-            // small mapping, one pass with a map over a large one. The map
-            // is sized for every key up front and hashes with foldhash,
-            // faster than the default SipHash on short keys; its seed is
-            // random per process (foldhash is "minimally DoS-resistant"),
-            // so a file cannot be written to make its keys collide.
-            let mut seen: HashMap<&str, &Entry, foldhash::fast::RandomState> =
-                if entries.len() <= SMALL_MAPPING {
-                    HashMap::default()
-                } else {
-                    HashMap::with_capacity_and_hasher(entries.len(), Default::default())
-                };
+            // small mapping, one pass with tables over a large one.
+            let firsts = if entries.len() <= SMALL_MAPPING {
+                Vec::new()
+            } else {
+                first_of_each_key(entries.len(), |index| &entries[index].key)
+            };
             for (index, entry) in entries.iter().enumerate() {
                 let first = if entries.len() <= SMALL_MAPPING {
                     entries
                         .get(..index)
                         .and_then(|before| before.iter().find(|e| e.key == entry.key))
+                } else if firsts[index] == index {
+                    None
                 } else {
-                    match seen.entry(entry.key.as_str()) {
-                        Slot::Occupied(first) => Some(*first.get()),
-                        Slot::Vacant(slot) => {
-                            slot.insert(entry);
-                            None
-                        }
-                    }
+                    Some(&entries[firsts[index]])
                 };
                 let Some(first) = first else {
                     continue;
@@ -222,14 +213,59 @@ fn walk_duplicates<'a>(
     }
 }
 
-/// Calls `report` for every plain scalar that YAML 1.1 reads as `kind`,
+/// The plain scalars that YAML 1.1 reads differently, found in one walk of
+/// every object for the three rules about them (a walk of a 32 MiB input
+/// touches millions of nodes).
+#[derive(Debug, Default)]
+pub(crate) struct Yaml11Scalars<'a> {
+    /// Per kind, in walk order: the scalars the rule can list (at most
+    /// [`MAX_LISTED_PER_FILE`] per file), each with its object, path and
+    /// where it is.
+    listed: HashMap<Yaml11, Vec<(usize, Vec<PathStep<'a>>, Found<'a>)>>,
+    /// Per kind and file, how many more there are: the rule only counts
+    /// them.
+    unlisted: HashMap<(Yaml11, &'a str), usize>,
+}
+
+/// Walks every object once for [`Yaml11Scalars`].
+fn find_yaml11_scalars<'a>(workspace: &Workspace<'a>) -> Yaml11Scalars<'a> {
+    let mut scalars = Yaml11Scalars::default();
+    // Looked up once per scalar: foldhash, seeded per process.
+    let mut per_file: HashMap<(Yaml11, &str), usize, foldhash::fast::RandomState> =
+        HashMap::default();
+    for (index, object) in workspace.objects.iter().enumerate() {
+        let root = Found {
+            node: object.node,
+            key_span: None,
+            depth: 0,
+        };
+        walk_yaml11(root, &mut Vec::new(), &mut |kind, path, found| {
+            let seen = per_file.entry((kind, object.file)).or_default();
+            *seen += 1;
+            if *seen <= MAX_LISTED_PER_FILE {
+                scalars
+                    .listed
+                    .entry(kind)
+                    .or_default()
+                    .push((index, path.to_vec(), found));
+            }
+        });
+    }
+    scalars.unlisted = per_file
+        .into_iter()
+        .filter(|&(_, seen)| seen > MAX_LISTED_PER_FILE)
+        .map(|(place, seen)| (place, seen - MAX_LISTED_PER_FILE))
+        .collect();
+    scalars
+}
+
+/// Calls `report` for every plain scalar that YAML 1.1 reads differently,
 /// with its path and where it is (the walk already stands on the node: no
 /// path to follow again).
-fn yaml11_scalars<'a>(
+fn walk_yaml11<'a>(
     found: Found<'a>,
-    kind: Yaml11,
     path: &mut Vec<PathStep<'a>>,
-    report: &mut dyn FnMut(&[PathStep<'_>], Found<'_>),
+    report: &mut dyn FnMut(Yaml11, &[PathStep<'a>], Found<'a>),
 ) {
     let node = found.node;
     match &node.value {
@@ -241,7 +277,7 @@ fn yaml11_scalars<'a>(
                     key_span: Some(entry.key_span),
                     depth: path.len(),
                 };
-                yaml11_scalars(child, kind, path, report);
+                walk_yaml11(child, path, report);
                 path.pop();
             }
         }
@@ -253,40 +289,44 @@ fn yaml11_scalars<'a>(
                     key_span: None,
                     depth: path.len(),
                 };
-                yaml11_scalars(child, kind, path, report);
+                walk_yaml11(child, path, report);
                 path.pop();
             }
         }
-        _ if node
-            .yaml11
-            .as_ref()
-            .is_some_and(|reading| reading.kind == kind) =>
-        {
-            report(path, found);
+        _ => {
+            if let Some(reading) = &node.yaml11 {
+                report(reading.kind, path, found);
+            }
         }
-        _ => {}
     }
 }
 
-/// Runs `report` for every scalar YAML 1.1 reads as `kind`, until the
-/// rule lists no more findings for the file.
+/// Runs `report` for every scalar YAML 1.1 reads as `kind` that the rule
+/// lists, and counts the rest.
 fn each_yaml11(
     workspace: &Workspace<'_>,
     sink: &mut Sink<'_>,
     kind: Yaml11,
     report: impl Fn(&mut Sink<'_>, &Object<'_>, &[PathStep<'_>], Found<'_>),
 ) {
-    for object in &workspace.objects {
-        let root = Found {
-            node: object.node,
-            key_span: None,
-            depth: 0,
-        };
-        yaml11_scalars(root, kind, &mut Vec::new(), &mut |path, found| {
-            if !sink.counted_only(object.file) {
-                report(sink, object, path, found);
-            }
-        });
+    let scalars = workspace
+        .yaml11
+        .get_or_init(|| find_yaml11_scalars(workspace));
+    for (index, path, found) in scalars
+        .listed
+        .get(&kind)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let object = &workspace.objects[*index];
+        if !sink.counted_only(object.file) {
+            report(sink, object, path, *found);
+        }
+    }
+    for (&(of, file), &count) in &scalars.unlisted {
+        if of == kind {
+            sink.count_unlisted(file, count);
+        }
     }
 }
 

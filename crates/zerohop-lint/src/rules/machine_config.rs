@@ -386,18 +386,17 @@ fn role_without_pool(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for pool in &pools {
         selected.extend(selected_roles(pool));
     }
+    // The same for every finding: written once.
+    let pool_names = join_some(pools.iter().map(|p| short(p.name).to_string()));
     for object in workspace.of_kind(GROUP, "MachineConfig") {
         let Some(role) = object.str_at(&ROLE_PATH) else {
             continue;
         };
-        if !selected.contains(role) {
+        if !selected.contains(role) && !sink.counted_only(object.file) {
             sink.report(
                 object,
                 &ROLE_PATH,
-                format!(
-                    "role `{role}` is selected by none of the pools in the input ({})",
-                    join_some(pools.iter().map(|p| short(p.name).to_string()))
-                ),
+                format!("role `{role}` is selected by none of the pools in the input ({pool_names})"),
                 Remediation::new("use the role of an existing pool, or add the role to a pool's machineConfigSelector"),
             );
         }
@@ -766,6 +765,12 @@ pub(super) fn configured_pfc<'w, 'a>(
     let mut lossless = std::collections::BTreeSet::new();
     let mut first = None;
     let mut scan = |text: &str, object: &'w Object<'a>| {
+        // Both ways of setting PFC name it (`--pfc`, `prio-pfc`): a text
+        // without `-pfc` is skipped unread, as most of a ConfigMap's values
+        // are.
+        if !text.contains("-pfc") {
+            return;
+        }
         let found = pfc_priorities(text);
         if !found.is_empty() {
             first.get_or_insert(object);

@@ -7,7 +7,7 @@ mod container_env;
 mod facts;
 mod gpu_operator;
 mod images;
-mod input;
+pub(crate) mod input;
 mod machine_config;
 mod nccl;
 mod network_operator;

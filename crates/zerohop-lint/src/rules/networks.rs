@@ -127,7 +127,7 @@ fn why_several_nodes(workspace: &Workspace<'_>, network: &Object<'_>) -> Option<
                     spans_nodes(template)
                         && pod_networks(template)
                             .iter()
-                            .any(|(namespace, name)| (namespace.as_str(), name.as_str()) == place)
+                            .any(|(namespace, name)| (&**namespace, &**name) == place)
                 })
                 .map(|template| {
                     format!(

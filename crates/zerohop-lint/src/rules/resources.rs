@@ -1,12 +1,13 @@
 //! Extended resources: who advertises which (device plugins, the SR-IOV
 //! Network Operator) and what pods request.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use zerohop_k8s::yaml::{Node, PathStep};
 
 use super::plugin_config;
 use crate::model::{Object, PodTemplate, Workspace};
+use crate::paths::first_of_each_key;
 use crate::sink::short;
 use zerohop_known::operators::{
     NETWORK_OPERATOR_GROUP, NETWORK_OPERATOR_SRIOV_RESOURCE_PREFIX,
@@ -352,34 +353,57 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Most resources a container names for them to be deduplicated by a scan
+/// of those listed so far.
+const LISTED_BY_SCAN: usize = 16;
+
 /// Every resource named in the containers' `limits` and `requests` (a
 /// resource in both is listed once, from `limits`).
 pub(crate) fn requests<'a>(containers: &[(Vec<PathStep<'static>>, &'a Node)]) -> Vec<Request<'a>> {
     let mut out: Vec<Request<'a>> = Vec::new();
     for (index, (_, container)) in containers.iter().enumerate() {
         let resources = container.get("resources");
-        // The resources this container already lists: one set per
-        // container, not a scan of every request so far per entry.
-        let mut listed: HashSet<&str> = HashSet::new();
-        for kind in ["limits", "requests"] {
-            let Some(map) = resources.and_then(|r| r.get(kind)) else {
-                continue;
+        let named = |kind| {
+            resources
+                .and_then(|r| r.get(kind))
+                .map(Node::entries)
+                .unwrap_or_default()
+        };
+        let (limits, requests) = (named("limits"), named("requests"));
+        let all = || {
+            limits
+                .iter()
+                .map(|entry| ("limits", entry))
+                .chain(requests.iter().map(|entry| ("requests", entry)))
+        };
+        // Whether each resource is named for the first time: the few of a
+        // usual container checked against those listed so far, many found
+        // in one pass rather than one lookup each.
+        let firsts = if limits.len() + requests.len() > LISTED_BY_SCAN {
+            let keys: Vec<&str> = all().map(|(_, entry)| entry.key.as_str()).collect();
+            first_of_each_key(keys.len(), |at| keys[at])
+        } else {
+            Vec::new()
+        };
+        let listed_before = out.len();
+        for (at, (kind, entry)) in all().enumerate() {
+            let new = match firsts.get(at) {
+                Some(&earliest) => earliest == at,
+                None => !out[listed_before..].iter().any(|r| r.resource == entry.key),
             };
-            for entry in map.entries() {
-                if !listed.insert(&entry.key) {
-                    continue;
-                }
-                let count = entry
-                    .value
-                    .as_i64()
-                    .or_else(|| entry.value.as_str().and_then(|s| s.parse().ok()));
-                out.push(Request {
-                    resource: &entry.key,
-                    count,
-                    container: index,
-                    kind,
-                });
+            if !new {
+                continue;
             }
+            let count = entry
+                .value
+                .as_i64()
+                .or_else(|| entry.value.as_str().and_then(|s| s.parse().ok()));
+            out.push(Request {
+                resource: &entry.key,
+                count,
+                container: index,
+                kind,
+            });
         }
     }
     out

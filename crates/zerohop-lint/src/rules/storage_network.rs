@@ -521,8 +521,8 @@ fn nccl_pod_on_storage_network(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             .iter()
             .filter_map(|(namespace, name)| {
                 storage_networks
-                    .get(&(namespace.as_str(), name.as_str()))
-                    .map(|hit| (name.as_str(), hit))
+                    .get(&(&**namespace, &**name))
+                    .map(|hit| (&**name, hit))
             })
             .collect();
         let Some((name, (subnet, server))) = hits.first() else {

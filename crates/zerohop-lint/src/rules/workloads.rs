@@ -1,6 +1,7 @@
 //! Workloads: pods and pod templates against the networks and resources
 //! that the other objects define.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value as Json;
@@ -10,7 +11,8 @@ use zerohop_k8s::yaml::{Node, PathStep};
 use super::container_env::{command_words, value_of};
 use super::facts::quantity;
 use super::resources::{self, Advertiser, Index, Request, advertised};
-use crate::model::{Object, PodTemplate, Workspace, pod_templates};
+use crate::model::{Object, PodNetwork, PodTemplate, Workspace, pod_templates};
+use crate::paths::last_with_same_key;
 use crate::registry::declare_lint;
 use crate::sink::{Sink, join_some, short};
 use zerohop_known::operators::{NETWORK_ATTACHMENT_GROUP, NETWORK_OPERATOR_GROUP, SRIOV_GROUP};
@@ -32,8 +34,12 @@ pub(super) struct Network<'a> {
     resource: Option<(Option<&'a str>, &'a str)>,
 }
 
-/// Networks by the namespace and name a pod refers to them with.
-fn by_place<'x, 'a>(networks: &'x [Network<'a>]) -> HashMap<(&'a str, &'a str), &'x Network<'a>> {
+/// Networks by the namespace and name a pod refers to them with. Looked up
+/// once per reference of every pod: hashed with foldhash, faster than
+/// SipHash on short names (its seed is random per process).
+fn by_place<'x, 'a>(
+    networks: &'x [Network<'a>],
+) -> HashMap<(&'a str, &'a str), &'x Network<'a>, foldhash::fast::RandomState> {
     networks
         .iter()
         .map(|n| ((n.namespace, n.name), n))
@@ -91,15 +97,16 @@ pub(super) fn networks<'a>(workspace: &Workspace<'a>) -> Vec<Network<'a>> {
     out
 }
 
-/// One entry of a pod's networks annotation.
-struct NetworkRef {
-    namespace: Option<String>,
-    name: String,
+/// One entry of a pod's networks annotation: borrowed from the annotation
+/// where it is written out plainly (an annotation may name a million).
+struct NetworkRef<'a> {
+    namespace: Option<Cow<'a, str>>,
+    name: Cow<'a, str>,
 }
 
 /// Parses the networks annotation: a JSON list of objects, or a comma list
 /// of `[namespace/]name[@interface]`.
-fn network_refs(annotation: &str) -> Vec<NetworkRef> {
+fn network_refs(annotation: &str) -> Vec<NetworkRef<'_>> {
     let trimmed = annotation.trim();
     if trimmed.starts_with('[') {
         let Ok(Json::Array(items)) = serde_json::from_str::<Json>(trimmed) else {
@@ -109,11 +116,11 @@ fn network_refs(annotation: &str) -> Vec<NetworkRef> {
             .iter()
             .filter_map(|item| {
                 Some(NetworkRef {
-                    name: item.get("name")?.as_str()?.to_owned(),
+                    name: Cow::Owned(item.get("name")?.as_str()?.to_owned()),
                     namespace: item
                         .get("namespace")
                         .and_then(Json::as_str)
-                        .map(str::to_owned),
+                        .map(|namespace| Cow::Owned(namespace.to_owned())),
                 })
             })
             .collect();
@@ -126,12 +133,12 @@ fn network_refs(annotation: &str) -> Vec<NetworkRef> {
             let without_interface = part.split_once('@').map_or(part, |(name, _)| name);
             match without_interface.split_once('/') {
                 Some((namespace, name)) => NetworkRef {
-                    namespace: Some(namespace.to_owned()),
-                    name: name.to_owned(),
+                    namespace: Some(Cow::Borrowed(namespace)),
+                    name: Cow::Borrowed(name),
                 },
                 None => NetworkRef {
                     namespace: None,
-                    name: without_interface.to_owned(),
+                    name: Cow::Borrowed(without_interface),
                 },
             }
         })
@@ -148,27 +155,28 @@ fn annotation_path(template: &PodTemplate<'_>) -> Vec<PathStep<'static>> {
     path
 }
 
-/// The pod's network references with the namespace each resolves in.
-pub(crate) fn pod_networks(template: &PodTemplate<'_>) -> Vec<(String, String)> {
-    let Some(annotation) = template
-        .annotations()
-        .and_then(|a| a.get(NETWORKS_ANNOTATION))
-        .and_then(Node::as_str)
-    else {
-        return Vec::new();
-    };
-    let pod_namespace = template.object.namespace_or_default();
-    network_refs(annotation)
-        .into_iter()
-        .map(|reference| {
-            (
-                reference
-                    .namespace
-                    .unwrap_or_else(|| pod_namespace.to_owned()),
-                reference.name,
-            )
-        })
-        .collect()
+/// The pod's network references with the namespace each resolves in,
+/// read from the annotation once per run and shared by the rules.
+pub(crate) fn pod_networks<'t, 'a>(template: &'t PodTemplate<'a>) -> &'t [PodNetwork<'a>] {
+    template.networks.get_or_init(|| {
+        let Some(annotation) = template
+            .annotations()
+            .and_then(|a| a.get(NETWORKS_ANNOTATION))
+            .and_then(Node::as_str)
+        else {
+            return Vec::new();
+        };
+        let pod_namespace = template.object.namespace_or_default();
+        network_refs(annotation)
+            .into_iter()
+            .map(|reference| {
+                (
+                    reference.namespace.unwrap_or(Cow::Borrowed(pod_namespace)),
+                    reference.name,
+                )
+            })
+            .collect()
+    })
 }
 
 declare_lint! {
@@ -222,7 +230,8 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
         return;
     }
     let places = by_place(&networks);
-    let mut by_name: HashMap<&str, Vec<&Network<'_>>> = HashMap::new();
+    let mut by_name: HashMap<&str, Vec<&Network<'_>>, foldhash::fast::RandomState> =
+        HashMap::default();
     for network in &networks {
         by_name.entry(network.name).or_default().push(network);
     }
@@ -233,16 +242,13 @@ fn unresolved_network_annotation(workspace: &Workspace<'_>, sink: &mut Sink<'_>)
     let served: HashSet<&str> = networks.iter().map(|n| n.namespace).collect();
     for template in pod_templates(workspace) {
         for (namespace, name) in pod_networks(template) {
-            if places.contains_key(&(namespace.as_str(), name.as_str()))
+            if places.contains_key(&(&**namespace, &**name))
                 || sink.counted_only(template.object.file)
             {
                 continue;
             }
-            let elsewhere = by_name
-                .get(name.as_str())
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            if elsewhere.is_empty() && !served.contains(namespace.as_str()) {
+            let elsewhere = by_name.get(&**name).map(Vec::as_slice).unwrap_or_default();
+            if elsewhere.is_empty() && !served.contains(&**namespace) {
                 continue;
             }
             let (message, fix) = if elsewhere.is_empty() {
@@ -331,6 +337,10 @@ declare_lint! {
 }
 
 fn unadvertised_resource_request(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    // Indexing what is advertised is wasted on an input without pods.
+    if pod_templates(workspace).is_empty() {
+        return;
+    }
     let all = advertised(workspace);
     let index = Index::new(all);
     if index.is_empty() {
@@ -424,7 +434,7 @@ fn nad_resource_not_requested(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
             .collect();
         let requested_names: HashSet<&str> = requested.iter().map(|(_, name)| *name).collect();
         for (namespace, name) in pod_networks(template) {
-            let Some(network) = places.get(&(namespace.as_str(), name.as_str())) else {
+            let Some(network) = places.get(&(&**namespace, &**name)) else {
                 continue;
             };
             let Some((prefix, resource)) = network.resource else {
@@ -512,6 +522,10 @@ declare_lint! {
 }
 
 fn rdma_without_ipc_lock(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    // Indexing what is advertised is wasted on an input without pods.
+    if pod_templates(workspace).is_empty() {
+        return;
+    }
     let all = advertised(workspace);
     let index = Index::new(all);
     for template in pod_templates(workspace) {
@@ -595,27 +609,38 @@ declare_lint! {
     };
 }
 
+/// Most requests and limits of a container for each request's limit to be
+/// looked up by a scan.
+const SCANNED_RESOURCES: usize = 16;
+
 fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     for template in pod_templates(workspace) {
         for (container_path, container) in &template.containers {
             let Some(resources) = container.get("resources") else {
                 continue;
             };
-            let requests = resources.get("requests");
-            // Limits by name, the last of a repeated key winning as in
-            // `Node::get`: one lookup per request, not a scan.
-            let limits: HashMap<&str, &Node> = resources
-                .get("limits")
+            let requests = resources
+                .get("requests")
                 .map(Node::entries)
-                .unwrap_or_default()
-                .iter()
-                .map(|entry| (entry.key.as_str(), &entry.value))
-                .collect();
-            for entry in requests.map(Node::entries).unwrap_or_default() {
+                .unwrap_or_default();
+            let limits = resources.get("limits");
+            let limit_entries = limits.map(Node::entries).unwrap_or_default();
+            // The limit of each request, the last of a repeated key winning
+            // as in `Node::get`: the few of a usual container looked up,
+            // many matched in one pass rather than one lookup each.
+            let matched = if requests.len() + limit_entries.len() > SCANNED_RESOURCES {
+                last_with_same_key(limit_entries, requests)
+            } else {
+                Vec::new()
+            };
+            for (index, entry) in requests.iter().enumerate() {
                 if !entry.key.starts_with("hugepages-") {
                     continue;
                 }
-                let limit = limits.get(entry.key.as_str()).copied();
+                let limit = match matched.get(index) {
+                    Some(matched) => matched.map(|at| &limit_entries[at].value),
+                    None => limits.and_then(|limits| limits.get(&entry.key)),
+                };
                 if limit.is_some_and(|limit| quantity(limit) == quantity(&entry.value))
                     || sink.counted_only(template.object.file)
                 {
@@ -623,13 +648,12 @@ fn hugepages_request_limit_mismatch(workspace: &Workspace<'_>, sink: &mut Sink<'
                 }
                 let message = match limit {
                     None => format!("`{}` is requested without a limit", entry.key),
-                    Some(limit) if quantity(limit) != quantity(&entry.value) => format!(
+                    Some(limit) => format!(
                         "`{}` request {} differs from its limit {}",
                         entry.key,
                         entry.value.scalar_text().unwrap_or_default(),
                         limit.scalar_text().unwrap_or_default()
                     ),
-                    Some(_) => continue,
                 };
                 let mut path = template.path(container_path);
                 path.extend([
@@ -688,13 +712,12 @@ fn hugepages_without_cpu_or_memory(workspace: &Workspace<'_>, sink: &mut Sink<'_
             let Some(resources) = container.get("resources") else {
                 continue;
             };
-            let maps: Vec<&Node> = ["limits", "requests"]
-                .iter()
-                .filter_map(|k| resources.get(k))
-                .collect();
-            let has = |key: &str| maps.iter().any(|m| m.get(key).is_some());
+            // An array, not a vector: this runs for every container.
+            let maps = [resources.get("limits"), resources.get("requests")];
+            let has = |key: &str| maps.iter().flatten().any(|m| m.get(key).is_some());
             let hugepages = maps
                 .iter()
+                .flatten()
                 .flat_map(|m| m.entries())
                 .find(|e| e.key.starts_with("hugepages-"));
             if let Some(hugepages) = hugepages
@@ -824,6 +847,10 @@ fn nics_behind(nics: &HashMap<&str, Option<HashSet<&str>>>, resources: &[&str]) 
 }
 
 fn fewer_vfs_than_gpus(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    // Indexing what is advertised is wasted on an input without pods.
+    if pod_templates(workspace).is_empty() {
+        return;
+    }
     let all = advertised(workspace);
     let index = Index::new(all);
     let nics = nics_by_resource(workspace);
@@ -957,6 +984,10 @@ declare_lint! {
 }
 
 fn rdma_without_nccl_env(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
+    // Indexing what is advertised is wasted on an input without pods.
+    if pod_templates(workspace).is_empty() {
+        return;
+    }
     let all = advertised(workspace);
     let index = Index::new(all);
     for template in pod_templates(workspace) {
@@ -1052,6 +1083,10 @@ declare_lint! {
 
 fn roce_without_lossless_traffic_class(workspace: &Workspace<'_>, sink: &mut Sink<'_>) {
     use zerohop_known::roce::{LOSSLESS_DSCP, priority_of_traffic_class, traffic_class};
+    // Indexing what is advertised is wasted on an input without pods.
+    if pod_templates(workspace).is_empty() {
+        return;
+    }
     let (lossless_set, configured_in) = super::machine_config::configured_pfc(workspace);
     let all = advertised(workspace);
     let index = Index::new(all);
@@ -1145,12 +1180,12 @@ mod tests {
         let refs = network_refs("a, other/b@net2");
         assert_eq!(refs.len(), 2);
         assert_eq!(
-            (refs[1].namespace.as_deref(), refs[1].name.as_str()),
+            (refs[1].namespace.as_deref(), refs[1].name.as_ref()),
             (Some("other"), "b")
         );
         let refs = network_refs(r#"[{"name": "c", "namespace": "x", "interface": "net1"}]"#);
         assert_eq!(
-            (refs[0].namespace.as_deref(), refs[0].name.as_str()),
+            (refs[0].namespace.as_deref(), refs[0].name.as_ref()),
             (Some("x"), "c")
         );
         assert!(network_refs("[not json").is_empty());
