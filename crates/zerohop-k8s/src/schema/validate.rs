@@ -28,7 +28,70 @@ const ROOT_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
 pub(crate) struct Walker<'a> {
     /// Compiled `pattern`s; `None` for one the regex crate cannot compile.
     patterns: &'a HashMap<String, Option<Regex>>,
+    /// What each schema node met so far says, by the node's address.
+    rules: HashMap<usize, Rules<'a>>,
     out: Listing,
+}
+
+/// What one schema node says, read from its JSON map once per walk and
+/// kept by the node's address: a list of 300,000 conditions is walked
+/// against the same item schema 300,000 times, and reading its rules was a
+/// score of map lookups each time.
+#[derive(Clone, Copy)]
+struct Rules<'a> {
+    map: &'a Map<String, Value>,
+    typed: bool,
+    kind: Option<&'a str>,
+    nullable: bool,
+    int_or_string: bool,
+    allowed: Option<&'a Vec<Value>>,
+    junctors: bool,
+    properties: Option<&'a Map<String, Value>>,
+    additional: Option<&'a Value>,
+    open: bool,
+    embedded: bool,
+    min_properties: Option<u64>,
+    max_properties: Option<u64>,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    pattern: Option<&'a str>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    list_type: Option<&'a str>,
+    unique: bool,
+    items: Option<&'a Value>,
+}
+
+impl<'a> Rules<'a> {
+    fn of(map: &'a Map<String, Value>) -> Rules<'a> {
+        let additional = map.get("additionalProperties");
+        Rules {
+            map,
+            typed: map.contains_key("type"),
+            kind: map.get("type").and_then(Value::as_str),
+            nullable: flag(map, "nullable"),
+            int_or_string: flag(map, "x-kubernetes-int-or-string"),
+            allowed: map.get("enum").and_then(Value::as_array),
+            junctors: ["allOf", "anyOf", "oneOf", "not"]
+                .iter()
+                .any(|key| map.contains_key(*key)),
+            properties: map.get("properties").and_then(Value::as_object),
+            additional,
+            open: flag(map, "x-kubernetes-preserve-unknown-fields")
+                || additional.and_then(Value::as_bool) == Some(true),
+            embedded: flag(map, "x-kubernetes-embedded-resource"),
+            min_properties: unsigned(map, "minProperties"),
+            max_properties: unsigned(map, "maxProperties"),
+            min_length: unsigned(map, "minLength"),
+            max_length: unsigned(map, "maxLength"),
+            pattern: map.get("pattern").and_then(Value::as_str),
+            min_items: unsigned(map, "minItems"),
+            max_items: unsigned(map, "maxItems"),
+            list_type: map.get("x-kubernetes-list-type").and_then(Value::as_str),
+            unique: flag(map, "uniqueItems"),
+            items: map.get("items"),
+        }
+    }
 }
 
 /// Whether unknown fields count. Branches of `allOf`/`anyOf`/`oneOf`/`not`
@@ -43,13 +106,27 @@ impl<'a> Walker<'a> {
     pub(crate) fn new(patterns: &'a HashMap<String, Option<Regex>>) -> Walker<'a> {
         Walker {
             patterns,
+            rules: HashMap::new(),
             out: Listing::default(),
         }
     }
 
+    /// The rules of `schema`, `None` when it is not a JSON object.
+    fn rules(&mut self, schema: &'a Value) -> Option<Rules<'a>> {
+        let map = schema.as_object()?;
+        let address = std::ptr::from_ref(map).addr();
+        Some(*self.rules.entry(address).or_insert_with(|| Rules::of(map)))
+    }
+
     /// Validates a whole object: `apiVersion`, `kind` and `metadata` (as
     /// ObjectMeta) at the root, the rest against `schema`.
-    pub(crate) fn object(mut self, schema: Option<&Value>, object: &Map<String, Value>) -> Listing {
+    pub(crate) fn object(
+        mut self,
+        schema: Option<&'a Value>,
+        object: &Map<String, Value>,
+    ) -> Listing {
+        // The junctors of the root see the object as one value.
+        let whole;
         let mut path = Vec::new();
         if let Some(meta) = object.get("metadata") {
             check_object_meta(
@@ -58,53 +135,52 @@ impl<'a> Walker<'a> {
                 &mut self.out,
             );
         }
-        if let Some(schema) = schema {
-            self.map(schema, object, &mut path, Strictness::Strict, ROOT_FIELDS);
-            if ["allOf", "anyOf", "oneOf", "not"]
-                .iter()
-                .any(|key| schema.get(key).is_some())
-            {
-                self.junctors(schema, &Value::Object(object.clone()), &mut path);
+        if let Some(rules) = schema.and_then(|schema| self.rules(schema)) {
+            self.map(&rules, object, &mut path, Strictness::Strict, ROOT_FIELDS);
+            if rules.junctors {
+                whole = Value::Object(object.clone());
+                self.junctors(rules.map, &whole, &mut path);
             }
         }
         self.out
     }
 
-    fn push(
-        &mut self,
-        path: &[PathSegment],
-        kind: ViolationKind,
-        message: impl FnOnce() -> String,
-    ) {
-        self.out.push(path, kind, message);
+    /// Records a violation at `path`, whose steps are written out only for
+    /// one that is listed.
+    fn push(&mut self, path: &[Step<'_>], kind: ViolationKind, message: impl FnOnce() -> String) {
+        if self.out.full() {
+            self.out.count();
+        } else {
+            self.out.push(&owned(path), kind, message);
+        }
     }
 
-    fn node(
+    fn node<'v>(
         &mut self,
-        schema: &Value,
-        value: &Value,
-        path: &mut Vec<PathSegment>,
+        schema: &'a Value,
+        value: &'v Value,
+        path: &mut Vec<Step<'v>>,
         strictness: Strictness,
     ) {
-        let Some(rules) = schema.as_object() else {
+        let Some(rules) = self.rules(schema) else {
             return;
         };
         if value.is_null() {
-            if !flag(rules, "nullable") && rules.contains_key("type") {
+            if !rules.nullable && rules.typed {
                 self.push(path, ViolationKind::WrongType, || {
                     "must not be null".to_owned()
                 });
             }
             return;
         }
-        if flag(rules, "x-kubernetes-int-or-string") {
+        if rules.int_or_string {
             if !(value.is_string() || is_integer(value)) {
                 self.push(path, ViolationKind::WrongType, || {
                     format!("expected integer or string, found {}", json_type(value))
                 });
                 return;
             }
-        } else if let Some(wanted) = rules.get("type").and_then(Value::as_str)
+        } else if let Some(wanted) = rules.kind
             && !has_type(value, wanted)
         {
             self.push(path, ViolationKind::WrongType, || {
@@ -112,7 +188,7 @@ impl<'a> Walker<'a> {
             });
             return;
         }
-        if let Some(allowed) = rules.get("enum").and_then(Value::as_array)
+        if let Some(allowed) = rules.allowed
             && !allowed.iter().any(|candidate| json_equal(candidate, value))
         {
             self.push(path, ViolationKind::NotInEnum, || {
@@ -120,32 +196,36 @@ impl<'a> Walker<'a> {
             });
         }
         match value {
-            Value::String(s) => self.string(rules, s, path),
-            Value::Number(_) => self.number(rules, value, path),
-            Value::Array(items) => self.array(rules, items, path, strictness),
-            Value::Object(map) => self.map(schema, map, path, strictness, &[]),
+            Value::String(s) => self.string(&rules, s, path),
+            Value::Number(_) => self.number(rules.map, value, path),
+            Value::Array(items) => self.array(&rules, items, path, strictness),
+            Value::Object(map) => self.map(&rules, map, path, strictness, &[]),
             Value::Null | Value::Bool(_) => {}
         }
-        self.junctors(schema, value, path);
+        if rules.junctors {
+            self.junctors(rules.map, value, path);
+        }
     }
 
-    fn string(&mut self, rules: &Map<String, Value>, s: &str, path: &[PathSegment]) {
-        let length = s.chars().count();
-        if let Some(min) = unsigned(rules, "minLength")
-            && (length as u64) < min
-        {
-            self.push(path, ViolationKind::OutOfRange, || {
-                format!("{} is shorter than {min} characters", quoted(s))
-            });
+    fn string<'v>(&mut self, rules: &Rules<'a>, s: &str, path: &[Step<'v>]) {
+        if rules.min_length.is_some() || rules.max_length.is_some() {
+            let length = s.chars().count();
+            if let Some(min) = rules.min_length
+                && (length as u64) < min
+            {
+                self.push(path, ViolationKind::OutOfRange, || {
+                    format!("{} is shorter than {min} characters", quoted(s))
+                });
+            }
+            if let Some(max) = rules.max_length
+                && length as u64 > max
+            {
+                self.push(path, ViolationKind::OutOfRange, || {
+                    format!("value is longer than {max} characters ({length})")
+                });
+            }
         }
-        if let Some(max) = unsigned(rules, "maxLength")
-            && length as u64 > max
-        {
-            self.push(path, ViolationKind::OutOfRange, || {
-                format!("value is longer than {max} characters ({length})")
-            });
-        }
-        if let Some(pattern) = rules.get("pattern").and_then(Value::as_str)
+        if let Some(pattern) = rules.pattern
             && let Some(Some(regex)) = self.patterns.get(pattern)
             && !regex.is_match(s)
         {
@@ -155,7 +235,7 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn number(&mut self, rules: &Map<String, Value>, value: &Value, path: &[PathSegment]) {
+    fn number<'v>(&mut self, rules: &Map<String, Value>, value: &Value, path: &[Step<'v>]) {
         let Some(n) = value.as_f64() else { return };
         if let Some(min) = rules.get("minimum").and_then(Value::as_f64) {
             let exclusive = flag(rules, "exclusiveMinimum");
@@ -189,34 +269,35 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn array(
+    fn array<'v>(
         &mut self,
-        rules: &Map<String, Value>,
-        items: &[Value],
-        path: &mut Vec<PathSegment>,
+        rules: &Rules<'a>,
+        items: &'v [Value],
+        path: &mut Vec<Step<'v>>,
         strictness: Strictness,
     ) {
         let count = items.len() as u64;
-        if let Some(min) = unsigned(rules, "minItems")
+        if let Some(min) = rules.min_items
             && count < min
         {
             self.push(path, ViolationKind::OutOfRange, || {
                 format!("has {count} items, fewer than {min}")
             });
         }
-        if let Some(max) = unsigned(rules, "maxItems")
+        if let Some(max) = rules.max_items
             && count > max
         {
             self.push(path, ViolationKind::OutOfRange, || {
                 format!("has {count} items, more than {max}")
             });
         }
-        let list_type = rules.get("x-kubernetes-list-type").and_then(Value::as_str);
-        if flag(rules, "uniqueItems") || list_type == Some("set") {
+        let list_type = rules.list_type;
+        if rules.unique || list_type == Some("set") {
             self.duplicates(items, path, |item| Some(Cow::Borrowed(item)));
         }
         if list_type == Some("map")
             && let Some(keys) = rules
+                .map
                 .get("x-kubernetes-list-map-keys")
                 .and_then(Value::as_array)
         {
@@ -230,9 +311,9 @@ impl<'a> Walker<'a> {
                 )))
             });
         }
-        if let Some(item_schema) = rules.get("items") {
+        if let Some(item_schema) = rules.items {
             for (index, item) in items.iter().enumerate() {
-                path.push(PathSegment::Index(index));
+                path.push(Step::Index(index));
                 self.node(item_schema, item, path, strictness);
                 path.pop();
             }
@@ -248,7 +329,7 @@ impl<'a> Walker<'a> {
     fn duplicates<'v>(
         &mut self,
         items: &'v [Value],
-        path: &mut Vec<PathSegment>,
+        path: &mut Vec<Step<'v>>,
         key: impl Fn(&'v Value) -> Option<Cow<'v, Value>>,
     ) {
         let hasher = RandomState::new();
@@ -258,7 +339,7 @@ impl<'a> Walker<'a> {
             let mut state = hasher.build_hasher();
             hash_json(&identity, &mut state);
             if let Some(repeated) = seen.insert(state.finish(), identity) {
-                path.push(PathSegment::Index(index));
+                path.push(Step::Index(index));
                 self.push(path, ViolationKind::Other, || {
                     format!("duplicate entry {}", compact(&repeated))
                 });
@@ -267,39 +348,33 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn map(
+    fn map<'v>(
         &mut self,
-        schema: &Value,
-        map: &Map<String, Value>,
-        path: &mut Vec<PathSegment>,
+        rules: &Rules<'a>,
+        map: &'v Map<String, Value>,
+        path: &mut Vec<Step<'v>>,
         strictness: Strictness,
         implicit: &[&str],
     ) {
-        let Some(rules) = schema.as_object() else {
-            return;
-        };
         let count = map.len() as u64;
-        if let Some(min) = unsigned(rules, "minProperties")
+        if let Some(min) = rules.min_properties
             && count < min
         {
             self.push(path, ViolationKind::OutOfRange, || {
                 format!("has {count} fields, fewer than {min}")
             });
         }
-        if let Some(max) = unsigned(rules, "maxProperties")
+        if let Some(max) = rules.max_properties
             && count > max
         {
             self.push(path, ViolationKind::OutOfRange, || {
                 format!("has {count} fields, more than {max}")
             });
         }
-        let properties = rules.get("properties").and_then(Value::as_object);
-        let additional = rules.get("additionalProperties");
-        let open = flag(rules, "x-kubernetes-preserve-unknown-fields")
-            || additional.and_then(Value::as_bool) == Some(true);
-        let embedded = flag(rules, "x-kubernetes-embedded-resource");
+        let (properties, additional) = (rules.properties, rules.additional);
+        let (open, embedded) = (rules.open, rules.embedded);
         for (key, field) in map {
-            path.push(PathSegment::Key(key.clone()));
+            path.push(Step::Key(key));
             if implicit.contains(&key.as_str()) {
                 // apiVersion and kind were used to find this schema; metadata is ObjectMeta.
             } else if let Some(field_schema) = properties.and_then(|p| p.get(key)) {
@@ -307,7 +382,7 @@ impl<'a> Walker<'a> {
             } else if let Some(field_schema) = additional.filter(|a| a.is_object()) {
                 self.field(field_schema, field, path, strictness);
             } else if embedded && key == "metadata" {
-                check_object_meta(field, path, &mut self.out);
+                check_object_meta(field, &mut owned(path), &mut self.out);
             } else if embedded && (key == "apiVersion" || key == "kind") {
                 if !field.is_string() {
                     self.push(path, ViolationKind::WrongType, || {
@@ -334,6 +409,7 @@ impl<'a> Walker<'a> {
             path.pop();
         }
         for name in rules
+            .map
             .get("required")
             .and_then(Value::as_array)
             .into_iter()
@@ -361,14 +437,14 @@ impl<'a> Walker<'a> {
 
     /// A field of an object: a null in a field that is not nullable is
     /// pruned by the API server, not rejected.
-    fn field(
+    fn field<'v>(
         &mut self,
-        schema: &Value,
-        value: &Value,
-        path: &mut Vec<PathSegment>,
+        schema: &'a Value,
+        value: &'v Value,
+        path: &mut Vec<Step<'v>>,
         strictness: Strictness,
     ) {
-        let nullable = schema.as_object().is_some_and(|s| flag(s, "nullable"));
+        let nullable = self.rules(schema).is_some_and(|rules| rules.nullable);
         if !value.is_null() || nullable {
             self.node(schema, value, path, strictness);
         }
@@ -376,10 +452,13 @@ impl<'a> Walker<'a> {
 
     /// `allOf`, `anyOf`, `oneOf` and `not`: each branch is walked on its
     /// own, leniently, and only its verdict counts.
-    fn junctors(&mut self, schema: &Value, value: &Value, path: &mut Vec<PathSegment>) {
-        let Some(rules) = schema.as_object() else {
-            return;
-        };
+    /// `rules` is the schema node's map.
+    fn junctors<'v>(
+        &mut self,
+        rules: &'a Map<String, Value>,
+        value: &'v Value,
+        path: &mut Vec<Step<'v>>,
+    ) {
         if let Some(branches) = rules.get("allOf").and_then(Value::as_array) {
             for branch in branches {
                 let found = self.branch(branch, value, path);
@@ -425,11 +504,28 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn branch(&self, schema: &Value, value: &Value, path: &mut Vec<PathSegment>) -> Listing {
+    fn branch<'v>(&self, schema: &'a Value, value: &'v Value, path: &mut Vec<Step<'v>>) -> Listing {
         let mut walker = Walker::new(self.patterns);
         walker.node(schema, value, path, Strictness::Lenient);
         walker.out
     }
+}
+
+/// A step of the path to a value being walked, borrowing its key: written
+/// out as a [`PathSegment`] only for a violation that is listed.
+#[derive(Clone, Copy)]
+enum Step<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+fn owned(path: &[Step<'_>]) -> Vec<PathSegment> {
+    path.iter()
+        .map(|step| match *step {
+            Step::Key(key) => PathSegment::Key(key.to_owned()),
+            Step::Index(index) => PathSegment::Index(index),
+        })
+        .collect()
 }
 
 /// The identities of a list's items seen so far, by hash.

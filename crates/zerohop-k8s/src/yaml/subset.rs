@@ -11,16 +11,20 @@
 //! line breaks) and at any syntax error the scan stops and the general
 //! parser loads the whole stream, so an input outside the subset reads
 //! exactly as before and syntax errors come from one place. A limit on
-//! nodes or nesting passed inside the subset is reported by the scanner:
-//! the builder counts the same events either way, so the parser would stop
-//! at the same node, and a stream refused at the limit is not read twice.
+//! nodes or nesting passed inside the subset is reported by the scanner, so
+//! that a stream refused at the limit is not read twice: the builder counts
+//! the same events either way, and the parser refuses the stream too, at
+//! the same node, or at a syntax error a little further on that it reads
+//! before it hands over that node (it looks up to 1,024 characters ahead
+//! for a possible key).
 //!
 //! The scanner hands the tree builder the events the general parser would,
 //! with the same spans (which the parser's own conventions fix: a block
 //! collection ends where the next token starts, an empty value sits on its
 //! key's colon). `tests::subset` holds the two to the same trees on every
 //! YAML file of the reference data and on generated streams, and checks that
-//! the scanner never accepts what the parser refuses.
+//! the scanner never accepts what the parser refuses; so does the
+//! `yaml-subset` fuzz target.
 //!
 //! Why it is faster: the general parser moves every character through a
 //! queue of tokens and a state machine that must allow for every construct

@@ -20,10 +20,20 @@ fn agrees(text: &str) -> bool {
 fn agrees_within(text: &str, limits: &Limits) -> bool {
     let general = tree::build_general(text, limits);
     match subset::build(text, limits) {
-        Some(loaded) => {
+        Some(Ok(documents)) => {
             assert_eq!(
-                loaded, general,
+                Ok(documents),
+                general,
                 "the subset scanner and the parser disagree on:\n{text}"
+            );
+            true
+        }
+        // Refused at a limit: the parser refuses it too, at the same node
+        // or at a syntax error it reads ahead first.
+        Some(Err(error)) => {
+            assert!(
+                general.is_err(),
+                "the subset scanner refused ({error}) what the parser loads:\n{text}"
             );
             true
         }
@@ -171,11 +181,42 @@ fn limits_stop_the_scanner_where_they_stop_the_parser() {
             agrees_within(text, &limits),
             "the scanner left this to the parser:\n{text}"
         );
+        // Valid YAML past a limit: the same error, at the same place.
+        assert_eq!(
+            subset::build(text, &limits),
+            Some(tree::build_general(text, &limits))
+        );
         match load_str(text, &limits) {
             Err(error) => assert_eq!(error.kind, kind, "{text}"),
             Ok(_) => assert_eq!(kind, LoadErrorKind::TooManyNodes(0), "{text}"),
         }
     }
+    // Invalid YAML just past the depth limit (found by the `yaml-subset`
+    // fuzz target): the scanner stops at the limit; the parser, reading
+    // ahead for a possible key, meets the syntax error first. Both refuse.
+    let text = format!("k: {}\"a\" b{}\n", "[".repeat(130), "]".repeat(130));
+    let scanned = subset::build(&text, &Limits::default());
+    assert!(
+        matches!(
+            &scanned,
+            Some(Err(LoadError {
+                kind: LoadErrorKind::TooDeep(128),
+                ..
+            }))
+        ),
+        "{scanned:?}"
+    );
+    let general = tree::build_general(&text, &Limits::default());
+    assert!(
+        matches!(
+            &general,
+            Err(LoadError {
+                kind: LoadErrorKind::Syntax(_),
+                ..
+            })
+        ),
+        "{general:?}"
+    );
 }
 
 /// The YAML files of the reference data and of this repository.
