@@ -4,9 +4,9 @@
 //! The subset: block mappings and sequences (a sequence indented under its
 //! key or not, a mapping compact after `- `), plain and quoted scalars on one
 //! line, flow collections of those that
-//! close on their line, anchors and aliases of values, comments, blank
-//! lines, and `---` and `...` alone on their line. At anything else (tags,
-//! block scalars, anchored keys,
+//! close on their line, anchors and aliases of values, core-schema tags of
+//! scalars (`!!str`), comments, blank lines, and `---` and `...` alone on
+//! their line. At anything else (other tags, block scalars, anchored keys,
 //! scalars over several lines, escapes, directives, explicit keys, tabs, CR
 //! line breaks) and at any syntax error the scan stops and the general
 //! parser loads the whole stream, so an input outside the subset reads
@@ -39,6 +39,11 @@ use memchr::{memchr, memchr2};
 
 use super::tree::Builder;
 use super::{Limits, LoadError, LoadErrorKind, Mark, Node, Span};
+
+/// The core schema's types, which a `!!` tag names; another `!!` tag is
+/// kept as no type, as the parser keeps it (`YAML_CORE_SCHEMA_SUFFIXES` in
+/// granit-parser 2.2.0's `src/parser.rs`).
+const CORE_TYPES: [&str; 7] = ["bool", "float", "int", "map", "null", "seq", "str"];
 
 /// Longest key read here: YAML bounds an implicit key at 1,024 characters,
 /// and the parser refuses a longer one.
@@ -418,6 +423,7 @@ impl Scanner<'_> {
                 }
                 self.inline(line, spaces(bytes, end), anchor)
             }
+            Some(b'!') => self.tagged(line, at),
             Some(_) => self.inline(line, at, 0),
         }
     }
@@ -449,6 +455,7 @@ impl Scanner<'_> {
                 self.inline(line, spaces(bytes, end), anchor)
             }
             Some(b'*') => self.inline(line, at, 0),
+            Some(b'!') => self.tagged(line, at),
             Some(_) => match start(line, at)? {
                 Start::Key(key, colon) => {
                     self.open_block(Kind::Mapping, at, false, line.point(at), 0)?;
@@ -484,6 +491,18 @@ impl Scanner<'_> {
                 Start::Flow => self.flow(line, at, anchor)?,
             },
         };
+        line_ends(bytes, end)
+    }
+
+    /// A scalar that ends its line, with the tag written at byte `at`.
+    fn tagged(&mut self, line: &Line<'_>, at: usize) -> Scan {
+        let bytes = line.bytes();
+        let (tag, value) = tag(bytes, at)?;
+        let Start::Scalar(scalar) = start(line, value)? else {
+            return Err(Outside);
+        };
+        let end = scalar.end;
+        self.emit_tagged(line, scalar, 0, tag)?;
         line_ends(bytes, end)
     }
 
@@ -550,6 +569,13 @@ impl Scanner<'_> {
             at = match bytes.get(at) {
                 Some(b'{' | b'[') => self.flow(line, at, anchor)?,
                 Some(b'*') if anchor == 0 => self.alias(line, at)?,
+                Some(b'!') if anchor == 0 => {
+                    let (tag, start) = tag(bytes, at)?;
+                    let value = flow_scalar(line, start)?;
+                    let end = value.end;
+                    self.emit_tagged(line, value, 0, tag)?;
+                    end
+                }
                 _ => {
                     let value = flow_scalar(line, at)?;
                     let end = value.end;
@@ -576,10 +602,21 @@ impl Scanner<'_> {
     }
 
     fn emit(&mut self, line: &Line<'_>, scalar: Scalar<'_>, anchor: usize) -> Scan {
+        self.emit_tagged(line, scalar, anchor, None)
+    }
+
+    /// A scalar with the core-schema type its tag names.
+    fn emit_tagged(
+        &mut self,
+        line: &Line<'_>,
+        scalar: Scalar<'_>,
+        anchor: usize,
+        tag: Option<&str>,
+    ) -> Scan {
         let at = line.span(scalar.start, scalar.end);
         Ok(self
             .builder
-            .scalar(scalar.text, scalar.style, anchor, None, at)?)
+            .scalar(scalar.text, scalar.style, anchor, tag, at)?)
     }
 
     /// A null where a value was left for later lines that gave none.
@@ -842,6 +879,26 @@ fn line_ends(bytes: &[u8], at: usize) -> Scan {
 /// Whether a line's content (from its first non-space) is a sequence item.
 fn is_dash(content: &[u8]) -> bool {
     content.first() == Some(&b'-') && matches!(content.get(1), None | Some(b' '))
+}
+
+/// The `!!type` tag written at byte `at`: the core type it names, if any,
+/// and the byte of the node after it. Other tags are left to the parser.
+fn tag(bytes: &[u8], at: usize) -> Scan<(Option<&'static str>, usize)> {
+    let name = bytes
+        .get(at..)
+        .and_then(|rest| rest.strip_prefix(b"!!"))
+        .ok_or(Outside)?;
+    let length = name
+        .iter()
+        .take_while(|byte| byte.is_ascii_lowercase())
+        .count();
+    let end = at + 2 + length;
+    if length == 0 || bytes.get(end) != Some(&b' ') {
+        return Err(Outside);
+    }
+    let name = name.get(..length).ok_or(Outside)?;
+    let core = CORE_TYPES.into_iter().find(|core| core.as_bytes() == name);
+    Ok((core, spaces(bytes, end)))
 }
 
 /// The end of the anchor or alias name whose `&` or `*` is at byte `at`:

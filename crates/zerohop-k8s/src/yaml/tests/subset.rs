@@ -83,6 +83,7 @@ fn what_manifests_are_made_of_is_within_the_subset() {
         "a: &x 1\nb: *x\nc: &m\n  k: v\nd: *m\ne: &s\n- 1\nf:\n  - &i a\n  - *i\n  - &j\n    k: 1\n  - &e\ng: [&f 1, *f]\nh: &x 2\ni: *x # again\nj: {k: *f, l: &g [*f]}\nk: *g\n",
         "a: &x\nb: *x\nc:\n- &y\n",
         "base: &base {cpu: 1}\npod: *base\n",
+        "a: !!str 1\nb: !!int \"2\"\nc: !!bool yes\nd: !!float 3\ne: !!null ''\nf: [!!str 3, {k: !!int '4'}]\ng: !!other x\nh:\n- !!str 5\n",
         "a: \"tab\\t quote \\\" slash \\\\ \\/ \\u00e9 \\x41 \\U0001F600 \\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\e\\ \"\nb: [\"\\n\", {\"k\\\"\": \"v\"}]\n",
     ] {
         within(text);
@@ -93,7 +94,9 @@ fn what_manifests_are_made_of_is_within_the_subset() {
 fn what_the_subset_leaves_out_goes_to_the_parser() {
     for text in [
         "a: &x k: v\n",
-        "a: !!str 1\n",
+        "a: !local 1\n",
+        "a: !!map\n  k: v\n",
+        "a: &x !!str 1\n",
         "a: |\n  text\n",
         "a: >-\n  text\n",
         "a: one\n  two\n",
@@ -321,6 +324,8 @@ fn scalar_text() -> impl Strategy<Value = String> {
         Just("*c".to_owned()),
         Just("*undefined".to_owned()),
         Just("[&b 1, *b]".to_owned()),
+        Just("!!str 0644".to_owned()),
+        Just("!!int '7'".to_owned()),
         Just(String::new()),
     ]
 }
