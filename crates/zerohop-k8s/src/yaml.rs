@@ -13,11 +13,16 @@
 //! sequence aimed at a terminal, say) is refused, never loaded. Every failure
 //! is a [`LoadError`] with a line and column, never a panic.
 //!
-//! Loading is linear in the input: the parser reads each character once and
-//! holds at most 1,024 characters' worth of tokens ahead of the tree, merge
-//! keys are applied through a hash set, and no step scans the siblings of a
-//! node once per sibling. To look up many paths in one large document, use a
-//! [`Finder`] rather than [`Node::find`].
+//! Loading is linear in the input. A stream written in the subset of YAML
+//! that manifests use (block collections, one-line scalars, flow
+//! collections on one line, anchors; see `subset.rs`) is read by a line
+//! scanner, three to five times faster than the general parser; any other
+//! is read by the general parser, which reads each character once and holds
+//! at most 1,024 characters' worth of tokens ahead of the tree. Both give
+//! the same tree, spans included (the tests and a fuzz target hold them to
+//! it). Merge keys are applied through a hash set, and no step scans the
+//! siblings of a node once per sibling. To look up many paths in one large
+//! document, use a [`Finder`] rather than [`Node::find`].
 
 mod charset;
 mod finder;
@@ -66,8 +71,9 @@ impl Default for Limits {
     /// 32 MiB, 128 levels and 100,000 alias-expanded nodes: far above any
     /// real manifest (the API server caps one object near 1.5 MiB), far
     /// below what would exhaust memory. A stream at the size limit loads in
-    /// at most two and a half seconds of CPU (BENCHMARKS.md, "lint: the
-    /// loader") and holds at most a few dozen bytes per input byte
+    /// under a second of CPU when it is written in the common subset, and
+    /// in at most two and a half seconds otherwise (BENCHMARKS.md, "lint:
+    /// the loader"), and holds at most a few dozen bytes per input byte
     /// (the worst case is a stream of one- and two-character nodes).
     fn default() -> Limits {
         Limits {

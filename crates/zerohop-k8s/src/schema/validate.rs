@@ -293,7 +293,7 @@ impl<'a> Walker<'a> {
         }
         let list_type = rules.list_type;
         if rules.unique || list_type == Some("set") {
-            self.duplicates(items, path, |item| Some(Cow::Borrowed(item)));
+            self.duplicates(items, path, |item| Some(Identity::Whole(item)));
         }
         if list_type == Some("map")
             && let Some(keys) = rules
@@ -304,11 +304,11 @@ impl<'a> Walker<'a> {
             let keys: Vec<&str> = keys.iter().filter_map(Value::as_str).collect();
             self.duplicates(items, path, |item| {
                 let map = item.as_object()?;
-                Some(Cow::Owned(Value::Array(
+                Some(Identity::Keys(
                     keys.iter()
-                        .map(|key| map.get(*key).cloned().unwrap_or(Value::Null))
+                        .map(|key| map.get(*key).unwrap_or(&NULL))
                         .collect(),
-                )))
+                ))
             });
         }
         if let Some(item_schema) = rules.items {
@@ -330,18 +330,18 @@ impl<'a> Walker<'a> {
         &mut self,
         items: &'v [Value],
         path: &mut Vec<Step<'v>>,
-        key: impl Fn(&'v Value) -> Option<Cow<'v, Value>>,
+        key: impl Fn(&'v Value) -> Option<Identity<'v>>,
     ) {
         let hasher = RandomState::new();
         let mut seen = Seen::default();
         for (index, item) in items.iter().enumerate() {
             let Some(identity) = key(item) else { continue };
             let mut state = hasher.build_hasher();
-            hash_json(&identity, &mut state);
+            identity.hash(&mut state);
             if let Some(repeated) = seen.insert(state.finish(), identity) {
                 path.push(Step::Index(index));
                 self.push(path, ViolationKind::Other, || {
-                    format!("duplicate entry {}", compact(&repeated))
+                    format!("duplicate entry {}", compact(&repeated.value()))
                 });
                 path.pop();
             }
@@ -528,10 +528,50 @@ fn owned(path: &[Step<'_>]) -> Vec<PathSegment> {
         .collect()
 }
 
+/// A value missing from a map, where the API server reads null.
+static NULL: Value = Value::Null;
+
+/// What tells an item of a list apart from the others: the whole item (a
+/// set), or the values of its map keys, borrowed (`x-kubernetes-list-map-keys`,
+/// a missing key read as null).
+enum Identity<'v> {
+    Whole(&'v Value),
+    Keys(Vec<&'v Value>),
+}
+
+impl Identity<'_> {
+    fn hash(&self, state: &mut impl Hasher) {
+        match self {
+            Identity::Whole(value) => hash_json(value, state),
+            Identity::Keys(values) => values.iter().for_each(|value| hash_json(value, state)),
+        }
+    }
+
+    fn equal(&self, other: &Identity<'_>) -> bool {
+        match (self, other) {
+            (Identity::Whole(a), Identity::Whole(b)) => json_equal(a, b),
+            (Identity::Keys(a), Identity::Keys(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| json_equal(a, b))
+            }
+            _ => false,
+        }
+    }
+
+    /// The identity as one value, for a message: the keys' values as a list.
+    fn value(&self) -> Cow<'_, Value> {
+        match self {
+            Identity::Whole(value) => Cow::Borrowed(*value),
+            Identity::Keys(values) => Cow::Owned(Value::Array(
+                values.iter().map(|value| (*value).clone()).collect(),
+            )),
+        }
+    }
+}
+
 /// The identities of a list's items seen so far, by hash.
 #[derive(Default)]
 struct Seen<'v> {
-    identities: Vec<Cow<'v, Value>>,
+    identities: Vec<Identity<'v>>,
     /// The first identity seen with each hash.
     by_hash: HashMap<u64, usize>,
     /// Further identities with a hash already taken but not equal to its
@@ -542,12 +582,12 @@ struct Seen<'v> {
 impl<'v> Seen<'v> {
     /// Keeps `identity` when no equal one was seen before; gives it back
     /// when one was.
-    fn insert(&mut self, hash: u64, identity: Cow<'v, Value>) -> Option<Cow<'v, Value>> {
+    fn insert(&mut self, hash: u64, identity: Identity<'v>) -> Option<Identity<'v>> {
         let identities = &self.identities;
         let equal = |index: &usize| {
             identities
                 .get(*index)
-                .is_some_and(|seen| json_equal(seen, &identity))
+                .is_some_and(|seen| seen.equal(&identity))
         };
         let repeated = match self.by_hash.get(&hash) {
             None => {
@@ -699,7 +739,7 @@ mod tests {
         ];
         let repeated: Vec<bool> = values
             .iter()
-            .map(|value| seen.insert(0, Cow::Borrowed(value)).is_some())
+            .map(|value| seen.insert(0, Identity::Whole(value)).is_some())
             .collect();
         assert_eq!(repeated, [false, false, true, false, true, true]);
     }
