@@ -772,15 +772,8 @@ fn quoted<'a>(line: &Line<'a>, open: usize) -> Scan<Scalar<'a>> {
                 + memchr2(b'"', b'\\', bytes.get(from..).unwrap_or_default()).ok_or(Outside)?;
             let before = text.get(from..stop).ok_or(Outside)?;
             if bytes.get(stop) == Some(&b'"') {
-                let text = match unescaped {
-                    None => Cow::Borrowed(before),
-                    Some(mut unescaped) => {
-                        unescaped.push_str(before);
-                        Cow::Owned(unescaped)
-                    }
-                };
                 return Ok(Scalar {
-                    text,
+                    text: joined(unescaped, before),
                     style: ScalarStyle::DoubleQuoted,
                     start: open,
                     end: stop + 1,
@@ -806,19 +799,24 @@ fn quoted<'a>(line: &Line<'a>, open: usize) -> Scan<Scalar<'a>> {
             continue;
         }
         let rest = text.get(from..quote).ok_or(Outside)?;
-        let text = match unquoted {
-            None => Cow::Borrowed(rest),
-            Some(mut unquoted) => {
-                unquoted.push_str(rest);
-                Cow::Owned(unquoted)
-            }
-        };
         return Ok(Scalar {
-            text,
+            text: joined(unquoted, rest),
             style: ScalarStyle::SingleQuoted,
             start: open,
             end: quote + 1,
         });
+    }
+}
+
+/// A quoted scalar's text: `rest` as written when nothing before it was
+/// unescaped, else appended to the unescaped copy.
+fn joined(copy: Option<String>, rest: &str) -> Cow<'_, str> {
+    match copy {
+        None => Cow::Borrowed(rest),
+        Some(mut copy) => {
+            copy.push_str(rest);
+            Cow::Owned(copy)
+        }
     }
 }
 
