@@ -47,7 +47,7 @@ pub static TARGETS: &[Target] = &[
         run: run_yaml,
     },
     Target {
-        name: "yaml-subset",
+        name: "yaml_subset",
         covers: "the YAML loader's scanner of the common subset against its general parser: any difference in documents, spans or errors is a failure",
         seeds: yaml_seeds,
         dictionary: YAML_TOKENS,

@@ -94,6 +94,26 @@ macro_rules! short_runs {
 }
 
 short_runs!(
-    yaml, schema, lint, intent, cufile, cmdline, cpuset, meminfo, modules, kmsg, mountinfo,
-    mountstats, netaddr, nvidia, rdma, selected, validate, snapshot, diff, doctor, http,
+    yaml,
+    yaml_subset,
+    schema,
+    lint,
+    intent,
+    cufile,
+    cmdline,
+    cpuset,
+    meminfo,
+    modules,
+    kmsg,
+    mountinfo,
+    mountstats,
+    netaddr,
+    nvidia,
+    rdma,
+    selected,
+    validate,
+    snapshot,
+    diff,
+    doctor,
+    http,
 );

@@ -364,7 +364,7 @@ pub fn load_str(text: &str, limits: &Limits) -> Result<Vec<Node>, LoadError> {
 /// on `text`: `None` when the stream never reaches them (too large, a
 /// control character), when the scanner leaves it to the parser, when both
 /// give the same documents, or when both refuse it (see [`subset`] for why
-/// their reasons may differ); else both results. For the `yaml-subset` fuzz
+/// their reasons may differ); else both results. For the `yaml_subset` fuzz
 /// target (feature `differential`); the loader's tests hold the two to each
 /// other the same way.
 #[cfg(feature = "differential")]

@@ -2,13 +2,13 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::collections::HashMap;
 
 use zerohop_core::ObjectRef;
 use zerohop_k8s::schema::{CrdCatalog, SchemaViolation};
-use zerohop_k8s::yaml::{LoadError, Node, PathStep};
+use zerohop_k8s::yaml::{Found, LoadError, Node, PathStep, Yaml11};
 
 use crate::NotRead;
-use crate::rules::input::Yaml11Scalars;
 use crate::rules::resources::{self, Advertised, Request};
 use crate::sink::short;
 
@@ -146,6 +146,19 @@ pub struct Workspace<'a> {
     /// shared by the three rules about them (finding them walks every
     /// node).
     pub(crate) yaml11: OnceCell<Yaml11Scalars<'a>>,
+}
+
+/// The plain scalars that YAML 1.1 reads differently, found in one walk of
+/// every object for the three rules about them (a walk of a 32 MiB input
+/// touches millions of nodes).
+#[derive(Debug, Default)]
+pub(crate) struct Yaml11Scalars<'a> {
+    /// Per kind, in walk order: the scalars the rule can list (as many per
+    /// file as the sink lists), each with its object, path and where it is.
+    pub(crate) listed: HashMap<Yaml11, Vec<(usize, Vec<PathStep<'a>>, Found<'a>)>>,
+    /// Per kind and file, how many more there are: the rule only counts
+    /// them.
+    pub(crate) unlisted: HashMap<(Yaml11, &'a str), usize>,
 }
 
 /// A host file of the set (a systemd unit, an NVMe-oF `discovery.conf`),

@@ -24,7 +24,7 @@
 //! key's colon). `tests::subset` holds the two to the same trees on every
 //! YAML file of the reference data and on generated streams, and checks that
 //! the scanner never accepts what the parser refuses; so does the
-//! `yaml-subset` fuzz target.
+//! `yaml_subset` fuzz target.
 //!
 //! Why it is faster: the general parser moves every character through a
 //! queue of tokens and a state machine that must allow for every construct

@@ -6,7 +6,7 @@ use zerohop_core::Remediation;
 use zerohop_k8s::yaml::{Found, LoadErrorKind, Mark, Node, PathStep, Span, Value, Yaml11};
 
 use crate::NotRead;
-use crate::model::{InputFailure, Object, Workspace};
+use crate::model::{InputFailure, Object, Workspace, Yaml11Scalars};
 use crate::paths::first_of_each_key;
 use crate::registry::declare_lint;
 use crate::sink::{MAX_LISTED_PER_FILE, Sink};
@@ -211,20 +211,6 @@ fn walk_duplicates<'a>(
         }
         _ => {}
     }
-}
-
-/// The plain scalars that YAML 1.1 reads differently, found in one walk of
-/// every object for the three rules about them (a walk of a 32 MiB input
-/// touches millions of nodes).
-#[derive(Debug, Default)]
-pub(crate) struct Yaml11Scalars<'a> {
-    /// Per kind, in walk order: the scalars the rule can list (at most
-    /// [`MAX_LISTED_PER_FILE`] per file), each with its object, path and
-    /// where it is.
-    listed: HashMap<Yaml11, Vec<(usize, Vec<PathStep<'a>>, Found<'a>)>>,
-    /// Per kind and file, how many more there are: the rule only counts
-    /// them.
-    unlisted: HashMap<(Yaml11, &'a str), usize>,
 }
 
 /// Walks every object once for [`Yaml11Scalars`].

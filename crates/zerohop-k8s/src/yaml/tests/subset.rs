@@ -194,7 +194,7 @@ fn limits_stop_the_scanner_where_they_stop_the_parser() {
             Ok(_) => assert_eq!(kind, LoadErrorKind::TooManyNodes(0), "{text}"),
         }
     }
-    // Invalid YAML just past the depth limit (found by the `yaml-subset`
+    // Invalid YAML just past the depth limit (found by the `yaml_subset`
     // fuzz target): the scanner stops at the limit; the parser, reading
     // ahead for a possible key, meets the syntax error first. Both refuse.
     let text = format!("k: {}\"a\" b{}\n", "[".repeat(130), "]".repeat(130));
