@@ -77,7 +77,7 @@ pub(super) fn install(staging: &Path, dir: &Path, aside: &Path) -> Result<(), In
         // `staging` now holds what `dir` held.
         let refusal = match marker::inspect(staging) {
             Ok(Existing::Ours | Existing::Empty | Existing::Missing) => {
-                return fs::remove_dir_all(staging).map_err(io_error(staging));
+                return remove_output(staging).map_err(io_error(staging));
             }
             Ok(Existing::Foreign(foreign)) => InstallError::NotOurs(foreign),
             Err(source) => InstallError::Io {
@@ -93,6 +93,26 @@ pub(super) fn install(staging: &Path, dir: &Path, aside: &Path) -> Result<(), In
         return Err(refusal);
     }
     Err(contended(dir))
+}
+
+/// Deletes a replaced output, its marker last. Another writer may be
+/// listing it at that moment, through the directory it opened at the
+/// output's path before the swap: it then sees a marked output with files
+/// missing, which it may replace, and never files without their marker,
+/// which it would refuse as someone else's directory.
+fn remove_output(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name() == marker::MARKER {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            fs::remove_dir_all(entry.path())?;
+        } else {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    fs::remove_dir_all(dir)
 }
 
 /// When what was swapped out cannot be swapped back, it is moved from
@@ -133,7 +153,7 @@ fn install_by_rename(staging: &Path, dir: &Path, aside: &Path) -> Result<(), Ins
         }
         let refusal = match marker::inspect(aside) {
             Ok(Existing::Ours | Existing::Empty | Existing::Missing) => {
-                fs::remove_dir_all(aside).map_err(io_error(aside))?;
+                remove_output(aside).map_err(io_error(aside))?;
                 continue;
             }
             Ok(Existing::Foreign(foreign)) => InstallError::NotOurs(foreign),
