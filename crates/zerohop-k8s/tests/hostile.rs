@@ -289,6 +289,26 @@ fn a_mapping_with_many_keys_loads_in_linear_time() {
 }
 
 #[test]
+fn a_long_line_of_non_ascii_scalars_loads_in_linear_time() {
+    // Columns count characters; on a line that is not ASCII, each mark
+    // must not recount the line from its start.
+    within_deadline(|| {
+        assert_near_linear(
+            "non-ASCII flow items on one line",
+            |n| {
+                let text = format!("items: [{}é]\n", "é, ".repeat(n));
+                let docs = load(&text);
+                assert_eq!(
+                    docs[0].get("items").map(|items| items.items().len()),
+                    Some(n + 1)
+                );
+            },
+            20_000,
+        );
+    });
+}
+
+#[test]
 fn one_long_line_and_thousands_of_flow_mappings_on_it_load_quickly() {
     within_deadline(|| {
         let long = format!("data: \"{}\"\n", "x".repeat(1 << 20));

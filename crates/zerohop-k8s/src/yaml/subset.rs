@@ -32,6 +32,7 @@
 //! matter in it (`:`, `#`, quotes) with `memchr`.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use granit_parser::ScalarStyle;
@@ -102,6 +103,11 @@ struct Line<'a> {
     /// 1-based.
     number: u32,
     ascii: bool,
+    /// On a line that is not ASCII, the last byte whose column was counted
+    /// and that column: marks are asked for left to right, and counting
+    /// each from the start of the line would make a long line of many
+    /// nodes quadratic.
+    counted: Cell<(usize, usize)>,
 }
 
 impl Line<'_> {
@@ -115,9 +121,16 @@ impl Line<'_> {
         let column = if self.ascii {
             at
         } else {
-            self.text
-                .get(..at)
-                .map_or(at, |before| before.chars().count())
+            let (mut from, mut column) = self.counted.get();
+            if at < from {
+                (from, column) = (0, 0);
+            }
+            column += self
+                .text
+                .get(from..at)
+                .map_or(at - from, |between| between.chars().count());
+            self.counted.set((at, column));
+            column
         };
         Mark {
             line: self.number,
@@ -237,6 +250,7 @@ impl Scanner<'_> {
                 text,
                 number,
                 ascii: text.is_ascii(),
+                counted: Cell::new((0, 0)),
             };
             // The parser takes these for line breaks or a byte-order mark.
             if !line.ascii
@@ -246,6 +260,8 @@ impl Scanner<'_> {
             {
                 return Err(Outside);
             }
+            self.line(&line)?;
+            // Where the stream ends, should this be its last line.
             end = if next > stop {
                 Mark {
                     line: number.saturating_add(1),
@@ -254,7 +270,6 @@ impl Scanner<'_> {
             } else {
                 line.mark(text.len())
             };
-            self.line(&line)?;
             start = next;
         }
         self.end_document(end)
