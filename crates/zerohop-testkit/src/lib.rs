@@ -8,10 +8,15 @@
 //!   captures into temporary roots.
 //! * [`prerequisite`] holds the one rule for a test that cannot run here:
 //!   in CI it fails, in a user's clone it says why it skipped.
+//! * `control_plane` (feature `control-plane`) starts the real
+//!   kube-apiserver and etcd, built from their pinned upstream modules, for
+//!   everything zerohop does against a cluster.
 //! * `fake_api_server` (feature `fake-api-server`) is an in-memory
-//!   Kubernetes API server with fault injection, for the agent, `fleet`
-//!   and `validate run`.
+//!   Kubernetes API server for what a real one cannot be made to do on
+//!   demand: 429 and 503 with `Retry-After`, slow and half-written answers.
 
+#[cfg(feature = "control-plane")]
+pub mod control_plane;
 #[cfg(feature = "fake-api-server")]
 pub mod fake_api_server;
 pub mod prerequisite;
