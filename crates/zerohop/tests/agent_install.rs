@@ -1,6 +1,7 @@
 //! The install and removal options of `zerohop agent`: `--print-manifests`
 //! with the alerts, monitor labels and without the kernel log, what it
-//! refuses, and `--uninstall` without a cluster to reach.
+//! refuses, `--uninstall` without a cluster to reach, and an agent asked
+//! to write to a cluster without knowing its node.
 
 use std::process::Command;
 
@@ -88,4 +89,37 @@ fn uninstall_without_a_cluster_says_why() {
         .output()
         .unwrap();
     assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
+fn without_a_node_name_the_kubernetes_outputs_refuse_to_start() {
+    let out = zerohop()
+        .args(["agent", "--node-condition", "--listen", "127.0.0.1:0"])
+        .env_remove("NODE_NAME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NODE_NAME"), "{stderr}");
+}
+
+#[test]
+fn print_manifests_renders_the_deployment() {
+    let out = zerohop()
+        .args(["agent", "--print-manifests", "--monitor", "pod-monitor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for kind in [
+        "kind: Namespace",
+        "kind: CustomResourceDefinition",
+        "kind: ServiceAccount",
+        "kind: ClusterRole",
+        "kind: DaemonSet",
+        "kind: PodMonitor",
+    ] {
+        assert!(text.contains(kind), "{kind} missing");
+    }
+    assert!(!text.contains("kind: ServiceMonitor"));
 }

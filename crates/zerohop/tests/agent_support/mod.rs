@@ -1,6 +1,6 @@
 //! Running the real `zerohop agent` and `zerohop fleet` binaries against
-//! the in-memory API server, with a deadline on everything: a hang fails
-//! the test instead of stalling CI.
+//! the real API server (or, for faults, the in-memory one), with a
+//! deadline on everything: a hang fails the test instead of stalling CI.
 
 #![allow(
     dead_code,
@@ -266,4 +266,53 @@ fn civil(days: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// The namespace `zerohop agent --print-manifests` installs the agent in
+/// by default.
+pub const AGENT_NAMESPACE: &str = "zerohop-system";
+
+/// `zerohop agent --print-manifests`, applied to `plane` as an
+/// administrator would, the report CRD served.
+pub fn install_agent(plane: &zerohop_testkit::control_plane::ControlPlane) {
+    let out = zerohop()
+        .args(["agent", "--print-manifests"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    plane.apply(std::str::from_utf8(&out.stdout).unwrap());
+    plane.kubectl_ok(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/datapathreports.zerohop.dev",
+        ],
+        None,
+    );
+}
+
+/// The agent's Pod on `node`, as the DaemonSet controller and the
+/// scheduler would leave it (neither runs here), and a kubeconfig in `dir`
+/// with the token the kubelet would get for it: the agent's service
+/// account, bound to the Pod, with the node's name in its claims.
+pub fn agent_identity(
+    plane: &zerohop_testkit::control_plane::ControlPlane,
+    node: &str,
+    dir: &std::path::Path,
+) -> PathBuf {
+    let account = zerohop_known::zerohop_api::AGENT_NAME;
+    let pod = format!("{account}-{node}");
+    let object = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": pod, "namespace": AGENT_NAMESPACE },
+        "spec": {
+            "serviceAccountName": account,
+            "nodeName": node,
+            "containers": [{ "name": "agent", "image": "zerohop:test" }],
+        },
+    });
+    plane.kubectl_ok(&["create", "-f", "-"], Some(&object.to_string()));
+    let token = plane.pod_token(AGENT_NAMESPACE, account, &pod);
+    plane.write_token_kubeconfig(&token, &dir.join(format!("{node}.kubeconfig")))
 }
