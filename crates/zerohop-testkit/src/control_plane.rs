@@ -180,21 +180,56 @@ impl ControlPlane {
     /// Installs the CustomResourceDefinitions in `files` (YAML, one CRD or
     /// several each) and waits until the server serves every one of them.
     pub fn install_crds(&self, files: &[PathBuf]) {
+        // One kubectl for all of them: a process per file cost a second
+        // per five files. A document separator between files, since a file
+        // need not end with a newline nor begin with `---`.
+        let mut manifest = String::new();
         for file in files {
-            let manifest = std::fs::read_to_string(file)
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            self.apply(&manifest);
+            let text =
+                std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            manifest.push_str("\n---\n");
+            manifest.push_str(&text);
         }
-        self.kubectl_ok(
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd",
-                "--all",
-            ],
-            None,
-        );
+        self.apply(&manifest);
+        self.wait_for_crds();
+    }
+
+    /// Waits, at most 60 s, until the server establishes (serves) every
+    /// CustomResourceDefinition it holds.
+    ///
+    /// Not `kubectl wait --for=condition=Established`: on a CRD created a
+    /// moment ago, whose status has no conditions yet, kubectl v1.37.2
+    /// fails at once (".status.conditions accessor error: <nil> is of the
+    /// type <nil>") rather than waiting.
+    pub fn wait_for_crds(&self) {
+        let established = |crd: &serde_json::Value| {
+            crd["status"]["conditions"]
+                .as_array()
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let waiting: Vec<String> = self
+                .list(&["crd"])
+                .iter()
+                .filter(|crd| !established(crd))
+                .map(|crd| crd["metadata"]["name"].to_string())
+                .collect();
+            if waiting.is_empty() {
+                return;
+            }
+            // The server establishes a valid CRD within a second or two.
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never established: {}",
+                waiting.join(", ")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// A namespace that no other test uses, created now; its name starts
@@ -335,6 +370,45 @@ impl Drop for ControlPlane {
             self.stop();
         }
     }
+}
+
+/// The files of `crds` (`../shared/reference/crds`) that hold one copy of
+/// each CustomResourceDefinition there, in name order: what a plane installs
+/// before it judges the operators' objects. The directory holds two copies
+/// of some CRDs (one `metadata.name` from two sources, see its
+/// `SOURCES.md`), and a server holds one CRD per name; of each pair this
+/// keeps
+/// * the SR-IOV CRDs of k8snetworkplumbingwg/sriov-network-operator
+///   (`sriovnetwork.openshift.io_*`), not the Network Operator chart's
+///   downstream fork (`network-operator-bundled.*`): the fork's
+///   SriovNetworkNodePolicy only adds optional fields (`devlinkParams`,
+///   `bridge.ovs.bridge.groupingPolicy`) and its SriovNetwork differs only
+///   in `status`, so an object the upstream copy admits the fork admits too,
+///   and the upstream copy is the one OpenShift's SR-IOV operator serves;
+/// * the NetworkAttachmentDefinition CRD the Network Operator ships
+///   (`*.network-operator.yaml`, identical to the sriov-network-operator
+///   chart's), not network-attachment-definition-client's 2019
+///   `artifacts/networks-crd.yaml` (`*.nad-client.yaml`): both declare only
+///   `spec.config: string`, so they admit the same objects, and the
+///   operators install the former.
+///
+/// `SOURCES.md` and the webhook's JSON Schemas (a subdirectory) are no CRDs.
+pub fn reference_crd_files(crds: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(crds)
+        .unwrap_or_else(|e| panic!("{}: {e}", crds.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| {
+            let name = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .unwrap_or_default();
+            name.ends_with(".yaml")
+                && !name.starts_with("network-operator-bundled.")
+                && !name.ends_with(".nad-client.yaml")
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn go_is_installed() -> bool {

@@ -36,41 +36,116 @@ pub async fn create_pod(client: &Client, namespace: &str, pod: &Value) -> Result
     within(api.create(&PostParams::default(), &typed)).await
 }
 
+/// Why an `MPIJob` was not created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotCreated {
+    /// The server serves no `kubeflow.org/v2beta1` `mpijobs`: the MPI
+    /// Operator (its CRD) is not installed.
+    NotServed,
+    /// Any other refusal, a namespace that does not exist among them.
+    Refused(ApiError),
+}
+
 /// Creates an `MPIJob`.
-pub async fn create_mpijob(client: &Client, namespace: &str, job: &Value) -> Result<(), ApiError> {
-    let typed: DynamicObject = serde_json::from_value(job.clone()).map_err(|err| ApiError {
-        code: None,
-        message: format!("the rendered MPIJob is not an object: {err}"),
-        retry_after: None,
+///
+/// # Errors
+/// [`NotCreated::NotServed`] when the resource is not served,
+/// [`NotCreated::Refused`] with the server's answer otherwise.
+pub async fn create_mpijob(
+    client: &Client,
+    namespace: &str,
+    job: &Value,
+) -> Result<(), NotCreated> {
+    let typed: DynamicObject = serde_json::from_value(job.clone()).map_err(|err| {
+        NotCreated::Refused(ApiError {
+            code: None,
+            message: format!("the rendered MPIJob is not an object: {err}"),
+            retry_after: None,
+        })
     })?;
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &mpijob_resource());
-    within(api.create(&PostParams::default(), &typed))
-        .await
-        .map(drop)
+    let created = within(async {
+        match api.create(&PostParams::default(), &typed).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if not_served(&status) => Ok(false),
+            Err(err) => Err(err),
+        }
+    })
+    .await
+    .map_err(NotCreated::Refused)?;
+    if created {
+        Ok(())
+    } else {
+        Err(NotCreated::NotServed)
+    }
+}
+
+/// Whether a refusal says that the resource asked for is not served at
+/// all, rather than that an object it names (the namespace) is missing.
+///
+/// Both are 404. kube-apiserver answers a path it serves nothing at with
+/// the plain text `404 page not found`, which names no object (kube makes
+/// a `Status` of it without details); a namespace that does not exist is a
+/// `Status` whose details name it (`namespaces "ai" not found`, kind
+/// `namespaces`): that is no missing MPI Operator.
+fn not_served(status: &kube::core::Status) -> bool {
+    status.code == 404
+        && status
+            .details
+            .as_ref()
+            .is_none_or(|details| details.kind.is_empty() && details.name.is_empty())
 }
 
 /// Follows the pods that match `selector` with a watch until one of them
 /// satisfies `done`, and returns it; `seen` is told every version of every
-/// pod on the way (what a timeout reports). `None` when the watch ends.
+/// pod on the way (what a timeout reports). `Ok(None)` when the watch
+/// ends.
+///
+/// # Errors
+/// The server's answer when it refuses to list or watch the pods (401,
+/// 403): retrying cannot help, and waiting would only end in a timeout
+/// that blames the pod.
 pub async fn await_pod(
     client: &Client,
     namespace: &str,
     selector: &str,
     mut seen: impl FnMut(&Pod),
     done: impl Fn(&Pod) -> bool,
-) -> Option<Pod> {
+) -> Result<Option<Pod>, ApiError> {
     let api = Api::<Pod>::namespaced(client.clone(), namespace);
     let config = watcher::Config::default().labels(selector);
     let mut pods = std::pin::pin!(watcher(api, config).default_backoff().applied_objects());
     while let Some(event) = pods.next().await {
-        // Errors of the watch are retried with back-off by the stream.
-        let Ok(pod) = event else { continue };
-        seen(&pod);
-        if done(&pod) {
-            return Some(pod);
+        match event {
+            Ok(pod) => {
+                seen(&pod);
+                if done(&pod) {
+                    return Ok(Some(pod));
+                }
+            }
+            Err(err) => {
+                if let Some(refused) = refusal(err) {
+                    return Err(refused);
+                }
+                // Other errors of the watch are retried with back-off by
+                // the stream.
+            }
         }
     }
-    None
+    Ok(None)
+}
+
+/// The server's answer when a watch error is a refusal of the caller (401
+/// or 403), which no retry changes.
+fn refusal(err: watcher::Error) -> Option<ApiError> {
+    let status = match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::WatchError(status) => status,
+        _ => return None,
+    };
+    matches!(status.code, 401 | 403).then(|| ApiError::from(kube::Error::Api(status)))
 }
 
 /// The phase of a pod: `Pending`, `Running`, `Succeeded`, `Failed`.
@@ -87,7 +162,9 @@ pub fn finished(pod: &Pod) -> bool {
 }
 
 /// What a pod that has not finished is doing, for a timeout's message: the
-/// scheduler's reason when it is not placed, its phase and node otherwise.
+/// scheduler's reason when it is not placed, that nothing placed it when
+/// no scheduler said why, else its phase and node with the reason a
+/// container waits (an image that cannot be pulled).
 pub fn describe(pod: &Pod) -> String {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let status = pod.status.as_ref();
@@ -97,16 +174,47 @@ pub fn describe(pod: &Pod) -> String {
             c.iter()
                 .find(|c| c.type_ == "PodScheduled" && c.status == "False")
         })
-        .map(|c| c.message.clone().unwrap_or_default());
+        .map(|c| {
+            c.message
+                .clone()
+                .filter(|m| !m.is_empty())
+                .or_else(|| c.reason.clone())
+                .unwrap_or_default()
+        });
     if let Some(message) = unscheduled {
         return format!("pod {name} not scheduled: {message}");
     }
-    let node = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("no node yet");
-    format!("pod {name} {} on {node}", phase(pod).to_lowercase())
+    let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        return format!(
+            "pod {name} pending: not yet scheduled to a node, and no scheduler has said why"
+        );
+    };
+    let state = format!("pod {name} {} on {node}", phase(pod).to_lowercase());
+    match waiting(pod) {
+        Some(why) => format!("{state}: {why}"),
+        None => state,
+    }
+}
+
+/// Why the first container that waits does, init containers first (the
+/// others wait for them): `container NAME waiting: REASON: MESSAGE`.
+fn waiting(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    status
+        .init_container_statuses
+        .iter()
+        .chain(status.container_statuses.iter())
+        .flatten()
+        .find_map(|container| {
+            let waiting = container.state.as_ref()?.waiting.as_ref()?;
+            let reason = waiting.reason.as_deref().unwrap_or("no reason given");
+            Some(match waiting.message.as_deref().filter(|m| !m.is_empty()) {
+                Some(message) => {
+                    format!("container {} waiting: {reason}: {message}", container.name)
+                }
+                None => format!("container {} waiting: {reason}", container.name),
+            })
+        })
 }
 
 /// Why a finished pod's container ended, e.g. `exit code 1 (Error)`.
@@ -224,5 +332,88 @@ mod tests {
             "state": {"running": {}},
         });
         assert!(!init_failed(&pod(running), "zerohop-pod-check"));
+    }
+
+    #[test]
+    fn only_a_404_that_names_no_object_is_a_resource_not_served() {
+        // kube-apiserver v1.37.2 without the MPIJob CRD answers the plain
+        // text `404 page not found`; kube makes this Status of it.
+        let page = kube::core::Status::failure("404 page not found", "Failed to parse error data")
+            .with_code(404);
+        assert!(not_served(&page));
+        // The same server, CRD installed, namespace missing: its body.
+        let namespace: kube::core::Status = serde_json::from_str(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"nosuch\" not found","reason":"NotFound","details":{"name":"nosuch","kind":"namespaces"},"code":404}"#,
+        )
+        .unwrap();
+        assert!(!not_served(&namespace));
+        // A refusal is no missing resource, whatever it names.
+        let forbidden =
+            kube::core::Status::failure("mpijobs.kubeflow.org is forbidden", "Forbidden")
+                .with_code(403);
+        assert!(!not_served(&forbidden));
+    }
+
+    fn pending(spec: Value, status: Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"}, "spec": spec, "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pending_pod_is_described_by_what_it_waits_for() {
+        let containers = serde_json::json!([{"name": "perftest"}]);
+        // Nothing placed it and nothing said why: no scheduler runs, or
+        // none has looked at it yet.
+        assert_eq!(
+            describe(&pending(
+                serde_json::json!({"containers": containers}),
+                serde_json::json!({"phase": "Pending"})
+            )),
+            "pod p pending: not yet scheduled to a node, and no scheduler has said why"
+        );
+        // A gated pod's condition has a reason and no message.
+        assert_eq!(
+            describe(&pending(
+                serde_json::json!({"containers": containers}),
+                serde_json::json!({"phase": "Pending", "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"},
+                ]})
+            )),
+            "pod p not scheduled: SchedulingGated"
+        );
+        // On a node: the first waiting container, init containers first
+        // (the others wait for them, `PodInitializing`).
+        let waiting = |name: &str, reason: &str, message: Option<&str>| {
+            serde_json::json!({
+                "name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": reason, "message": message}},
+            })
+        };
+        let on_node = serde_json::json!({"nodeName": "gpu-b", "containers": containers});
+        assert_eq!(
+            describe(&pending(
+                on_node.clone(),
+                serde_json::json!({"phase": "Pending",
+                    "initContainerStatuses": [waiting("zerohop-pod-check", "ErrImagePull", Some("403 Forbidden"))],
+                    "containerStatuses": [waiting("perftest", "PodInitializing", None)],
+                })
+            )),
+            "pod p pending on gpu-b: container zerohop-pod-check waiting: ErrImagePull: 403 Forbidden"
+        );
+        assert_eq!(
+            describe(&pending(
+                on_node.clone(),
+                serde_json::json!({"phase": "Pending",
+                    "containerStatuses": [waiting("perftest", "ContainerCreating", None)],
+                })
+            )),
+            "pod p pending on gpu-b: container perftest waiting: ContainerCreating"
+        );
+        assert_eq!(
+            describe(&pending(on_node, serde_json::json!({"phase": "Running"}))),
+            "pod p running on gpu-b"
+        );
     }
 }

@@ -141,10 +141,7 @@ async fn run_async(
         Ended::TimedOut => {
             let current = lock(&run.current).take();
             if let Some(current) = current {
-                let state = current
-                    .last
-                    .as_ref()
-                    .map_or_else(|| "nothing created yet".to_owned(), cluster::describe);
+                let (state, fix) = current.state(&run.namespace);
                 run.add(judge::without_capture(
                     current.judgement,
                     &current.subject,
@@ -153,7 +150,7 @@ async fn run_async(
                         "did not finish within {}: {state}",
                         zerohop_cluster::duration::format(options.timeout)
                     ),
-                    "see why with kubectl describe pod; a pod that is never scheduled lacks a free GPU or RDMA device of the rail on the pool's nodes, or --nodes names nodes outside the pool",
+                    &fix,
                 ));
             }
             Ok(Outcome::Judged {
@@ -194,6 +191,34 @@ struct Current {
     judgement: &'static Judgement,
     subject: String,
     last: Option<Pod>,
+    /// The `MPIJob` created for the test, whose pods the MPI Operator
+    /// makes.
+    job: Option<String>,
+}
+
+impl Current {
+    /// What the test was waiting for, and what to do about it.
+    fn state(&self, namespace: &str) -> (String, String) {
+        match (&self.last, &self.job) {
+            (Some(pod), _) => (
+                cluster::describe(pod),
+                "see why with kubectl describe pod; a pod that is never scheduled lacks a free GPU or RDMA device of the rail on the pool's nodes, or --nodes names nodes outside the pool".to_owned(),
+            ),
+            (None, Some(job)) => (
+                format!(
+                    "MPIJob {job} was created but no launcher pod appeared: the MPI Operator is not running, or does not take MPIJobs in namespace {namespace}"
+                ),
+                format!(
+                    "check that the MPI Operator's pod runs and read the MPIJob's events (kubectl get pods -A | grep mpi-operator; kubectl -n {namespace} describe mpijob {job})"
+                ),
+            ),
+            (None, None) => (
+                "nothing created yet".to_owned(),
+                "see whether the API server answers (kubectl get --raw /readyz), then run again"
+                    .to_owned(),
+            ),
+        }
+    }
 }
 
 struct Run<'a> {
@@ -223,7 +248,28 @@ impl Run<'_> {
             judgement,
             subject,
             last: None,
+            job: None,
         });
+    }
+
+    fn created_job(&self, name: &str) {
+        if let Some(current) = lock(&self.current).as_mut() {
+            current.job = Some(name.to_owned());
+        }
+    }
+
+    /// The run cannot follow its pods: the server refuses to list or watch
+    /// them (403), or no longer takes the credentials (401).
+    fn unfollowed(&self, err: &ApiError) -> RunError {
+        let needs = if err.code == Some(403) {
+            "; validate run needs list and watch on pods there"
+        } else {
+            ""
+        };
+        RunError(format!(
+            "cannot follow the run's pods in namespace {}: {err}{needs}",
+            self.namespace
+        ))
     }
 
     fn saw(&self, pod: &Pod) {
@@ -308,6 +354,7 @@ impl Run<'_> {
             running,
         )
         .await
+        .map_err(|err| self.unfollowed(&err))?
         else {
             self.not_run(
                 &judge::PERFTEST_FAILED,
@@ -345,7 +392,8 @@ impl Run<'_> {
                 |pod| self.saw(pod),
                 cluster::finished,
             )
-            .await;
+            .await
+            .map_err(|err| self.unfollowed(&err))?;
             if let Some(done) = &done {
                 client_node = node_of(done);
             }
@@ -363,7 +411,8 @@ impl Run<'_> {
                     |pod| self.saw(pod),
                     cluster::finished,
                 )
-                .await;
+                .await
+                .map_err(|err| self.unfollowed(&err))?;
             }
         }
         let pair_name = format!("rail{rail} {server_node}->{client_node}");
@@ -529,8 +578,9 @@ impl Run<'_> {
         let subject = "nccl-tests".to_owned();
         self.begin(&judge::NCCL_TESTS_ABORTED, subject.clone());
         (self.progress)("nccl-tests: creating the MPIJob");
-        if let Err(err) = cluster::create_mpijob(&self.client, &self.namespace, &job).await {
-            if err.is_not_found() {
+        match cluster::create_mpijob(&self.client, &self.namespace, &job).await {
+            Ok(()) => self.created_job(job["metadata"]["name"].as_str().unwrap_or_default()),
+            Err(cluster::NotCreated::NotServed) => {
                 self.add(judge::without_capture(
                     &judge::NCCL_TESTS_ABORTED,
                     &subject,
@@ -540,9 +590,11 @@ impl Run<'_> {
                 ));
                 return Ok(());
             }
-            let message = self.refused(first, &err, "the nccl-tests MPIJob")?;
-            self.not_run(&judge::NCCL_TESTS_ABORTED, &subject, &message);
-            return Ok(());
+            Err(cluster::NotCreated::Refused(err)) => {
+                let message = self.refused(first, &err, "the nccl-tests MPIJob")?;
+                self.not_run(&judge::NCCL_TESTS_ABORTED, &subject, &message);
+                return Ok(());
+            }
         }
         let selector = self.selector(Role::NcclLauncher, None);
         let launcher = cluster::await_pod(
@@ -552,7 +604,8 @@ impl Run<'_> {
             |pod| self.saw(pod),
             cluster::finished,
         )
-        .await;
+        .await
+        .map_err(|err| self.unfollowed(&err))?;
         let name = launcher
             .as_ref()
             .and_then(|p| p.metadata.name.clone())

@@ -281,15 +281,7 @@ pub fn install_agent(plane: &zerohop_testkit::control_plane::ControlPlane) {
         .unwrap();
     assert!(out.status.success());
     plane.apply(std::str::from_utf8(&out.stdout).unwrap());
-    plane.kubectl_ok(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/datapathreports.zerohop.dev",
-        ],
-        None,
-    );
+    plane.wait_for_crds();
 }
 
 /// The agent's Pod on `node`, as the DaemonSet controller and the
