@@ -9,10 +9,16 @@
 //! prunes them silently, or rejects them under strict field validation), each
 //! with a "did you mean" suggestion when a declared field is close.
 //!
+//! The `status` of a version with the status subresource is checked for
+//! unknown fields only: the server resets it on create and update through
+//! the main resource before it validates the object, but refuses an unknown
+//! field there under strict field validation. Of the string `format`s the
+//! server checks, `date-time` and `date` are checked as it checks them.
+//!
 //! What is deliberately not checked: CEL rules (`x-kubernetes-validations`),
-//! `format` (lenient, as kubeconform), and `pattern`s the `regex` crate
-//! cannot compile (ECMA-only syntax such as look-around); the latter are
-//! listed by [`CrdCatalog::skipped`].
+//! the other `format`s (lenient, as kubeconform; no reference CRD uses one),
+//! and `pattern`s the `regex` crate cannot compile (ECMA-only syntax such as
+//! look-around); the latter are listed by [`CrdCatalog::skipped`].
 
 mod catalog;
 mod object_meta;

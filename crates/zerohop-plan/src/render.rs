@@ -5,6 +5,7 @@ mod gpu;
 mod host;
 mod install;
 mod network;
+mod quantity;
 mod readme;
 pub(crate) mod storage;
 mod unit;

@@ -73,6 +73,13 @@ pub struct SkippedConstraint {
 struct ServedSchema {
     /// `openAPIV3Schema`, `None` when the version declares none.
     schema: Option<Value>,
+    /// Whether the version has the status subresource: the API server then
+    /// resets the `status` of an object created or updated through the main
+    /// resource before validating it (apiextensions-apiserver
+    /// `customResourceStrategy.PrepareForCreate`), so only the unknown
+    /// fields there count (refused while the request is decoded, under
+    /// strict field validation).
+    status_subresource: bool,
 }
 
 /// The CustomResourceDefinitions known to a validation run.
@@ -180,7 +187,11 @@ impl CrdCatalog {
         };
         let mut best: Option<Listing> = None;
         for served in schemas {
-            let found = Walker::new(&self.patterns).object(served.schema.as_ref(), map);
+            let found = Walker::new(&self.patterns).object(
+                served.schema.as_ref(),
+                map,
+                served.status_subresource,
+            );
             if best.as_ref().is_none_or(|b| found.found() < b.found()) {
                 best = Some(found);
             }
@@ -262,10 +273,16 @@ impl CrdCatalog {
             } else {
                 format!("{group}/{version_name}")
             };
+            let status_subresource = version
+                .pointer("/subresources/status")
+                .is_some_and(Value::is_object);
             self.served
                 .entry((api_version, kind.to_owned()))
                 .or_default()
-                .push(ServedSchema { schema });
+                .push(ServedSchema {
+                    schema,
+                    status_subresource,
+                });
         }
         self.crds += 1;
         Ok(())

@@ -139,6 +139,101 @@ fn unknown_fields_carry_a_suggestion() {
     );
 }
 
+/// A CRD whose `v1` has the status subresource and `v2` does not, with a
+/// date-time and a date.
+const STATUS_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: &schema
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              since: {type: string, format: date-time}
+              day: {type: string, format: date}
+          status:
+            type: object
+            required: [state]
+            properties:
+              state: {type: string, enum: [ready]}
+              count: {type: integer}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema: *schema
+"#;
+
+fn gadgets() -> CrdCatalog {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(STATUS_CRD).expect("status crd parses");
+    CrdCatalog::from_documents(docs).expect("status crd loads")
+}
+
+#[test]
+fn a_status_the_server_resets_is_checked_for_unknown_fields_only() {
+    let status = json!({"count": "many", "state": "gone", "extra": 1});
+    let gadget = |version: &str| {
+        json!({"apiVersion": format!("example.com/{version}"), "kind": "Gadget",
+               "metadata": {"name": "g"}, "status": status})
+    };
+    // With the subresource the server resets status before validating
+    // (kube-apiserver v1.37 admits a wrong type, a missing required field
+    // and an enum violation there, zerohop-lint `server_verdicts.rs`) but
+    // refuses the unknown field while decoding under strict validation.
+    assert_eq!(
+        report(&gadgets(), &gadget("v1")),
+        vec![r#"status.extra: unknown field "extra""#.to_owned()]
+    );
+    // Without it status is a field like any other.
+    assert_eq!(report(&gadgets(), &gadget("v2")).len(), 3);
+}
+
+#[test]
+fn dates_are_checked_as_the_server_checks_them() {
+    let gadget = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": spec});
+    // kube-apiserver v1.37 (kube-openapi `strfmt.IsDateTime` and `IsDate`)
+    // admits these (the fraction after any character, a lowercase `t` and
+    // `z`), as a dry run of this CRD showed …
+    for (since, day) in [
+        ("2026-01-31T12:00:00Z", "2024-02-29"),
+        ("2026-01-31t23:59:59.123456+05:30", "2000-02-29"),
+        ("2026-12-01T00:00:00-01:00", "2026-12-31"),
+        ("2026-12-01T00:00:00x5z", "0000-01-01"),
+    ] {
+        let object = gadget(json!({"since": since, "day": day}));
+        assert_eq!(
+            report(&gadgets(), &object),
+            Vec::<String>::new(),
+            "{since} {day}"
+        );
+    }
+    // … and refuse these: no zone, a space for `T`, hour 24, a date that
+    // does not exist, one digit too few.
+    for (since, day) in [
+        ("2026-01-31T12:00:00", "2023-02-29"),
+        ("2026-01-31 12:00:00Z", "1900-02-29"),
+        ("2026-01-31T24:00:00Z", "2026-04-31"),
+        ("2026-1-31T12:00:00Z", "2026-13-01"),
+        ("the day before yesterday", "2026-01-1"),
+    ] {
+        let object = gadget(json!({"since": since, "day": day}));
+        assert_eq!(report(&gadgets(), &object).len(), 2, "{since} {day}");
+    }
+}
+
 #[test]
 fn top_level_metadata_is_object_meta_even_when_the_schema_says_object() {
     let object = json!({"apiVersion": "example.com/v1", "kind": "Widget",

@@ -259,6 +259,10 @@ fn security_context_constraints(namespace: &str, kernel_log: bool) -> Value {
                 "kubernetes.io/description": description,
             },
         },
+        // Required by the CRD (openshift/api `security/v1`, nullable): null
+        // is "no priority", as OpenShift's own SCCs write it. Left out, the
+        // server refuses the SCC ("priority: Required value").
+        "priority": null,
         "allowHostDirVolumePlugin": true,
         "allowHostIPC": false,
         "allowHostNetwork": false,

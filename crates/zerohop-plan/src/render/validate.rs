@@ -394,7 +394,10 @@ fn nccl_tests_mpijob(plan: &Plan, pool: &PoolPlan, rails: &[&RailPlan]) -> Value
     // so the static CPU manager pins whole CPUs on the GPUs' NUMA nodes
     // instead of leaving the ranks BestEffort on the shared pool.
     worker_resources.insert("cpu".to_owned(), json!(plan.workload.cpus.to_string()));
-    worker_resources.insert("memory".to_owned(), json!(plan.workload.memory));
+    worker_resources.insert(
+        "memory".to_owned(),
+        json!(super::quantity::canonical(&plan.workload.memory)),
+    );
     let launcher = json!({
         "replicas": 1,
         "restartPolicy": "Never",

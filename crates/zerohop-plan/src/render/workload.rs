@@ -7,7 +7,7 @@ use zerohop_known::nccl;
 use zerohop_known::shell::quote;
 use zerohop_known::topology::{GPU_RESOURCE, LAYOUT_ANNOTATION};
 
-use super::Step;
+use super::{Step, quantity};
 use crate::intent::{HugepageSize, LinkType, RdmaMode};
 use crate::plan::{Plan, RailPlan};
 
@@ -125,6 +125,10 @@ fn security_context_constraints(plan: &Plan) -> Value {
                 "kubernetes.io/description": format!("admits the zero-copy workload and its fabric tests in {}: IPC_LOCK, any uid (sshd and mpirun run as root)", plan.workload.namespace),
             },
         },
+        // Required by the CRD (openshift/api `security/v1`, nullable): null
+        // is "no priority", as OpenShift's own SCCs write it. Left out, the
+        // server refuses the SCC ("priority: Required value").
+        "priority": null,
         "allowHostDirVolumePlugin": host_mount,
         "allowHostIPC": false,
         "allowHostNetwork": false,
@@ -215,12 +219,14 @@ pub(crate) fn workload_steps(plan: &Plan) -> Vec<Step> {
         resources.insert(rail_resource(plan, rail), json!("1"));
     }
     resources.insert("cpu".to_owned(), json!(w.cpus.to_string()));
-    resources.insert("memory".to_owned(), json!(w.memory));
+    // Quantities in the form the API server stores them, so that the
+    // server keeps the pod as written (`quantity`).
+    resources.insert("memory".to_owned(), json!(quantity::canonical(&w.memory)));
     if let Some((size, count)) = w.hugepages {
         let (name, mib) = hugepage_resource(size);
         resources.insert(
             name.to_owned(),
-            json!(format!("{}Mi", u64::from(count) * mib)),
+            json!(quantity::mebibytes(u64::from(count) * mib)),
         );
     }
     let mut env = nccl_env(plan, &rails);
@@ -354,7 +360,8 @@ pub(crate) fn nccl_env(plan: &Plan, rails: &[&RailPlan]) -> Vec<Value> {
 /// `/dev/shm` in memory, sized by the workload: NCCL's shared-memory
 /// transport and its proxy buffers live there.
 pub(crate) fn shm_volume(plan: &Plan) -> Value {
-    json!({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": plan.workload.shm_size}})
+    let size = quantity::canonical(&plan.workload.shm_size);
+    json!({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
 }
 
 /// The mount of [`shm_volume`].
