@@ -20,7 +20,7 @@ use kube::api::{DynamicObject, ListParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -34,6 +34,9 @@ pub const PAGE_SIZE: u32 = 500;
 /// The most pages followed: a server that keeps sending continue tokens is
 /// not followed forever.
 const MAX_PAGES: usize = 1000;
+/// How many times a list whose continue token expired is started again
+/// from its first page before `fleet` gives up.
+const MAX_LIST_RESTARTS: usize = 3;
 /// How often a watch re-renders when something changed.
 const WATCH_REFRESH: Duration = Duration::from_secs(1);
 /// How often a watch re-renders when nothing changed, so that ages advance
@@ -201,12 +204,58 @@ fn assemble<'a>(
 
 /// Lists every object under `url_path`, page by page, each page parsed
 /// as `T`.
+///
+/// A continue token names the revision of the list's first page, and the
+/// API server answers 410 Gone to one whose revision is no longer kept:
+/// kube-apiserver serves a continued page from its watch cache while the
+/// cache still holds that revision, and otherwise from etcd, where it is
+/// gone once compacted (every five minutes by default). So a list that
+/// spans a restart of its API server (or, behind a load balancer, reaches
+/// another one for its next page) after a compaction is answered 410
+/// midway, and neither the pages already read nor the rest are a
+/// consistent list. It is started again from its first page, as
+/// client-go's pager does, at most [`MAX_LIST_RESTARTS`] times.
 async fn list_slim<T: DeserializeOwned>(
     client: &Client,
     url_path: &str,
     selector: Option<&str>,
     deadline: Duration,
 ) -> Result<Vec<T>, ApiError> {
+    let mut restarts = 0;
+    loop {
+        match list_pages(client, url_path, selector, deadline).await {
+            Err(ListFailure::Expired(err)) if restarts < MAX_LIST_RESTARTS => {
+                restarts += 1;
+                crate::log::warn(
+                    "the list's continue token expired (410 Gone); listing again from the first page",
+                    &[
+                        ("path", url_path),
+                        ("error", &err.to_string()),
+                        ("restart", &restarts.to_string()),
+                    ],
+                );
+            }
+            Err(ListFailure::Expired(err) | ListFailure::Other(err)) => return Err(err),
+            Ok(items) => return Ok(items),
+        }
+    }
+}
+
+/// Why a list failed: its continue token expired, or anything else.
+enum ListFailure {
+    /// 410 Gone to a page asked for with a continue token.
+    Expired(ApiError),
+    /// Every other failure.
+    Other(ApiError),
+}
+
+/// One pass over the pages of a list; see [`list_slim`].
+async fn list_pages<T: DeserializeOwned>(
+    client: &Client,
+    url_path: &str,
+    selector: Option<&str>,
+    deadline: Duration,
+) -> Result<Vec<T>, ListFailure> {
     let mut params = ListParams::default().limit(PAGE_SIZE);
     if let Some(selector) = selector {
         params = params.labels(selector);
@@ -214,23 +263,33 @@ async fn list_slim<T: DeserializeOwned>(
     let lists = kube::core::Request::new(url_path);
     let mut items = Vec::new();
     for _ in 0..MAX_PAGES {
-        let request = lists.list(&params).map_err(|err| ApiError {
-            code: None,
-            message: format!("cannot build the list request: {err}"),
-            retry_after: None,
+        let request = lists.list(&params).map_err(|err| {
+            ListFailure::Other(ApiError {
+                code: None,
+                message: format!("cannot build the list request: {err}"),
+                retry_after: None,
+            })
         })?;
-        let page: Page<T> = within_deadline(deadline, client.request(request)).await?;
+        let page: Page<T> = within_deadline(deadline, client.request(request))
+            .await
+            .map_err(|err| {
+                if err.code == Some(410) && params.continue_token.is_some() {
+                    ListFailure::Expired(err)
+                } else {
+                    ListFailure::Other(err)
+                }
+            })?;
         items.extend(page.items);
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
             _ => return Ok(items),
         }
     }
-    Err(ApiError {
+    Err(ListFailure::Other(ApiError {
         code: None,
         message: format!("the list did not end after {MAX_PAGES} pages"),
         retry_after: None,
-    })
+    }))
 }
 
 /// `--watch`: reflectors on Nodes (and report objects, when they can be
@@ -243,12 +302,15 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
         .map_err(|err| FleetError(format!("cannot handle SIGINT: {err}")))?;
     let mut terminate = signal(SignalKind::terminate())
         .map_err(|err| FleetError(format!("cannot handle SIGTERM: {err}")))?;
-    // One list first: a refused request is an error now, not a retry loop.
-    let first = look(client, options).await?;
-    let mut last_code = first.exit_code();
-    if let Err(err) = write(options, &first, out) {
-        return finish_on_write_error(err, last_code);
-    }
+    // One object of each list first: a refused request or a bad selector
+    // is an error now, not a retry loop, and whether the report objects
+    // can be read is known. The first view is the reflectors' own: a whole
+    // one-shot look before them read the fleet twice (at 10,000 nodes, 40
+    // pages of Nodes and 32 of reports instead of 20 and 16, and twice the
+    // API server's time).
+    let report_objects = probe(client, options).await?;
+    // No view yet; a signal before the first one exits as signalled anyway.
+    let mut last_code = 0;
     let mut config = watcher::Config::default().page_size(PAGE_SIZE);
     if let Some(selector) = &options.selector {
         config = config.labels(selector);
@@ -263,7 +325,7 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
     let resource = api::report_resource();
     let report_writer = reflector::store::Writer::<DynamicObject>::new(resource);
     let reports = report_writer.as_reader();
-    let mut report_events = if first.report_objects {
+    let mut report_events = if report_objects {
         watcher(reports_api, watcher::Config::default().page_size(PAGE_SIZE))
             .default_backoff()
             .reflect(report_writer)
@@ -275,36 +337,83 @@ async fn watch(client: &Client, options: &Options, out: &mut dyn Write) -> Resul
     // A reflector's store is whole only after its first list is done;
     // until then a view would show a partial fleet.
     let mut nodes_listed = false;
-    let mut reports_listed = !first.report_objects;
+    let mut reports_listed = !report_objects;
+    let mut shown = false;
     let mut last_error = String::new();
     let mut tick = tokio::time::interval(WATCH_REFRESH);
     let age_refresh = AGE_REFRESH.min(options.interval).max(WATCH_REFRESH);
     let mut last_view = tokio::time::Instant::now();
     loop {
-        tokio::select! {
+        let ticked = tokio::select! {
             _ = interrupt.recv() => return Ok(last_code),
             _ = terminate.recv() => return Ok(last_code),
             event = node_events.next() => {
                 dirty |= note(event, &mut nodes_listed, &mut last_error);
+                false
             }
             event = report_events.next() => {
                 dirty |= note(event, &mut reports_listed, &mut last_error);
+                false
             }
-            _ = tick.tick() => {
-                let aged = last_view.elapsed() >= age_refresh;
-                if !(dirty || aged) || !nodes_listed || !reports_listed {
-                    continue;
-                }
-                dirty = false;
-                last_view = tokio::time::Instant::now();
-                let fleet = from_stores(options, &nodes, &reports, first.report_objects);
-                last_code = fleet.exit_code();
-                if let Err(err) = write(options, &fleet, out) {
-                    return finish_on_write_error(err, last_code);
-                }
-            }
+            _ = tick.tick() => true,
+        };
+        if !nodes_listed || !reports_listed {
+            continue;
+        }
+        // The first view as soon as both stores are whole; then at most
+        // one a tick while something changes, and one every `age_refresh`
+        // while nothing does.
+        let due = !shown || (ticked && (dirty || last_view.elapsed() >= age_refresh));
+        if !due {
+            continue;
+        }
+        shown = true;
+        dirty = false;
+        last_view = tokio::time::Instant::now();
+        let fleet = from_stores(options, &nodes, &reports, report_objects);
+        last_code = fleet.exit_code();
+        if let Err(err) = write(options, &fleet, out) {
+            return finish_on_write_error(err, last_code);
         }
     }
+}
+
+/// Whether `fleet` may read the Nodes (with its selector) and the report
+/// objects, from one object of each list: the Nodes' error is `fleet`'s;
+/// the report objects are read only where their CRD is installed and
+/// readable.
+async fn probe(client: &Client, options: &Options) -> Result<bool, FleetError> {
+    let deadline = options.request_timeout;
+    let mut params = ListParams::default().limit(1);
+    if let Some(selector) = &options.selector {
+        params = params.labels(selector);
+    }
+    first_page(client, &Node::url_path(&(), None), &params, deadline).await?;
+    let reports_path = DynamicObject::url_path(&api::report_resource(), None);
+    let params = ListParams::default().limit(1);
+    match first_page(client, &reports_path, &params, deadline).await {
+        Ok(()) => Ok(true),
+        Err(err) if err.is_not_found() || err.is_forbidden() => Ok(false),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Asks for the first page of the list under `url_path`, and skips it.
+async fn first_page(
+    client: &Client,
+    url_path: &str,
+    params: &ListParams,
+    deadline: Duration,
+) -> Result<(), ApiError> {
+    let request = kube::core::Request::new(url_path)
+        .list(params)
+        .map_err(|err| ApiError {
+            code: None,
+            message: format!("cannot build the list request: {err}"),
+            retry_after: None,
+        })?;
+    let _: Page<IgnoredAny> = within_deadline(deadline, client.request(request)).await?;
+    Ok(())
 }
 
 /// Whether a watch event changed anything; `listed` becomes true when the
@@ -326,12 +435,39 @@ fn note<T>(
         Some(Err(err)) => {
             let text = err.to_string();
             if *last_error != text {
-                crate::log::warn("watch failed; retrying", &[("error", &text)]);
+                let code = status_code(err);
+                let message = if code == Some(410) {
+                    // The watcher has gone back to listing: its
+                    // resourceVersion is older than the server keeps.
+                    "the watch's resourceVersion expired (410 Gone); listing again"
+                } else {
+                    "watch failed; retrying"
+                };
+                let code = code.map(|c| c.to_string()).unwrap_or_default();
+                let mut fields = vec![("error", text.as_str())];
+                if !code.is_empty() {
+                    fields.push(("code", &code));
+                }
+                crate::log::warn(message, &fields);
                 *last_error = text;
             }
             false
         }
         None => false,
+    }
+}
+
+/// The HTTP status the API server answered, when it answered: in the
+/// response to a list or a watch, or in a watch's `ERROR` event (how
+/// kube-apiserver says 410 Gone to a watch whose resourceVersion is too
+/// old).
+fn status_code(err: watcher::Error) -> Option<u16> {
+    match err {
+        watcher::Error::InitialListFailed(err)
+        | watcher::Error::WatchStartFailed(err)
+        | watcher::Error::WatchFailed(err) => ApiError::from(err).code,
+        watcher::Error::WatchError(status) => Some(status.code),
+        watcher::Error::NoResourceVersion => None,
     }
 }
 
