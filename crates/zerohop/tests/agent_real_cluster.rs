@@ -13,6 +13,7 @@
 mod agent_support;
 
 use std::fs;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use agent_support::{
@@ -98,6 +99,30 @@ fn agent_args<'a>(root: &'a str, kubeconfig: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// A Node of the plane, the agent's identity on it, and its host tree.
+struct Host {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+/// Creates Node `node` with the kubelet's condition, the agent's Pod and
+/// token on it, and a host tree whose NFS mount runs over TCP where RDMA
+/// was asked for: a failing data path, so that the condition, the report
+/// and an event all have something to say.
+fn failing_host(plane: &ControlPlane, node: &str) -> Host {
+    create_node(plane, node);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = agent_identity(plane, node, dir.path());
+    let root = dir.path().join("host");
+    copy_tree(&fixture("NFS001/fail-rdma-option-tcp-transports"), &root);
+    Host {
+        dir,
+        root,
+        kubeconfig,
+    }
+}
+
 #[test]
 fn the_agent_under_its_own_identity_writes_its_node_and_report_and_the_kubelet_keeps_its_own() {
     let Some(plane) = ControlPlane::shared() else {
@@ -105,18 +130,14 @@ fn the_agent_under_its_own_identity_writes_its_node_and_report_and_the_kubelet_k
     };
     install_agent(plane);
     let node = plane.unique_name("gpu");
-    create_node(plane, &node);
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = agent_identity(plane, &node, dir.path());
-    let root = dir.path().join("host");
-    // NFS mounted over TCP where RDMA was asked for: a failing data path,
-    // so that the condition, the report and an event all have something
-    // to say.
-    copy_tree(&fixture("NFS001/fail-rdma-option-tcp-transports"), &root);
+    let host = failing_host(plane, &node);
     status_patch(plane, &node, json!([npd_condition()]));
-    let features = dir.path().join("features.d");
+    let features = host.dir.path().join("features.d");
     fs::create_dir(&features).unwrap();
-    let mut args = agent_args(root.to_str().unwrap(), kubeconfig.to_str().unwrap());
+    let mut args = agent_args(
+        host.root.to_str().unwrap(),
+        host.kubeconfig.to_str().unwrap(),
+    );
     args.extend([
         "--counters-interval",
         "1s",
@@ -332,12 +353,11 @@ fn a_fix_is_announced_once_and_a_restart_keeps_the_transition_time() {
     };
     install_agent(plane);
     let node = plane.unique_name("gpu");
-    create_node(plane, &node);
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = agent_identity(plane, &node, dir.path());
-    let root = dir.path().join("host");
-    copy_tree(&fixture("NFS001/fail-rdma-option-tcp-transports"), &root);
-    let args = agent_args(root.to_str().unwrap(), kubeconfig.to_str().unwrap());
+    let host = failing_host(plane, &node);
+    let args = agent_args(
+        host.root.to_str().unwrap(),
+        host.kubeconfig.to_str().unwrap(),
+    );
     let mut agent = Agent::start(&args, &[("NODE_NAME", &node)]);
     let status_is = |status: &str| ours(plane, &node).is_some_and(|c| c["status"] == status);
     assert!(
@@ -347,7 +367,7 @@ fn a_fix_is_announced_once_and_a_restart_keeps_the_transition_time() {
     );
 
     // The administrator fixes the mount: the next pass sees RDMA transports.
-    copy_tree(&fixture("NFS001/pass-rdma"), &root);
+    copy_tree(&fixture("NFS001/pass-rdma"), &host.root);
     assert!(
         wait_until(Duration::from_secs(30), || status_is("True")),
         "{}",
@@ -407,13 +427,12 @@ fn without_the_report_crd_the_condition_keeps_its_heartbeat_and_fleet_never_call
     };
     install_agent(&plane);
     plane.kubectl_ok(&["delete", "crd", "datapathreports.zerohop.dev"], None);
-    create_node(&plane, "n1");
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = agent_identity(&plane, "n1", dir.path());
-    let root = dir.path().join("host");
-    copy_tree(&fixture("NFS001/fail-rdma-option-tcp-transports"), &root);
+    let host = failing_host(&plane, "n1");
     let agent = Agent::start(
-        &agent_args(root.to_str().unwrap(), kubeconfig.to_str().unwrap()),
+        &agent_args(
+            host.root.to_str().unwrap(),
+            host.kubeconfig.to_str().unwrap(),
+        ),
         &[("NODE_NAME", "n1")],
     );
     assert!(
