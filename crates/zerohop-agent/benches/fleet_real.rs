@@ -689,15 +689,7 @@ fn install_crd(plane: &ControlPlane) {
         .find(|o| o["kind"] == "CustomResourceDefinition")
         .expect("the manifests hold the CRD");
     plane.apply(&crd.to_string());
-    plane.kubectl_ok(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/datapathreports.zerohop.dev",
-        ],
-        None,
-    );
+    plane.wait_for_crds();
 }
 
 /// Creates the nodes and reports, 32 requests at a time.

@@ -508,7 +508,7 @@ fn an_agent_that_writes_another_node_is_refused_by_the_server() {
     };
     // The agent's own request, a server-side apply of its condition to
     // the status subresource (a PATCH: the only verb its role grants).
-    let update = |node: &str| {
+    let update = |node: &str, dry_run: bool| {
         let condition = json!({
             "apiVersion": "v1", "kind": "Node", "metadata": { "name": node },
             "status": { "conditions": [{
@@ -517,28 +517,37 @@ fn an_agent_that_writes_another_node_is_refused_by_the_server() {
                 "lastTransitionTime": "2026-01-01T00:00:00Z",
             }] },
         });
-        as_agent(
-            &[
-                "apply",
-                "--server-side",
-                "--subresource=status",
-                "--field-manager=zerohop-agent",
-                "--force-conflicts",
-                "-f",
-                "-",
-            ],
-            Some(&condition.to_string()),
-        )
+        let mut args = vec![
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "--field-manager=zerohop-agent",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ];
+        if dry_run {
+            args.push("--dry-run=server");
+        }
+        as_agent(&args, Some(&condition.to_string()))
     };
 
+    // The admission plugin takes a policy created a moment ago from its
+    // informer, not at once: the policy is in force once a dry run (which
+    // is admitted as the request itself, and writes nothing) is refused.
+    assert!(
+        wait_until(Duration::from_secs(30), || !update(&other, true).0),
+        "the admission policy never came into force"
+    );
+
     // Its own node: allowed by RBAC and by the policy.
-    let (ok, err) = update(&own);
+    let (ok, err) = update(&own, false);
     assert!(ok, "{err}");
 
     // Another node: RBAC lets the agent patch every node's status (a
     // ClusterRole cannot name "the node I run on"); the admission policy
     // refuses, with its own words and the node the token names.
-    let (ok, err) = update(&other);
+    let (ok, err) = update(&other, false);
     assert!(!ok, "the agent on {own} wrote {other}'s status");
     assert!(
         err.contains("zerohop-agent-own-node")

@@ -678,15 +678,7 @@ fn watch_shows_changes_as_they_happen_and_lists_again_after_a_compaction_and_a_r
         .unwrap();
     assert!(manifests.status.success());
     plane.apply(std::str::from_utf8(&manifests.stdout).unwrap());
-    plane.kubectl_ok(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/datapathreports.zerohop.dev",
-        ],
-        None,
-    );
+    plane.wait_for_crds();
     plane.kubectl_ok(
         &["create", "serviceaccount", "fleet-watcher", "-n", "default"],
         None,
@@ -700,6 +692,30 @@ fn watch_shows_changes_as_they_happen_and_lists_again_after_a_compaction_and_a_r
             "--serviceaccount=default:fleet-watcher",
         ],
         None,
+    );
+    // The authorizer takes a new binding from its informers, not at once.
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            ["nodes", "datapathreports.zerohop.dev"]
+                .iter()
+                .all(|resource| {
+                    plane
+                        .kubectl_output(
+                            &[
+                                "auth",
+                                "can-i",
+                                "watch",
+                                resource,
+                                "--all-namespaces",
+                                "--as=system:serviceaccount:default:fleet-watcher",
+                            ],
+                            None,
+                        )
+                        .status
+                        .success()
+                })
+        }),
+        "the binding to zerohop-fleet-reader never came into force"
     );
     let token = plane.kubectl_ok(
         &[
