@@ -672,8 +672,9 @@ impl<'v> Seen<'v> {
 }
 
 /// A string `format` the API server checks (kube-openapi
-/// `pkg/validation/strfmt`, the formats apiextensions-apiserver keeps in
-/// `validation/formats.go`): the two dates. The server checks more (`uri`,
+/// `pkg/validation/strfmt` at d427ff9ee9ad, the formats
+/// apiextensions-apiserver v0.37.2 keeps in `validation/formats.go`; the
+/// versions `tools/control-plane/go.mod` pins): the two dates. The server checks more (`uri`,
 /// `email`, `ipv4`, `cidr` …), which no reference CRD uses; those are not
 /// checked, nor `int32`/`int64` on integers, which the server does not
 /// check either.

@@ -2,7 +2,8 @@
 //!
 //! The server parses a quantity of a built-in object (a container's
 //! `resources`, an `emptyDir`'s `sizeLimit`) and writes back its canonical
-//! form (`k8s.io/apimachinery` `pkg/api/resource/quantity.go`,
+//! form (`k8s.io/apimachinery` v0.37.2, the version
+//! `tools/control-plane/go.mod` pins, `pkg/api/resource/quantity.go`,
 //! `ParseQuantity` and `CanonicalizeBytes`): `16384Mi` is stored as `16Gi`,
 //! `1000` as `1k`. A manifest that spells a quantity otherwise is changed by
 //! the server, so that `kubectl diff` and every GitOps tool comparing the
