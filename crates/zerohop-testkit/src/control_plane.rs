@@ -88,7 +88,16 @@ impl ControlPlane {
         );
         let bin = PathBuf::from(String::from_utf8_lossy(&built.stdout).trim());
         let plane = ControlPlane { dir, bin, owned };
-        plane.start_again();
+        let output = plane.run_up();
+        if !output.status.success() {
+            // `up` stopped what it started; its watcher, which would have
+            // removed the directory of the shared plane, never ran.
+            let _ = std::fs::remove_dir_all(&plane.dir);
+            panic!(
+                "tools/control-plane/up failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
         Some(plane)
     }
 
@@ -330,16 +339,21 @@ impl ControlPlane {
     /// data and credentials: a restart, as a client that keeps its
     /// kubeconfig sees one.
     pub fn start_again(&self) {
-        let mut command = Command::new(tools().join("up"));
-        command
-            .arg(&self.dir)
-            .args(["--owner", &std::process::id().to_string()]);
-        let output = run(command);
+        let output = self.run_up();
         assert!(
             output.status.success(),
             "tools/control-plane/up failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
+    }
+
+    /// `tools/control-plane/up DIR --owner THIS-PROCESS`.
+    fn run_up(&self) -> Output {
+        let mut command = Command::new(tools().join("up"));
+        command
+            .arg(&self.dir)
+            .args(["--owner", &std::process::id().to_string()]);
+        run(command)
     }
 
     /// Compacts etcd's history up to its current revision, as the API
