@@ -5,6 +5,8 @@
 //! Each scenario checks the requests made and that everything created is
 //! deleted by the run's label. Every run has a deadline: a hang fails.
 
+mod validate_support;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
@@ -12,28 +14,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use zerohop_testkit::fake_api_server::{FakeApiServer, PodScript, PodStep, Recorded};
-
-const INTENT: &str = "apiVersion: zerohop.dev/v1alpha1
-kind: DataPathPlan
-metadata:
-  name: two-rails
-spec:
-  platform: kubernetes
-  nodePools:
-    - name: h100
-      nodeSelector:
-        feature.node.kubernetes.io/pci-10de.present: \"true\"
-      cpuVendor: intel
-      gpus: 8
-      nics:
-      - {pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: \"1021\", linkType: ETH, vfs: 8, rail: 0, subnet: 192.168.100.0/24}
-      - {pf: ens2f0np0, rdmaDevice: mlx5_1, deviceId: \"1021\", linkType: ETH, vfs: 8, rail: 1, subnet: 192.168.101.0/24}
-  workload:
-    name: trainer
-    namespace: ai
-    image: nvcr.io/nvidia/pytorch:25.08-py3
-    gpusPerPod: 8
-";
 
 const PERFTEST_PASS: &str =
     "perftest/ib_write_bw_client_A40_roce-gid3_rdma-cm_use-cuda-dmabuf_16qp_gbits_openshift.txt";
@@ -57,21 +37,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let intent = dir.path().join("intent.yaml");
-    std::fs::write(&intent, INTENT).unwrap();
-    let plan = dir.path().join("plan");
-    let out = Command::new(env!("CARGO_BIN_EXE_zerohop"))
-        .arg("plan")
-        .arg(&intent)
-        .arg("-o")
-        .arg(&plan)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let plan = validate_support::render_plan(dir.path());
     let server = FakeApiServer::start();
     let kubeconfig = server.write_kubeconfig(dir.path());
     Setup {

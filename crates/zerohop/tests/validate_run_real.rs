@@ -18,6 +18,8 @@
 
 #![cfg(feature = "cluster")]
 
+mod validate_support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -28,30 +30,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zerohop_testkit::control_plane::ControlPlane;
-
-/// Two rails and eight GPUs per node: the intent of the fake server's
-/// tests (`validate_run.rs`), so both judge the same rendered objects.
-const INTENT: &str = "apiVersion: zerohop.dev/v1alpha1
-kind: DataPathPlan
-metadata:
-  name: two-rails
-spec:
-  platform: kubernetes
-  nodePools:
-    - name: h100
-      nodeSelector:
-        feature.node.kubernetes.io/pci-10de.present: \"true\"
-      cpuVendor: intel
-      gpus: 8
-      nics:
-      - {pf: ens1f0np0, rdmaDevice: mlx5_0, deviceId: \"1021\", linkType: ETH, vfs: 8, rail: 0, subnet: 192.168.100.0/24}
-      - {pf: ens2f0np0, rdmaDevice: mlx5_1, deviceId: \"1021\", linkType: ETH, vfs: 8, rail: 1, subnet: 192.168.101.0/24}
-  workload:
-    name: trainer
-    namespace: ai
-    image: nvcr.io/nvidia/pytorch:25.08-py3
-    gpusPerPod: 8
-";
 
 /// The label every object of a run carries (docs/validate.md, Cleanup).
 const RUN_LABEL: &str = "zerohop.dev/validate-run";
@@ -92,22 +70,7 @@ struct Plan {
 
 fn plan() -> Plan {
     let dir = tempfile::tempdir().unwrap();
-    let intent = dir.path().join("intent.yaml");
-    std::fs::write(&intent, INTENT).unwrap();
-    let full = dir.path().join("plan");
-    let out = Command::new(env!("CARGO_BIN_EXE_zerohop"))
-        .arg("plan")
-        .arg(&intent)
-        .arg("-o")
-        .arg(&full)
-        .output()
-        .unwrap();
-    // The intent is valid: plan renders it.
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let full = validate_support::render_plan(dir.path());
     let mpijob_only = dir.path().join("mpijob-only");
     let tests = mpijob_only.join("validate/h100");
     std::fs::create_dir_all(&tests).unwrap();
@@ -150,6 +113,24 @@ fn validate_run(kubeconfig: &Path, plan: &Path, namespace: &str, extra: &[&str])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// `zerohop validate run` on `plan` in `namespace` with `kubeconfig`, to
+/// its end (at most `limit`), while `cluster` plays the parts this plane
+/// lacks; what it printed, and what the server held of each object it
+/// created.
+fn run_to_end(
+    plane: &'static ControlPlane,
+    kubeconfig: &Path,
+    plan: &Path,
+    namespace: &str,
+    cluster: Cluster,
+    extra: &[&str],
+    limit: Duration,
+) -> (Output, BTreeMap<String, Seen>) {
+    let actors = Actors::start(plane, namespace, cluster);
+    let out = finish(validate_run(kubeconfig, plan, namespace, extra), limit);
+    (out, actors.stop())
 }
 
 /// Waits for `child` at most `limit`, killing it past that.
@@ -647,17 +628,15 @@ fn a_pod_no_scheduler_placed_is_admitted_as_rendered_times_out_in_plain_words_an
     };
     let plan = plan();
     let namespace = plane.namespace("validate-run");
-    let actors = Actors::start(plane, &namespace, Cluster::Nothing);
-    let out = finish(
-        validate_run(
-            &plane.kubeconfig(),
-            &plan.full,
-            &namespace,
-            &["--nodes", "gpu-a,gpu-b", "--timeout", "3s"],
-        ),
+    let (out, seen) = run_to_end(
+        plane,
+        &plane.kubeconfig(),
+        &plan.full,
+        &namespace,
+        Cluster::Nothing,
+        &["--nodes", "gpu-a,gpu-b", "--timeout", "3s"],
         Duration::from_secs(60),
     );
-    let seen = actors.stop();
     let id = run_id(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     // A test that timed out fails the run (docs/validate.md, Exit codes).
@@ -713,17 +692,15 @@ fn the_schedulers_reason_reaches_the_report_as_it_wrote_it_and_the_pod_is_delete
     };
     let plan = plan();
     let namespace = plane.namespace("validate-run");
-    let actors = Actors::start(plane, &namespace, Cluster::NoRoom);
-    let out = finish(
-        validate_run(
-            &plane.kubeconfig(),
-            &plan.full,
-            &namespace,
-            &["--timeout", "3s", "--format", "json"],
-        ),
+    let (out, seen) = run_to_end(
+        plane,
+        &plane.kubeconfig(),
+        &plan.full,
+        &namespace,
+        Cluster::NoRoom,
+        &["--timeout", "3s", "--format", "json"],
         Duration::from_secs(60),
     );
-    let seen = actors.stop();
     let id = run_id(&out);
     let report = report(&out);
     // The scheduler's condition was written through the status
@@ -757,24 +734,22 @@ fn a_running_server_gets_its_client_and_both_pods_on_nodes_are_deleted_after_the
     };
     let plan = plan();
     let namespace = plane.namespace("validate-run");
-    let actors = Actors::start(plane, &namespace, Cluster::ClientCannotPull);
-    let out = finish(
-        validate_run(
-            &plane.kubeconfig(),
-            &plan.full,
-            &namespace,
-            &[
-                "--nodes",
-                "gpu-a,gpu-b",
-                "--timeout",
-                "6s",
-                "--format",
-                "json",
-            ],
-        ),
+    let (out, seen) = run_to_end(
+        plane,
+        &plane.kubeconfig(),
+        &plan.full,
+        &namespace,
+        Cluster::ClientCannotPull,
+        &[
+            "--nodes",
+            "gpu-a,gpu-b",
+            "--timeout",
+            "6s",
+            "--format",
+            "json",
+        ],
         Duration::from_secs(60),
     );
-    let seen = actors.stop();
     let id = run_id(&out);
     let report = report(&out);
     let server = &seen[&format!("Pod/{SERVER0}")].object;
@@ -877,24 +852,22 @@ fn a_whole_run_under_the_documented_role_creates_every_test_in_order_and_leaves_
         "mpijobs.kubeflow.org",
         true,
     );
-    let actors = Actors::start(plane, &namespace, Cluster::Everything);
-    let out = finish(
-        validate_run(
-            &kubeconfig,
-            &plan.full,
-            &namespace,
-            &[
-                "--nodes",
-                "gpu-a,gpu-b",
-                "--timeout",
-                "60s",
-                "--format",
-                "json",
-            ],
-        ),
+    let (out, seen) = run_to_end(
+        plane,
+        &kubeconfig,
+        &plan.full,
+        &namespace,
+        Cluster::Everything,
+        &[
+            "--nodes",
+            "gpu-a,gpu-b",
+            "--timeout",
+            "60s",
+            "--format",
+            "json",
+        ],
         Duration::from_secs(90),
     );
-    let seen = actors.stop();
     let id = run_id(&out);
     let report = report(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1036,24 +1009,22 @@ fn an_mpijob_without_its_operator_times_out_saying_so_is_deleted_on_ctrl_c_and_a
     let namespace = plane.namespace("validate-run");
 
     // Timed out: the CRD is there, its operator is not.
-    let actors = Actors::start(plane, &namespace, Cluster::Nothing);
-    let out = finish(
-        validate_run(
-            &plane.kubeconfig(),
-            &plan.mpijob_only,
-            &namespace,
-            &[
-                "--nodes",
-                "gpu-a,gpu-b",
-                "--timeout",
-                "3s",
-                "--format",
-                "json",
-            ],
-        ),
+    let (out, seen) = run_to_end(
+        plane,
+        &plane.kubeconfig(),
+        &plan.mpijob_only,
+        &namespace,
+        Cluster::Nothing,
+        &[
+            "--nodes",
+            "gpu-a,gpu-b",
+            "--timeout",
+            "3s",
+            "--format",
+            "json",
+        ],
         Duration::from_secs(60),
     );
-    let seen = actors.stop();
     let id = run_id(&out);
     let report = report(&out);
     let job = &seen[&format!("MPIJob/{MPIJOB}")].object;
