@@ -186,6 +186,41 @@ impl ControlPlane {
         );
     }
 
+    /// Creates `objects` in one request of kubectl's (a `List`), as the
+    /// admin: a thousand Nodes in seconds, not a process each.
+    pub fn create_all(&self, objects: impl IntoIterator<Item = serde_json::Value>) {
+        let list = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": objects.into_iter().collect::<Vec<_>>(),
+        });
+        self.kubectl_ok(&["create", "-f", "-"], Some(&list.to_string()));
+    }
+
+    /// Waits, at most 30 s, until `kubectl auth can-i ARGS --as USER`
+    /// answers `allowed` for every `ARGS` of `checks`.
+    ///
+    /// The authorizer takes new roles and bindings from its informers, a
+    /// moment after they are created: a test that runs as `user` right
+    /// after granting (or taking) a right waits for it here.
+    pub fn await_can_i(&self, user: &str, checks: &[&[&str]], allowed: bool) {
+        let answers = |args: &[&str]| {
+            let mut full = vec!["auth", "can-i"];
+            full.extend_from_slice(args);
+            full.extend_from_slice(&["--as", user]);
+            let output = self.kubectl_output(&full, None);
+            String::from_utf8_lossy(&output.stdout).trim() == if allowed { "yes" } else { "no" }
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !checks.iter().all(|args| answers(args)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "RBAC never answered {allowed} to {user} for {checks:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Installs the CustomResourceDefinitions in `files` (YAML, one CRD or
     /// several each) and waits until the server serves every one of them.
     pub fn install_crds(&self, files: &[PathBuf]) {

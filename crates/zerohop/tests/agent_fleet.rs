@@ -48,51 +48,42 @@ fn gpu() -> Value {
     json!({ "nvidia.com/gpu.present": "true" })
 }
 
-/// Creates `objects` in one request of kubectl's.
-fn create_all(plane: &ControlPlane, objects: Vec<Value>) {
-    let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
-    plane.kubectl_ok(&["create", "-f", "-"], Some(&list.to_string()));
-}
-
 /// Five kinds of node: ready, not ready (two checks), stale, no agent, and
 /// a plain node that is not part of the data path; the test's name.
 fn cluster(plane: &ControlPlane) -> String {
     let test = plane.unique_name("fleet");
-    create_all(
-        plane,
-        vec![
-            node(
-                &test,
-                "a-ready",
-                gpu(),
-                json!([condition("True", "DataPathReady", "no check fails", 10)]),
-            ),
-            node(
-                &test,
-                "b-broken",
-                json!({ "nvidia.com/gpu.present": "true", "zerohop.dev/gpudirect-rdma": "broken" }),
-                json!([condition(
-                    "False",
-                    "RdmaPortDown",
-                    "RDMA004 mlx5_0/1: bring the port up; 2 failing: GPU012, RDMA004",
-                    20
-                )]),
-            ),
-            node(
-                &test,
-                "c-stale",
-                gpu(),
-                json!([condition("True", "DataPathReady", "no check fails", 3600)]),
-            ),
-            node(&test, "d-noagent", gpu(), json!([])),
-            node(
-                &test,
-                "e-plain",
-                json!({ "kubernetes.io/os": "linux" }),
-                json!([]),
-            ),
-        ],
-    );
+    plane.create_all(vec![
+        node(
+            &test,
+            "a-ready",
+            gpu(),
+            json!([condition("True", "DataPathReady", "no check fails", 10)]),
+        ),
+        node(
+            &test,
+            "b-broken",
+            json!({ "nvidia.com/gpu.present": "true", "zerohop.dev/gpudirect-rdma": "broken" }),
+            json!([condition(
+                "False",
+                "RdmaPortDown",
+                "RDMA004 mlx5_0/1: bring the port up; 2 failing: GPU012, RDMA004",
+                20
+            )]),
+        ),
+        node(
+            &test,
+            "c-stale",
+            gpu(),
+            json!([condition("True", "DataPathReady", "no check fails", 3600)]),
+        ),
+        node(&test, "d-noagent", gpu(), json!([])),
+        node(
+            &test,
+            "e-plain",
+            json!({ "kubernetes.io/os": "linux" }),
+            json!([]),
+        ),
+    ]);
     test
 }
 
@@ -214,15 +205,12 @@ fn watch_shows_a_node_whose_agent_stopped_as_stale_without_any_change() {
     let test = plane.unique_name("fleet");
     // A heartbeat written just now: ready, until three 1 s intervals pass
     // without another, which nothing in the cluster will announce.
-    create_all(
-        plane,
-        vec![node(
-            &test,
-            "a-ready",
-            gpu(),
-            json!([condition("True", "DataPathReady", "no check fails", 0)]),
-        )],
-    );
+    plane.create_all(vec![node(
+        &test,
+        "a-ready",
+        gpu(),
+        json!([condition("True", "DataPathReady", "no check fails", 0)]),
+    )]);
     let selector = format!("zerohop-test={test}");
     let mut child = zerohop()
         .args(["fleet", "--watch", "--interval", "1s", "--format", "json"])

@@ -46,12 +46,6 @@ fn node(name: &str, conditions: Value) -> Value {
     })
 }
 
-/// Creates `objects` in one request of kubectl's.
-fn create_all(plane: &ControlPlane, objects: Vec<Value>) {
-    let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
-    plane.kubectl_ok(&["create", "-f", "-"], Some(&list.to_string()));
-}
-
 /// The server's own count of requests, by verb, resource and subresource
 /// (`apiserver_request_total`, summed over response codes).
 fn requests(plane: &ControlPlane, verb: &str, resource: &str, subresource: &str) -> u64 {
@@ -73,7 +67,7 @@ fn uninstall_removes_the_condition_and_the_reports_from_every_node() {
     let Some(plane) = ControlPlane::shared() else {
         return;
     };
-    create_all(plane, vec![node("agent-node", json!([kubelet_ready()]))]);
+    plane.create_all(vec![node("agent-node", json!([kubelet_ready()]))]);
 
     // One node's state as its agent writes it; the agent is then stopped,
     // as deleting the DaemonSet stops every agent before the removal.
@@ -125,7 +119,7 @@ fn uninstall_removes_the_condition_and_the_reports_from_every_node() {
             "pass": { "intervalSeconds": 300 }, "findings": [],
         })
     }));
-    create_all(plane, objects);
+    plane.create_all(objects);
     let lists_before = requests(plane, "LIST", "nodes", "");
     let patches_before = requests(plane, "PATCH", "nodes", "status");
 
@@ -199,7 +193,7 @@ fn uninstall_twice_finds_nothing_left_and_a_missing_crd_is_no_error() {
     };
     let ours = json!({ "type": CONDITION, "status": "False", "reason": "RdmaPortDown",
                        "lastHeartbeatTime": now_minus(5), "lastTransitionTime": now_minus(60) });
-    create_all(&plane, vec![node("gpu-1", json!([kubelet_ready(), ours]))]);
+    plane.create_all(vec![node("gpu-1", json!([kubelet_ready(), ours]))]);
     let uninstall = || {
         zerohop()
             .args(["agent", "--uninstall", "--kubeconfig"])

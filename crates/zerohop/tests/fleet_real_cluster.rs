@@ -65,16 +65,6 @@ fn pool_node(index: usize) -> Value {
     })
 }
 
-/// Creates `nodes` with one `kubectl create` of a `List`.
-fn create_all(plane: &ControlPlane, nodes: impl IntoIterator<Item = Value>) {
-    let list = json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": nodes.into_iter().collect::<Vec<_>>(),
-    });
-    plane.kubectl_ok(&["create", "-f", "-"], Some(&list.to_string()));
-}
-
 /// The names of the rows of a `fleet --format json` document.
 fn row_names(document: &Value) -> Vec<String> {
     document["nodes"]
@@ -363,7 +353,7 @@ fn a_list_follows_the_servers_continue_tokens_to_a_whole_fleet_and_a_selector_na
     // Three pages of 500: a first, a continued one with a token to follow,
     // and a last.
     let count = 2 * PAGE + 1;
-    create_all(&plane, (0..count).map(pool_node));
+    plane.create_all((0..count).map(pool_node));
     let proxy = KubectlProxy::start(&plane);
     let recorder = Recorder::start(proxy.address);
     let dir = tempfile::tempdir().unwrap();
@@ -498,7 +488,7 @@ fn a_list_whose_continue_token_was_compacted_away_is_listed_again_from_its_first
     };
     // Two pages: the second is asked for with a continue token.
     let count = PAGE + 1;
-    create_all(&plane, (0..count).map(pool_node));
+    plane.create_all((0..count).map(pool_node));
     let proxy = KubectlProxy::start(&plane);
     let recorder = Recorder::start(proxy.address);
     let dir = tempfile::tempdir().unwrap();
@@ -524,13 +514,10 @@ fn a_list_whose_continue_token_was_compacted_away_is_listed_again_from_its_first
     // which would still serve the old revision, starts anew. On a real
     // cluster: the five-minute compaction, and a list that reaches another
     // API server (or the same one after a restart) for its next page.
-    create_all(
-        &plane,
-        [pool_node(0)].map(|mut n| {
-            n["metadata"]["name"] = json!("a-late");
-            n
-        }),
-    );
+    plane.create_all([pool_node(0)].map(|mut n| {
+        n["metadata"]["name"] = json!("a-late");
+        n
+    }));
     plane.compact_etcd();
     plane.stop();
     plane.start_again();
@@ -693,29 +680,14 @@ fn watch_shows_changes_as_they_happen_and_lists_again_after_a_compaction_and_a_r
         ],
         None,
     );
-    // The authorizer takes a new binding from its informers, not at once.
-    assert!(
-        wait_until(Duration::from_secs(30), || {
-            ["nodes", "datapathreports.zerohop.dev"]
-                .iter()
-                .all(|resource| {
-                    plane
-                        .kubectl_output(
-                            &[
-                                "auth",
-                                "can-i",
-                                "watch",
-                                resource,
-                                "--all-namespaces",
-                                "--as=system:serviceaccount:default:fleet-watcher",
-                            ],
-                            None,
-                        )
-                        .status
-                        .success()
-                })
-        }),
-        "the binding to zerohop-fleet-reader never came into force"
+    // Granted a moment after the binding is created.
+    plane.await_can_i(
+        "system:serviceaccount:default:fleet-watcher",
+        &[
+            &["watch", "nodes", "--all-namespaces"],
+            &["watch", "datapathreports.zerohop.dev", "--all-namespaces"],
+        ],
+        true,
     );
     let token = plane.kubectl_ok(
         &[
@@ -736,7 +708,7 @@ fn watch_shows_changes_as_they_happen_and_lists_again_after_a_compaction_and_a_r
     broken["status"] = json!({ "conditions": [our_condition(false)] });
     let mut ready = gpu_node("w-ready");
     ready["status"] = json!({ "conditions": [our_condition(true)] });
-    create_all(&plane, [broken, ready, gpu_node("w-noagent")]);
+    plane.create_all([broken, ready, gpu_node("w-noagent")]);
     // w-broken's report names a check its condition message does not, so
     // that a view shows which one it read.
     let report = json!({
@@ -789,7 +761,7 @@ fn watch_shows_changes_as_they_happen_and_lists_again_after_a_compaction_and_a_r
     // w-noagent, and w-ready broken.
     let mut late = gpu_node("w-late");
     late["status"] = json!({ "conditions": [our_condition(false)] });
-    create_all(&plane, [late]);
+    plane.create_all([late]);
     set_condition(&plane, "w-noagent", true);
     set_condition(&plane, "w-ready", false);
     let after = watching.until(LIMIT, |v| {

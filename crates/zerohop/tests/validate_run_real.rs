@@ -597,28 +597,14 @@ fn account(plane: &ControlPlane, namespace: &str, role: &Value, dir: &Path) -> P
     plane.write_token_kubeconfig(token.trim(), &dir.join("runner.kubeconfig"))
 }
 
-/// Waits until RBAC's cache answers `kubectl auth can-i VERB RESOURCE` for
-/// the account as `allowed`.
+/// Waits until RBAC answers `allowed` to `verb` on `resource` for the
+/// run's account in `namespace`.
 fn await_rbac(plane: &ControlPlane, namespace: &str, verb: &str, resource: &str, allowed: bool) {
-    let user = format!("system:serviceaccount:{namespace}:runner");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = plane.kubectl_output(
-            &[
-                "auth", "can-i", verb, resource, "-n", namespace, "--as", &user,
-            ],
-            None,
-        );
-        if String::from_utf8_lossy(&out.stdout).trim() == if allowed { "yes" } else { "no" } {
-            return;
-        }
-        // RBAC's informers catch up within milliseconds.
-        assert!(
-            Instant::now() < deadline,
-            "RBAC never said {allowed} to {verb} {resource}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    plane.await_can_i(
+        &format!("system:serviceaccount:{namespace}:runner"),
+        &[&[verb, resource, "-n", namespace]],
+        allowed,
+    );
 }
 
 #[test]

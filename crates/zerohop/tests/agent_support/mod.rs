@@ -282,30 +282,21 @@ pub fn install_agent(plane: &zerohop_testkit::control_plane::ControlPlane) {
     assert!(out.status.success());
     plane.apply(std::str::from_utf8(&out.stdout).unwrap());
     plane.wait_for_crds();
-    // The authorizer takes new roles and bindings from its informers, not
-    // at once: wait until the server grants the agent what its role says.
+    // Granted a moment after the role is created: wait for what the
+    // agent's role says.
     let account = format!(
         "system:serviceaccount:{AGENT_NAMESPACE}:{}",
         zerohop_known::zerohop_api::AGENT_NAME
     );
-    let granted = wait_until(Duration::from_secs(30), || {
-        [
-            ["patch", "nodes", "--subresource=status"],
-            ["create", "datapathreports.zerohop.dev", "--all-namespaces"],
-            ["create", "events.events.k8s.io", "--namespace=default"],
-        ]
-        .iter()
-        .all(|[verb, resource, qualifier]| {
-            plane
-                .kubectl_output(
-                    &["auth", "can-i", verb, resource, qualifier, "--as", &account],
-                    None,
-                )
-                .status
-                .success()
-        })
-    });
-    assert!(granted, "the agent's role never came into force");
+    plane.await_can_i(
+        &account,
+        &[
+            &["patch", "nodes", "--subresource=status"],
+            &["create", "datapathreports.zerohop.dev", "--all-namespaces"],
+            &["create", "events.events.k8s.io", "--namespace=default"],
+        ],
+        true,
+    );
 }
 
 /// The agent's Pod on `node`, as the DaemonSet controller and the
