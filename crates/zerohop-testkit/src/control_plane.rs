@@ -108,9 +108,18 @@ impl ControlPlane {
 
     /// The HTTPS address of the API server.
     pub fn server(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port(2))
+    }
+
+    /// The port `up` wrote at `index` of `DIR/ports`: etcd's clients, its
+    /// peers, the API server.
+    fn port(&self, index: usize) -> String {
         let ports = std::fs::read_to_string(self.dir.join("ports")).expect("up wrote the ports");
-        let api = ports.split_whitespace().nth(2).expect("three ports");
-        format!("https://127.0.0.1:{api}")
+        ports
+            .split_whitespace()
+            .nth(index)
+            .expect("three ports")
+            .to_owned()
     }
 
     /// The CA file that verifies the API server's certificate.
@@ -395,18 +404,17 @@ impl ControlPlane {
     /// server does every five minutes: a watch or a list continued from a
     /// resourceVersion before it is answered 410 Gone.
     pub fn compact_etcd(&self) {
-        let ports = std::fs::read_to_string(self.dir.join("ports")).expect("up wrote the ports");
-        let etcd = ports.split_whitespace().next().expect("three ports");
+        let etcd = self.port(0);
         // etcd's JSON gateway (etcdserver/api/v3rpc, the grpc-gateway of
         // KV.Range and KV.Compact): keys are base64; "AA==" is "\0", the
         // first key, with range_end "AA==" meaning every key.
-        let range = etcd_post(etcd, "/v3/kv/range", r#"{"key":"AA==","count_only":true}"#);
+        let range = etcd_post(&etcd, "/v3/kv/range", r#"{"key":"AA==","count_only":true}"#);
         let revision = range["header"]["revision"]
             .as_str()
             .expect("etcd names its revision")
             .to_owned();
         etcd_post(
-            etcd,
+            &etcd,
             "/v3/kv/compaction",
             &format!(r#"{{"revision":"{revision}","physical":true}}"#),
         );
