@@ -114,3 +114,33 @@ fn it_is_the_pinned_release_and_survives_a_restart_and_a_compaction() {
         "{stderr}"
     );
 }
+
+#[test]
+fn up_and_down_leave_a_directory_that_is_not_a_planes_alone() {
+    // Somebody's directory: `up` would lock it, write into it and, with
+    // `--owner`, remove it; `down` would signal the ids its `*.pid` files
+    // name. Both refuse, before anything is built or started.
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("etcd.pid");
+    std::fs::write(&precious, "1\n").unwrap();
+    for script in ["up", "down"] {
+        let output = Command::new(tools().join(script))
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{script}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&dir.path().display().to_string()),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "1\n");
+    // A newline would end the path's YAML scalar in the kubeconfig.
+    let output = Command::new(tools().join("up"))
+        .arg(dir.path().join("a\nb"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!dir.path().join("a\nb").exists());
+}
