@@ -328,4 +328,16 @@ mod tests {
             assert_eq!(canonical(text), text);
         }
     }
+
+    proptest::proptest! {
+        /// Whatever the text, no panic, and the canonical form of a
+        /// canonical form is itself (the server keeps what it wrote).
+        #[test]
+        fn any_text_is_canonicalized_without_panic_and_once_for_all(
+            text in "[-+]?[0-9.]{0,40}([eE][-+]?[0-9]{0,4}|[numkMGTPE]|[KMGTPE]i)?|\\PC{0,40}"
+        ) {
+            let once = canonical(&text);
+            proptest::prop_assert_eq!(canonical(&once), once);
+        }
+    }
 }
